@@ -1,0 +1,1 @@
+"""One module per command or command group; cli.py only registers them."""

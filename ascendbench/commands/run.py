@@ -1,0 +1,235 @@
+"""`ascendbench run scan`: run a scan kernel on a real array through the simulated machine."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    command_line,
+    default_result_path,
+    dump_json,
+    err_console,
+    fail,
+    out_console,
+    parse_count,
+)
+from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
+from ascendbench.kernels import ParamError
+from ascendbench.kernels.scan import SCAN_KERNELS, S_VALUES
+from ascendbench.runner import InputError, run_scan
+from ascendbench.sim.engine import BufferCapacityError
+
+app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
+
+_ALGORITHMS = ", ".join(SCAN_KERNELS)
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _parse_chunk(text: str | None) -> int | None:
+    if text is None or text.strip().lower() == "auto":
+        return None
+    if text.strip().lower() == "off":
+        return 0
+    try:
+        return parse_count(text, "chunk")
+    except ValueError:
+        raise ValueError(f"--chunk: expected 'auto', 'off', 0 or an element count such as 2**24, got {text!r}") from None
+
+
+@app.command("scan")
+def scan(
+    n: Annotated[Optional[str], typer.Option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000 or 2**27. "
+                                             "Optional with --input.")] = None,
+    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help=f"Scan kernel: {_ALGORITHMS}.")] = "mcscan-ul1",
+    s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
+    blocks: Annotated[Optional[int], typer.Option("--blocks", help="Blocks of the multi-core scans "
+                                                  "(default: all AI cores; more run in waves).")] = None,
+    chunk: Annotated[Optional[str], typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (the paper's rule), "
+                                                 "'off'/0, or a count such as 2**24.")] = None,
+    exclusive: Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")] = False,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Input dtype: fp16 or int8 (default fp16, or the "
+                                                 "--input array's).")] = None,
+    out_dtype: Annotated[Optional[str], typer.Option("--out-dtype", help="Output dtype: fp32 (default for fp16), fp16, "
+                                                     "int32 (int8 input).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated input.")] = 0,
+    input_file: Annotated[Optional[Path], typer.Option("--input", help="Scan this 1-D float16 or int8 .npy array "
+                                                       "instead of generated data.")] = None,
+    output_file: Annotated[Optional[Path], typer.Option("--output-file", help="Save the scanned array as .npy.")] = None,
+    model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no functional run.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold, as the "
+                                          "papers measured).")] = False,
+    hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
+    trace: Annotated[Optional[Path], typer.Option("--trace", help="Write the timeline as a Chrome trace JSON "
+                                                  "(open it in Perfetto).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Result JSON path (default: "
+                                                "results/runs/<kernel>/<time>-<id>.json).")] = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Scan an array on the simulated Ascend NPU: simulated time, bandwidth, % of peak and of memcpy,
+    phases, pipe utilisation and counters, with the result checked against NumPy."""
+    wall0 = time.perf_counter()
+    try:
+        count = parse_count(n, "n") if n is not None else None
+        chunk_elems = _parse_chunk(chunk)
+    except ValueError as exc:
+        fail(str(exc))
+    if algorithm not in SCAN_KERNELS:
+        fail(f"--algorithm: unknown scan kernel {algorithm!r}; choose from {_ALGORITHMS}")
+    if s not in S_VALUES:
+        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
+    if dtype is not None and dtype not in ("fp16", "int8"):
+        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
+    if out_dtype is not None and out_dtype not in ("fp32", "fp16", "int32"):
+        fail(f"--out-dtype: must be fp32, fp16 or int32, got {out_dtype!r}")
+    if output_file is not None:
+        if model_only:
+            fail("--output-file: there is no output with --model-only; drop one of them")
+        if output_file.suffix != ".npy":
+            fail(f"--output-file: must end in .npy, got {str(output_file)!r}")
+        if not output_file.parent.exists() if str(output_file.parent) else False:
+            fail(f"--output-file: folder {str(output_file.parent)!r} does not exist")
+    if input_file is not None and not input_file.exists():
+        fail(f"--input: file not found: {input_file}")
+    if trace is not None and trace.parent != Path("") and not trace.parent.exists():
+        fail(f"--trace: folder {str(trace.parent)!r} does not exist")
+    if out is not None and out.parent != Path("") and not out.parent.exists():
+        fail(f"--out: folder {str(out.parent)!r} does not exist")
+    if out is not None and no_save:
+        fail("--out: cannot be combined with --no-save")
+    if not model_only and count is not None and input_file is None:
+        needed = count * 12  # input, fp32/int32 output and the batch temporaries
+        available = _available_memory()
+        if available is not None and needed > 0.8 * available:
+            fail(f"--n: the functional run of {count} elements needs about {needed / 2**30:.1f} GiB, "
+                 f"{available / 2**30:.1f} GiB available; use --model-only for timings at this size")
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+                        console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
+    task = progress.add_task("simulating", total=None)
+
+    def report(stage: str, done: int, total: int) -> None:
+        progress.update(task, description=stage, completed=done, total=total or 1)
+
+    try:
+        with progress:
+            run = run_scan(count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk_elems, exclusive=exclusive,
+                           dtype=dtype, out_dtype=out_dtype, seed=seed, input_file=input_file, hardware=hardware,
+                           model_only=model_only, warm_l2=warm_l2, command=command_line(), progress=report)
+    except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
+        fail(str(exc))
+    except MemoryError:
+        fail("--n: not enough memory for the functional run at this size; use --model-only")
+
+    result = run.result
+    result.host.wall_time_s = time.perf_counter() - wall0
+    from ascendbench.store.io import atomic_save_npy, atomic_write_text
+
+    saved_to = None
+    if output_file is not None and run.output is not None:
+        atomic_save_npy(output_file, run.output)
+    if trace is not None:
+        from ascendbench.sim.trace import write_chrome_trace
+
+        write_chrome_trace(run.sim, trace, name=algorithm)
+    doc = result.model_dump(mode="json")
+    if not no_save:
+        saved_to = out or default_result_path("runs", algorithm)
+        atomic_write_text(saved_to, dump_json(doc) + "\n")
+    if json_out:
+        out_console.file.write(dump_json(doc) + "\n")
+    else:
+        _print_report(run, saved_to, output_file, trace)
+    if result.verification.performed and not result.verification.passed:
+        raise typer.Exit(1)
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.2f} µs"
+
+
+def _print_report(run, saved_to, output_file, trace) -> None:
+    r = run.result
+    m = r.metrics
+    c = out_console
+    p = r.params
+    title = (f"{r.kernel}  n={r.problem.n:,}  {r.problem.dtype}->{r.problem.out_dtype}  "
+             f"{'exclusive' if r.problem.exclusive else 'inclusive'}  s={p['s']}  on {r.hardware['name']}")
+    c.rule(f"[bold]{title}")
+    t = Table(show_header=False, box=None, padding=(0, 2))
+    t.add_row("simulated time", _fmt_s(m["time_s"]))
+    t.add_row("bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (input read once + output written once; 1 GB = 1e9 B)")
+    t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %  of {r.hardware['constants']['hbm_bandwidth_gbps']['value']:.0f} GB/s")
+    frac = m["fraction_of_memcpy"]
+    t.add_row("fraction of memcpy", f"{frac * 100:.1f} %  (memcpy of the same bytes: {m['memcpy_bandwidth_gbps']:.1f} GB/s, "
+              f"{_fmt_s(m['memcpy_time_s'])})" if frac is not None else "-")
+    t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
+    for name, secs in r.phases_s.items():
+        t.add_row(f"  {name}", _fmt_s(secs))
+    counters = r.counters
+    t.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
+    t.add_row("vector instructions", f"{int(counters.get('vector_instructions', 0)):,}  "
+              f"({int(counters.get('vector_repeats', 0)):,} repeats)")
+    t.add_row("GM traffic", f"read {counters.get('bytes_gm_read', 0) / 1e6:,.1f} MB "
+              f"(HBM {counters.get('bytes_hbm_read', 0) / 1e6:,.1f}, L2 hits {counters.get('bytes_l2_hit', 0) / 1e6:,.1f}), "
+              f"write {counters.get('bytes_gm_write', 0) / 1e6:,.1f} MB (to HBM {counters.get('bytes_hbm_write', 0) / 1e6:,.1f})")
+    t.add_row("syncs", f"{int(counters.get('sync_all', 0))} SyncAll, {int(counters.get('cross_core_flags', 0)):,} "
+              "cross-core flags")
+    v = r.verification
+    if not v.performed:
+        t.add_row("verification", "[yellow]not run (--model-only)[/]")
+    elif v.passed:
+        t.add_row("verification", f"[green]passed[/]  max abs error {v.max_abs_error:.3g}, max rel error "
+                  f"{v.max_rel_error:.3g}  (tolerance {v.tolerance})")
+    else:
+        t.add_row("verification", f"[bold red]FAILED[/]  max abs error {v.max_abs_error:.3g}, max rel error "
+                  f"{v.max_rel_error:.3g}  (tolerance {v.tolerance})")
+    host = r.host
+    t.add_row("host wall time", f"{host.wall_time_s:.2f} s  (timing model {host.model_time_s * 1e3:.0f} ms"
+              + (f", functional {host.functional_time_s:.2f} s)" if host.functional_time_s is not None else ")"))
+    c.print(t)
+    util = r.utilisation
+    if util:
+        pipes = ["MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR"]
+        u = Table(title="pipe utilisation (busy fraction of the simulated time, mean over units)", title_justify="left")
+        u.add_column("unit")
+        for pipe in pipes:
+            u.add_column(pipe, justify="right")
+        for kind in ("aic", "aiv"):
+            if kind in util:
+                u.add_row(kind.upper(), *[f"{util[kind][pp] * 100:.0f}%" if pp in util[kind] else "" for pp in pipes])
+        c.print(u)
+    if r.model.get("extrapolated"):
+        c.print("[dim]timing: a few loop iterations per core simulated, steady state extrapolated; identical cores "
+                "simulated once, weighted[/]")
+    for label, path in (("result", saved_to), ("output", output_file), ("trace", trace)):
+        if path is not None:
+            c.print(f"{label} written to {path}")

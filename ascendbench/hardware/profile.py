@@ -1,0 +1,196 @@
+"""Hardware profiles: every constant of the simulated NPU, loaded from TOML, each with its source."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["HardwareProfile", "HardwareError", "load_profile", "list_profiles", "DEFAULT_SCAN_HARDWARE"]
+
+DEFAULT_SCAN_HARDWARE = "ascend-910b4"
+
+
+class HardwareError(ValueError):
+    """A hardware profile could not be found or is malformed (message names the file and field)."""
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """Constants of one simulated Ascend chip. Sizes in bytes, rates in bytes per cycle of one core unless
+    the name says GB/s (1e9 bytes/s), latencies in cycles of the AI-core clock.
+
+    `sources` maps each field name to where its value comes from (paper, public spec, "calibrated: ..." for
+    values fitted by benchmarks/calibrate.py, "estimate: ..." for documented guesses).
+    """
+
+    name: str
+    description: str
+    ai_cores: int
+    aiv_per_core: int
+    clock_mhz: float
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    l1_bytes: int
+    ub_bytes: int
+    l2_bytes: int
+    hbm_bandwidth_gbps: float
+    hbm_efficiency: float
+    l2_bandwidth_gbps: float
+    gm_read_bytes_per_cycle: float
+    l2_read_bytes_per_cycle: float
+    l2_write_bytes_per_cycle: float
+    l1_to_l0_bytes_per_cycle: float
+    fixpipe_to_l1_bytes_per_cycle: float
+    gm_read_latency_cycles: float
+    l2_hit_latency_cycles: float
+    gm_write_latency_cycles: float
+    gm_alignment_bytes: int
+    unaligned_efficiency: float
+    mte_granularity_bytes: int
+    cube_latency_cycles: float
+    vector_bytes_per_repeat: int
+    vector_max_repeats: int
+    vector_startup_cycles: float
+    vector_barrier_cycles: float
+    vector_scalar_sync_cycles: float
+    scalar_op_cycles: float
+    cross_core_flag_cycles: float
+    sync_all_cycles: float
+    kernel_launch_us: float
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    path: str = field(default="", compare=False)
+
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_mhz * 1e6
+
+    @property
+    def hbm_bytes_per_cycle(self) -> float:
+        """Achievable HBM bandwidth of the whole chip in bytes per cycle (theoretical x efficiency)."""
+        return self.hbm_bandwidth_gbps * 1e9 * self.hbm_efficiency / self.clock_hz
+
+    @property
+    def l2_bytes_per_cycle(self) -> float:
+        return self.l2_bandwidth_gbps * 1e9 / self.clock_hz
+
+    @property
+    def aiv_cores(self) -> int:
+        return self.ai_cores * self.aiv_per_core
+
+    @property
+    def cube_fp16_peak_tflops(self) -> float:
+        """fp16 cube peak: cores x 4096 MAC/cycle x 2 flop x clock."""
+        return self.ai_cores * 4096 * 2 * self.clock_hz / 1e12
+
+    def constants(self) -> dict[str, Any]:
+        """The numeric constants as a plain dict (no sources)."""
+        return {f.name: getattr(self, f.name) for f in _constant_fields()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: name, description and {field: {"value", "source"}} for every constant."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "constants": {k: {"value": v, "source": self.sources.get(k, "")} for k, v in self.constants().items()},
+        }
+
+    def replace(self, **changes: Any) -> "HardwareProfile":
+        """A copy with some constants changed (used by calibration and tests)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _constant_fields() -> list[dataclasses.Field]:
+    return [f for f in fields(HardwareProfile) if f.name not in ("name", "description", "sources", "path")]
+
+
+_INT_FIELDS = {f.name for f in _constant_fields() if f.type in ("int", int)}
+# Fields that must be strictly positive: they divide or bound something.
+_POSITIVE = {
+    "ai_cores", "aiv_per_core", "clock_mhz", "l0a_bytes", "l0b_bytes", "l0c_bytes", "l1_bytes", "ub_bytes",
+    "hbm_bandwidth_gbps", "hbm_efficiency", "l2_bandwidth_gbps", "gm_read_bytes_per_cycle",
+    "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle", "l1_to_l0_bytes_per_cycle",
+    "fixpipe_to_l1_bytes_per_cycle", "gm_alignment_bytes", "unaligned_efficiency", "mte_granularity_bytes",
+    "vector_bytes_per_repeat", "vector_max_repeats",
+}
+_AT_MOST_ONE = {"hbm_efficiency", "unaligned_efficiency"}
+
+
+def _profiles_dir():
+    return resources.files("ascendbench.hardware") / "profiles"
+
+
+def list_profiles() -> list[str]:
+    """Names of the profiles shipped with the package, sorted."""
+    return sorted(p.name[: -len(".toml")] for p in _profiles_dir().iterdir() if p.name.endswith(".toml"))
+
+
+def load_profile(name_or_path: str | Path = DEFAULT_SCAN_HARDWARE) -> HardwareProfile:
+    """Load a shipped profile by name (e.g. "ascend-910b4") or a user's TOML file by path.
+
+    Raises:
+        HardwareError: unknown name, unreadable file, invalid TOML, or a field that is missing, not a
+            number, negative (or zero where it must be positive); the message names the file and field.
+    """
+    text_name = str(name_or_path)
+    if text_name in list_profiles():
+        resource = _profiles_dir() / f"{text_name}.toml"
+        label, raw = f"{text_name}.toml", resource.read_bytes()
+    else:
+        path = Path(text_name)
+        if not text_name.endswith(".toml") or not path.exists():
+            raise HardwareError(
+                f"--hardware: unknown profile {text_name!r}; use one of {', '.join(list_profiles())} "
+                "or the path of a .toml file"
+            )
+        label = str(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise HardwareError(f"--hardware: cannot read {label}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise HardwareError(f"--hardware: {label} is not valid TOML: {exc}") from None
+    return _from_dict(data, label)
+
+
+def _from_dict(data: dict[str, Any], label: str) -> HardwareProfile:
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key in ("name", "description"):
+        if not isinstance(data.get(key), str):
+            raise HardwareError(f"hardware profile {label}: field '{key}' is missing or not a string")
+        values[key] = data[key]
+    for f in _constant_fields():
+        entry = data.get(f.name)
+        if entry is None:
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' is missing")
+        if isinstance(entry, dict):
+            value, source = entry.get("value"), entry.get("source", "")
+        else:
+            value, source = entry, ""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be a number, got {value!r}")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be finite")
+        if value < 0:
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be non-negative, got {value}")
+        if f.name in _POSITIVE and value == 0:
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be positive, got 0")
+        if f.name in _AT_MOST_ONE and value > 1:
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be at most 1, got {value}")
+        if f.name in _INT_FIELDS:
+            if float(value) != int(value):
+                raise HardwareError(f"hardware profile {label}: field '{f.name}' must be an integer, got {value}")
+            value = int(value)
+        else:
+            value = float(value)
+        values[f.name] = value
+        sources[f.name] = str(source)
+    return HardwareProfile(**values, sources=MappingProxyType(sources), path=label)

@@ -1,0 +1,259 @@
+"""Functional results of the scan kernels, computed in each algorithm's own structure, and their checks.
+
+The tiles of x are viewed as s x s row-major matrices A (zero-padded) and multiplied by the constant matrices
+of the scan paper: U_s (upper-triangular ones), L^-_s (strictly lower-triangular ones), 1_s (all ones).
+fp16 inputs are exact in float32, so float32 matrix products with float32 accumulation reproduce the cube's
+fp16 x fp16 -> fp32 arithmetic up to summation order; int8 tiles go through the same float32 products, which
+are exact because every partial sum of an s x s int8 tile is below 2^24, and are then carried in int32 with
+wrap-around as the cube's int32 accumulation does. Carries are chained in the accumulation type exactly in
+the order the vector cores chain them (sequential adds), so the rounding follows the algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ascendbench.hardware import HardwareProfile, load_profile
+from ascendbench.kernels.base import Verification
+
+__all__ = ["compute", "verify", "reference", "tolerance_formula"]
+
+_BATCH_ELEMS = 1 << 22  # elements per NumPy batch: bounds temporaries and drives the progress bar
+_U32 = 2.0**-24  # unit roundoff of fp32
+_U16 = 2.0**-11  # unit roundoff of fp16
+
+
+def _constants(s: int) -> tuple[np.ndarray, np.ndarray]:
+    ones = np.ones((s, s), dtype=np.float32)
+    return np.triu(ones), np.tril(ones, -1)  # U_s, L^-_s
+
+
+def _acc_dtype(dtype: str):
+    return np.int32 if dtype == "int8" else np.float32
+
+
+def compute(name: str, x: np.ndarray, params, progress: Callable[[int], None] | None = None,
+            hw: HardwareProfile | None = None) -> np.ndarray:
+    """Output of kernel `name` on x (see ScanKernel.compute). hw decides the multi-core block and L2 chunk
+    layout (default ascend-910b4)."""
+    from ascendbench.kernels.scan import _CUMSUM_INFO, auto_chunk, _split
+
+    hw = hw or load_profile()
+    x = np.asarray(x)
+    n = x.shape[0]
+    out_np = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32}[params.out]
+    acc = _acc_dtype(params.dtype)
+    if n == 0:
+        return np.zeros(0, dtype=out_np)
+    if name == "memcpy":
+        if progress:
+            progress(n)
+        return x.astype(out_np)
+    s = _CUMSUM_INFO[1] if name == "vec-cumsum" else params.s
+    L = s * s
+    tiles = math.ceil(n / L)
+    rows_total = tiles * s
+    ul1 = name in ("scanul1", "mcscan-ul1")
+
+    # Pass 1 (phase I on the cube): tile scans into y, batch by batch; keep the carry units' totals.
+    y = np.empty(tiles * L, dtype=acc)
+    unit_totals = np.empty(tiles if ul1 else rows_total, dtype=acc)
+    U, Lm = _constants(s)
+    batch_tiles = max(1, _BATCH_ELEMS // L)
+    for t0 in range(0, tiles, batch_tiles):
+        t1 = min(tiles, t0 + batch_tiles)
+        lo, hi = t0 * L, min(n, t1 * L)
+        A = np.zeros(((t1 - t0) * L,), dtype=np.float32)
+        A[: hi - lo] = x[lo:hi]
+        A = A.reshape(t1 - t0, s, s)
+        if name == "vec-cumsum":
+            C = np.cumsum(A, axis=2, dtype=np.float32)  # CumSum along the inner axis, sequential adds
+        elif ul1:
+            C1 = A.sum(axis=2, keepdims=True, dtype=np.float32)  # A @ 1_s: every column holds the row sum
+            C1 = C1.astype(np.float16).astype(np.float32)  # FIXPIPE L0C -> L1 rounds C1 to fp16
+            C = A @ U
+            C += Lm @ C1  # L^-_s @ C1 accumulated into C2 in L0C (columns of C1 are equal)
+        else:
+            C = A @ U
+        C = C.astype(acc, copy=False)
+        y[t0 * L: t1 * L] = C.reshape(-1)
+        if ul1:
+            unit_totals[t0:t1] = C[:, -1, -1]
+        else:
+            unit_totals[t0 * s: t1 * s] = C[:, :, -1].reshape(-1)
+        if progress:
+            progress((hi - lo) // 2)
+
+    # Carries: where each carry chain starts and which units (rows or tiles) it walks.
+    unit = L if ul1 else s
+    units = unit_totals.shape[0]
+    if name in ("mcscan", "mcscan-ul1"):
+        chunk = params.chunk
+        if chunk is None:
+            chunk = auto_chunk(hw, params) if n * (params.in_bytes + params.out_bytes) > hw.l2_bytes else 0
+        chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, math.ceil(chunk / L)))
+        halves = []  # (first unit, unit count) of each AIV's share, in order, per chunk
+        for c0 in range(0, tiles, chunk_tiles):
+            ct = min(chunk_tiles, tiles - c0)
+            blocks = min(params.blocks or hw.ai_cores, ct)
+            first = c0
+            chunk_halves = []
+            for count in _split(ct, blocks):
+                if ul1:
+                    shares = _split(count, hw.aiv_per_core)
+                    u0 = first
+                    for sh in shares:
+                        chunk_halves.append((u0, sh))
+                        u0 += sh
+                else:
+                    rows_per_aiv = count * s // hw.aiv_per_core
+                    for h in range(hw.aiv_per_core):
+                        chunk_halves.append((first * s + h * rows_per_aiv, rows_per_aiv))
+                first += count
+            halves.append(chunk_halves)
+        carries = np.empty(units, dtype=acc)
+        chunk_carry = acc(0)
+        for chunk_halves in halves:
+            # Phase I on the AIVs: one partial sum of the *input* per core-half, in the accumulation type.
+            partials = []
+            for u0, cnt in chunk_halves:
+                lo, hi = min(n, u0 * unit), min(n, (u0 + cnt) * unit)
+                partials.append(x[lo:hi].sum(dtype=acc) if hi > lo else acc(0))
+            # Phase II: each AIV sums the partials of lower-numbered core-halves (scalar, sequential), adds
+            # the previous chunk's carry, then walks its rows (tiles for ScanUL1) adding the carry.
+            run = acc(0)
+            last_unit = 0
+            with np.errstate(over="ignore"):
+                for (u0, cnt), part in zip(chunk_halves, partials):
+                    if cnt:
+                        carries[u0: u0 + cnt] = _chain(acc(chunk_carry + run), unit_totals[u0: u0 + cnt], acc)
+                        last_unit = u0 + cnt - 1
+                    run = acc(run + part)
+                # The next chunk's carry is this chunk's last output, read back from GM.
+                chunk_carry = acc(carries[last_unit] + unit_totals[last_unit])
+    else:
+        carries = _chain(acc(0), unit_totals, acc)
+
+    # Pass 2 (phase II on the vector cores): add each unit's carry in place.
+    with np.errstate(over="ignore"):
+        yv = y.reshape(units, unit)
+        step = max(1, _BATCH_ELEMS // unit)
+        for u0 in range(0, units, step):
+            yv[u0: u0 + step] += carries[u0: u0 + step, None]
+            if progress:
+                done = min(n, (u0 + step) * unit) - min(n, u0 * unit)
+                progress(done - done // 2)
+    y = y[:n]
+    if params.exclusive:
+        y = np.concatenate([np.zeros(1, dtype=acc), y[:-1]])
+    return y.astype(out_np, copy=False)
+
+
+def _chain(start, totals: np.ndarray, acc) -> np.ndarray:
+    """Carries of a sequential chain: carry[0] = start, carry[k+1] = carry[k] + totals[k], rounded in the
+    accumulation type after every add (as the vector core does: y = rows + carry; carry = y[-1])."""
+    seq = np.empty(totals.shape[0], dtype=acc)
+    seq[0] = start
+    seq[1:] = totals[:-1]
+    with np.errstate(over="ignore"):
+        return np.cumsum(seq, dtype=acc)
+
+
+def reference(x: np.ndarray, exclusive: bool, dtype: str) -> np.ndarray:
+    """Plain NumPy scan: float64 for fp16 input, int64 wrapped to int32 for int8 input."""
+    if dtype == "int8":
+        ref = np.cumsum(x, dtype=np.int64)
+        ref = (ref + 2**31) % 2**32 - 2**31
+    else:
+        ref = np.cumsum(x, dtype=np.float64)
+    if exclusive and ref.size:
+        ref = np.concatenate([np.zeros(1, dtype=ref.dtype), ref[:-1]])
+    return ref
+
+
+def _tolerance_terms(name: str, params) -> tuple[int, float]:
+    s = 128 if name == "vec-cumsum" else params.s
+    return s, (_U16 if name in ("scanul1", "mcscan-ul1") else 0.0)
+
+
+def tolerance_formula(name: str, params) -> str:
+    if params.dtype == "int8" or name == "memcpy":
+        return "exact (int32 with wrap-around)" if params.dtype == "int8" else "exact copy"
+    _, extra = _tolerance_terms(name, params)
+    formula = "(4*sqrt(d_i)*2^-24" + (" + 2^-11" if extra else "") + ")*sum|x[:i]|"
+    if params.out == "fp16":
+        formula += " + 2^-11*|y_i|"
+    return formula
+
+
+def verify(name: str, x: np.ndarray, y: np.ndarray, params) -> Verification:
+    """Check y against the NumPy reference, batch by batch (memory stays flat at any n).
+
+    Reference: float64 running sum for fp16 input; int64 wrapped to int32 for int8 (must match exactly).
+    Tolerance for fp16 input, with a_i the running sum of |x| up to element i and d_i = s + i/s + 1 the
+    length of the longest chain of fp32 roundings that reaches element i (a row scan, then the carry chain):
+    |y_i - ref_i| <= (4 sqrt(d_i) u32 + e) a_i (+ u16 |ref_i| for fp16 output), u32 = 2^-24, u16 = 2^-11,
+    e = u16 for the ScanUL1 variants (C1 is rounded to fp16 on its way to L1), else 0. The sqrt(d) term is
+    the probabilistic rounding-error bound (Higham and Mary) with a safety factor of 4.
+    max_rel_error is relative to the running sum of |x| (sign changes of the prefix do not blow it up).
+    """
+    n = x.shape[0]
+    formula = tolerance_formula(name, params)
+    if y.shape != (n,):
+        return Verification(False, math.inf, math.inf, f"shape {y.shape} != ({n},)")
+    if n == 0:
+        return Verification(True, 0.0, 0.0, formula)
+    int8 = params.dtype == "int8"
+    s, extra = _tolerance_terms(name, params)
+    prefix = 0  # running sum of x before the batch (int64 or float64)
+    abs_prefix = 0.0
+    max_abs = max_rel = 0.0
+    passed = True
+    shift = 1 if params.exclusive and name != "memcpy" else 0
+    for lo in range(0, n, _BATCH_ELEMS):
+        hi = min(n, lo + _BATCH_ELEMS)
+        # ref_i for i in [lo, hi): inclusive scan up to i - shift
+        src_lo, src_hi = max(lo - shift, 0), hi - shift
+        xs = x[src_lo:src_hi]
+        if name == "memcpy":
+            ref = x[lo:hi].astype(np.float64)
+            diff = np.abs(y[lo:hi].astype(np.float64) - ref)
+            err = float(diff.max())
+            max_abs = max(max_abs, err)
+            max_rel = max(max_rel, float((diff / np.maximum(np.abs(ref), 1e-30)).max()))
+            passed &= err == 0.0 or (params.out == "fp16" and err <= _U16 * float(np.abs(ref).max()))
+            continue
+        if int8:
+            run = np.cumsum(xs, dtype=np.int64) + prefix
+            absrun = np.cumsum(np.abs(xs.astype(np.int64)), dtype=np.int64) + int(abs_prefix)
+        else:
+            run = np.cumsum(xs, dtype=np.float64) + prefix
+            absrun = np.cumsum(np.abs(xs.astype(np.float64))) + abs_prefix
+        if shift and lo == 0:
+            run = np.concatenate([np.zeros(1, dtype=run.dtype), run])
+            absrun = np.concatenate([np.zeros(1, dtype=absrun.dtype), absrun])
+        if xs.size:
+            prefix = run[-1]
+            abs_prefix = float(absrun[-1])
+        yb = y[lo:hi]
+        if int8:
+            ref = (run + 2**31) % 2**32 - 2**31
+            diff = np.abs(yb.astype(np.int64) - ref)
+            err = int(diff.max())
+            passed &= err == 0
+            max_abs = max(max_abs, float(err))
+            max_rel = max(max_rel, float((diff / np.maximum(absrun, 1)).max()))
+            continue
+        diff = np.abs(yb.astype(np.float64) - run)
+        depth = s + 1 + np.arange(lo, hi, dtype=np.float64) / s
+        tol = (4 * _U32 * np.sqrt(depth) + extra) * absrun
+        if params.out == "fp16":
+            tol += _U16 * np.abs(run) + 2.0**-24
+        finite = np.isfinite(yb)
+        passed &= bool(finite.all()) and bool((diff <= tol + 1e-30).all())
+        max_abs = max(max_abs, float(np.nanmax(diff)) if finite.any() else math.inf)
+        max_rel = max(max_rel, float(np.nanmax(diff / np.maximum(absrun, 1e-30))))
+    return Verification(bool(passed), max_abs, max_rel, formula)

@@ -1,0 +1,368 @@
+"""The event engine of the simulated NPU: in-order pipes, dependencies, shared HBM and L2.
+
+An *op* is one instruction (or one closed-form inner loop) on one pipe of one unit. Pipes of a unit run
+concurrently; ops on one pipe start in program order. An op starts when the previous op on its pipe has
+released the pipe and every dependency has finished (plus the dependency's delay, e.g. a cross-core flag).
+GM transfers additionally reserve time on the chip-wide HBM and L2 servers, which serve requests in the
+order they start, so cores transferring at the same time share the bandwidth.
+
+Ops are processed in order of start time with one heap (the SimPy approach), so the shared servers see
+requests in time order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ascendbench.hardware import HardwareProfile
+
+__all__ = ["Engine", "Op", "BufferCapacityError", "PIPES", "Dep"]
+
+# Pipe names, as Ascend's profiler shows them.
+PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
+_UNIT_PIPES = {
+    "aic": ("MTE2", "MTE1", "CUBE", "FIXPIPE", "SCALAR"),
+    "aiv": ("MTE2", "VECTOR", "MTE3", "SCALAR"),
+}
+
+
+class BufferCapacityError(ValueError):
+    """A tile does not fit an on-chip buffer; the message names the buffer, bytes needed and available."""
+
+
+class Op:
+    """One instruction on one pipe. Times are in cycles, set when the engine runs."""
+
+    __slots__ = (
+        "unit", "pipe", "label", "phase", "cycles", "xfer", "deps", "succs", "pending", "prev", "next",
+        "start", "release", "end", "done", "seq",
+    )
+
+    def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int):
+        self.unit = unit
+        self.pipe = pipe
+        self.label = label
+        self.phase = phase
+        self.cycles = cycles
+        self.xfer = xfer  # None, or (server_demands, core_cycles, latency)
+        self.deps = deps  # list[(Op, delay_cycles)]
+        self.succs = []
+        self.pending = 0
+        self.prev = None
+        self.next = None
+        self.start = self.release = self.end = _NAN
+        self.done = False
+        self.seq = seq
+
+    def __repr__(self) -> str:
+        return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
+
+
+Dep = Op | tuple[Op, float] | None
+_NAN = math.nan
+
+
+@dataclass
+class _Server:
+    """A chip-wide bandwidth resource served first come, first served."""
+
+    bytes_per_cycle: float
+    free: float = 0.0
+    busy: float = 0.0
+
+    def reserve(self, start: float, nbytes: float, weight: int = 1) -> float:
+        """Serve `weight` requests of `nbytes` from `start` on (the same request of each core of a group of
+        identical cores); returns when the last one finishes."""
+        begin = max(start, self.free)
+        one = nbytes / self.bytes_per_cycle
+        self.free = begin + one * weight
+        self.busy += one * weight
+        return self.free
+
+
+@dataclass
+class RunStats:
+    """What one engine run measured: all in cycles."""
+
+    makespan: float
+    phases: dict[str, tuple[float, float]]
+    busy: dict[tuple[str, str], float]
+    hbm_busy: float
+    l2_busy: float
+    unit_weights: dict[str, int] = field(default_factory=dict)
+
+
+class Engine:
+    """Builds a program of ops for the simulated chip and runs it.
+
+    Args:
+        hw: the hardware profile.
+        warm_l2: whether data touched before the kernel is still resident in L2 (kernels consult it).
+        group_cores: let kernels simulate one representative per group of cores with identical programs
+            (see `set_weight`); False simulates every core.
+
+    Counters are accumulated when ops are created, so they do not depend on timing; kernels that skip
+    regular loop iterations for extrapolation add those iterations' counters with `add_counters`.
+    """
+
+    def __init__(self, hw: HardwareProfile, warm_l2: bool = False, group_cores: bool = True):
+        self.hw = hw
+        self.warm_l2 = warm_l2
+        self.group_cores = group_cores
+        self.counters: dict[str, float] = {}
+        self.ops: list[Op] = []
+        self._last_on_pipe: dict[tuple[str, str], Op] = {}
+        self._buffers: dict[tuple[str, str], int] = {}
+        self.weights: dict[str, int] = {}
+        self.phase = "main"
+        self.hbm = _Server(hw.hbm_bytes_per_cycle)
+        self.l2 = _Server(hw.l2_bytes_per_cycle)
+        self.stats: RunStats | None = None
+
+    # ----- building -------------------------------------------------------------------------------
+    def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None) -> Op:
+        op = Op(unit, pipe, label, self.phase, cycles, xfer, [], len(self.ops))
+        norm = op.deps
+        for d in deps:
+            if d is None:
+                continue
+            if d.__class__ is Op:
+                norm.append((d, 0.0))
+                d.succs.append(op)
+            else:
+                norm.append(d)
+                d[0].succs.append(op)
+        key = (unit, pipe)
+        prev = self._last_on_pipe.get(key)
+        if prev is not None:
+            prev.next = op
+            op.prev = prev
+        self._last_on_pipe[key] = op
+        op.pending = len(norm)
+        self.ops.append(op)
+        return op
+
+    def groups(self, keys: list) -> list[tuple[int, int]]:
+        """(representative index, weight) for each group of equal `keys` (one key per core or worker, in
+        order); every index is its own group when group_cores is off."""
+        if not self.group_cores:
+            return [(i, 1) for i in range(len(keys))]
+        found: dict = {}
+        for i, k in enumerate(keys):
+            found.setdefault(k, []).append(i)
+        return [(members[0], len(members)) for members in found.values()]
+
+    def set_weight(self, unit: str, weight: int) -> None:
+        """Let `unit` stand for `weight` identical units (cores with the same program): its GM transfers
+        reserve `weight` times their bytes on the shared HBM and L2 servers, and its counters and busy time
+        count `weight` times. Simulating one representative per group of identical cores is what keeps the
+        engine fast; a test checks it against simulating every core."""
+        self.weights[unit] = int(weight)
+
+    def add_counters(self, delta: dict[str, float], times: int) -> None:
+        """Add `times` copies of a counter delta (the counters of skipped regular iterations)."""
+        if times:
+            c = self.counters
+            for k, v in delta.items():
+                c[k] = c.get(k, 0) + v * times
+
+    def snapshot(self) -> dict[str, float]:
+        return dict(self.counters)
+
+    def delta_since(self, snap: dict[str, float]) -> dict[str, float]:
+        return {k: v - snap.get(k, 0) for k, v in self.counters.items() if v != snap.get(k, 0)}
+
+    def alloc(self, unit: str, buffer: str, nbytes: int, what: str) -> None:
+        """Reserve `nbytes` of an on-chip buffer ("L1", "L0A", "L0B", "L0C", "UB") of one unit.
+
+        Raises:
+            BufferCapacityError: the unit's allocations in that buffer exceed its capacity.
+        """
+        capacity = {
+            "L1": self.hw.l1_bytes, "L0A": self.hw.l0a_bytes, "L0B": self.hw.l0b_bytes,
+            "L0C": self.hw.l0c_bytes, "UB": self.hw.ub_bytes,
+        }[buffer]
+        key = (unit, buffer)
+        used = self._buffers.get(key, 0) + int(nbytes)
+        if used > capacity:
+            raise BufferCapacityError(
+                f"{buffer}: {what} needs {used} bytes in total, {capacity} bytes available on {self.hw.name}"
+            )
+        self._buffers[key] = used
+
+    def compute(self, unit: str, pipe: str, cycles: float, deps: Sequence[Dep] = (), label: str = "") -> Op:
+        """An op that occupies `pipe` for `cycles`."""
+        return self._add(unit, pipe, label, cycles, deps)
+
+    def cube(self, unit: str, m: int, n: int, k: int, int8: bool, deps: Sequence[Dep] = (), label="mmad") -> Op:
+        """Mmad of (m x k) by (k x n) on the cube: ceil(m/16)*ceil(n/16)*ceil(k/kstep) fractal cycles plus
+        the cube latency; kstep is 16 for fp16 and 32 for int8 (HARDWARE.md, pypto cost model)."""
+        kstep = 32 if int8 else 16
+        fractals = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
+        self._inc("matmuls", 1, unit)
+        self._inc("cube_fractals", fractals, unit)
+        return self._add(unit, "CUBE", label, fractals + self.hw.cube_latency_cycles, deps)
+
+    def vector_repeats(self, nbytes: float) -> int:
+        """Repeats of one vector pass over `nbytes` (256 B per repeat)."""
+        return math.ceil(nbytes / self.hw.vector_bytes_per_repeat)
+
+    def vector(self, unit: str, nbytes: float, deps: Sequence[Dep] = (), label="vec", passes: int = 1) -> Op:
+        """`passes` dependent vector passes over `nbytes` each: instructions of at most 255 repeats, each
+        paying the start-up latency plus one cycle per repeat."""
+        repeats = self.vector_repeats(nbytes)
+        instructions = max(1, math.ceil(repeats / self.hw.vector_max_repeats)) if repeats else 0
+        self._inc("vector_instructions", instructions * passes, unit)
+        self._inc("vector_repeats", repeats * passes, unit)
+        cycles = passes * (instructions * self.hw.vector_startup_cycles + repeats)
+        return self._add(unit, "VECTOR", label, cycles, deps)
+
+    def vector_chain(self, unit: str, steps: int, nbytes_per_step: float, sync: str, deps=(), label="chain") -> Op:
+        """A closed-form loop of `steps` dependent vector instructions over `nbytes_per_step` each.
+
+        Each step waits for the previous one: `sync="scalar"` reads the last element with the scalar unit
+        (vector->scalar sync, as ScanU's carry propagation does); `sync="barrier"` puts a vector pipe barrier
+        between steps (as a vector-only scan does).
+        """
+        repeats = self.vector_repeats(nbytes_per_step)
+        instructions = max(1, math.ceil(repeats / self.hw.vector_max_repeats))
+        per_step = instructions * self.hw.vector_startup_cycles + repeats
+        if sync == "scalar":
+            per_step += self.hw.vector_scalar_sync_cycles + self.hw.scalar_op_cycles
+            self._inc("vector_scalar_syncs", steps, unit)
+        elif sync == "barrier":
+            per_step += self.hw.vector_barrier_cycles
+            self._inc("vector_barriers", steps, unit)
+        else:
+            raise ValueError(f"sync must be 'scalar' or 'barrier', got {sync!r}")
+        self._inc("vector_instructions", instructions * steps, unit)
+        self._inc("vector_repeats", repeats * steps, unit)
+        return self._add(unit, "VECTOR", label, per_step * steps, deps)
+
+    def _rounded(self, nbytes: float) -> float:
+        g = self.hw.mte_granularity_bytes
+        return -(-nbytes // g) * g
+
+    def _inc(self, key: str, value: float, unit: str) -> None:
+        c = self.counters
+        c[key] = c.get(key, 0) + value * self.weights.get(unit, 1)
+
+    def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool, aligned: bool = True,
+                deps: Sequence[Dep] = (), label: str = "gm_read") -> Op:
+        """Read `nbytes` from GM into a local buffer. A hit is served by L2 at the L2 rate, a miss by HBM at
+        the per-core GM rate; both share the chip-wide server. Unaligned addresses lose bandwidth."""
+        hw = self.hw
+        nbytes = self._rounded(nbytes)
+        eff = 1.0 if aligned else hw.unaligned_efficiency
+        self._inc("bytes_gm_read", nbytes, unit)
+        if l2_hit:
+            rate, latency, server = hw.l2_read_bytes_per_cycle, hw.l2_hit_latency_cycles, "l2"
+            self._inc("bytes_l2_hit", nbytes, unit)
+        else:
+            rate, latency, server = hw.gm_read_bytes_per_cycle, hw.gm_read_latency_cycles, "hbm"
+            self._inc("bytes_hbm_read", nbytes, unit)
+        if not aligned:
+            self._inc("bytes_unaligned", nbytes, unit)
+        xfer = (((server, nbytes / eff),), nbytes / (rate * eff), latency)
+        return self._add(unit, pipe, label, 0.0, deps, xfer)
+
+    def gm_write(self, unit: str, pipe: str, nbytes: float, *, writeback: bool, aligned: bool = True,
+                 deps: Sequence[Dep] = (), label: str = "gm_write") -> Op:
+        """Write `nbytes` to GM. Writes land in L2; `writeback` says the data reaches HBM (it is not
+        overwritten while still resident), which then also takes HBM bandwidth."""
+        hw = self.hw
+        nbytes = self._rounded(nbytes)
+        eff = 1.0 if aligned else hw.unaligned_efficiency
+        self._inc("bytes_gm_write", nbytes, unit)
+        if writeback:
+            demands = (("l2", nbytes / eff), ("hbm", nbytes / eff))
+            self._inc("bytes_hbm_write", nbytes, unit)
+        else:
+            demands = (("l2", nbytes / eff),)
+        if not aligned:
+            self._inc("bytes_unaligned", nbytes, unit)
+        xfer = (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
+        return self._add(unit, pipe, label, 0.0, deps, xfer)
+
+    def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
+                   deps: Sequence[Dep] = (), label: str = "move") -> Op:
+        """A move between on-chip buffers (L1->L0A/L0B on MTE1, L0C->L1 on FIXPIPE)."""
+        self._inc(counter, nbytes, unit)
+        return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps)
+
+    def flag(self, op: Op) -> tuple[Op, float]:
+        """A cross-core flag set when `op` finishes (AIC<->AIV exchange goes through GM)."""
+        self._inc("cross_core_flags", 1, op.unit)
+        return (op, float(self.hw.cross_core_flag_cycles))
+
+    def sync_all(self, ops: Iterable[Op | None]) -> tuple[Op, float]:
+        """SyncAll over the given last ops of every core; returns the dependency that releases them."""
+        self._inc("sync_all", 1, "chip")
+        barrier = self._add("chip", "SYNC", "SyncAll", 0.0, [o for o in ops if o is not None])
+        return (barrier, float(self.hw.sync_all_cycles))
+
+    # ----- running --------------------------------------------------------------------------------
+    def run(self) -> RunStats:
+        """Schedule every op; returns makespan, phase spans and busy time per (unit, pipe), in cycles."""
+        servers = {"hbm": self.hbm, "l2": self.l2}
+        weights = self.weights
+        heap: list[tuple[float, int, Op]] = []
+
+        def earliest(op: Op) -> float:
+            t = op.prev.release if op.prev is not None else 0.0
+            for dep, delay in op.deps:
+                t = max(t, dep.end + delay)
+            return t
+
+        for op in self.ops:
+            if op.pending == 0 and op.prev is None:
+                heapq.heappush(heap, (0.0, op.seq, op))
+        processed = 0
+        while heap:
+            start, _, op = heapq.heappop(heap)
+            op.start = start
+            if op.xfer is None:
+                op.release = op.end = start + op.cycles
+            else:
+                demands, core_cycles, latency = op.xfer
+                data_end = start + core_cycles
+                w = weights.get(op.unit, 1)
+                for name, nbytes in demands:
+                    data_end = max(data_end, servers[name].reserve(start, nbytes, w))
+                op.release = data_end
+                op.end = data_end + latency
+            op.done = True
+            processed += 1
+            nxt = op.next
+            if nxt is not None and nxt.pending == 0:
+                heapq.heappush(heap, (earliest(nxt), nxt.seq, nxt))
+            for succ in op.succs:
+                succ.pending -= 1
+                if succ.pending == 0 and (succ.prev is None or succ.prev.done):
+                    heapq.heappush(heap, (earliest(succ), succ.seq, succ))
+        if processed != len(self.ops):
+            stuck = next(o for o in self.ops if not o.done)
+            raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
+
+        phases: dict[str, tuple[float, float]] = {}
+        busy: dict[tuple[str, str], float] = {}
+        makespan = 0.0
+        for op in self.ops:
+            makespan = max(makespan, op.end)
+            lo, hi = phases.get(op.phase, (op.start, op.end))
+            phases[op.phase] = (min(lo, op.start), max(hi, op.end))
+            if op.unit != "chip":
+                key = (op.unit, op.pipe)
+                busy[key] = busy.get(key, 0.0) + (op.release - op.start)
+        self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
+                              {u: weights.get(u, 1) for u, _ in busy})
+        return self.stats
+
+
+def unit_kind(unit: str) -> str:
+    """'aic' or 'aiv' for a unit name like 'core3.aiv1'."""
+    tail = unit.rsplit(".", 1)[-1]
+    return "aic" if tail == "aic" else "aiv"

@@ -1,0 +1,194 @@
+"""Simulation results: time, phases, pipe busy time and counters; extrapolation and sequencing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.sim.engine import Engine, RunStats, unit_kind
+
+__all__ = ["SimResult", "Span", "simulate", "sequence", "fixed_cost"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One op on the timeline. Times in cycles from the kernel start."""
+
+    unit: str
+    pipe: str
+    label: str
+    phase: str
+    start: float
+    end: float
+
+
+@dataclass
+class SimResult:
+    """What the simulated machine reports for one kernel run.
+
+    time_cycles: makespan in cycles of the AI-core clock; phases: cycles per phase name (summed over
+    repetitions such as L2 chunks); busy: cycles each (unit, pipe) was occupied; counters: exact counts
+    (bytes per level, matmuls, cube fractals, vector instructions/repeats, syncs); timeline: the spans of
+    the ops actually simulated (for long runs, the simulated iterations only: see `extrapolated`).
+    """
+
+    hw: HardwareProfile
+    time_cycles: float
+    phases: dict[str, float]
+    busy: dict[tuple[str, str], float]
+    counters: dict[str, float]
+    segments: list[tuple[list, float]] = field(default_factory=list, repr=False)
+    extrapolated: bool = False
+    hbm_busy_cycles: float = 0.0
+    unit_weights: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def timeline(self) -> list[Span]:
+        """Spans of the simulated ops (built on demand: only traces need them)."""
+        return [
+            Span(o.unit, o.pipe, o.label, o.phase, o.start + offset, o.end + offset)
+            for ops, offset in self.segments
+            for o in ops
+            if o.unit != "chip"
+        ]
+
+    @property
+    def time_s(self) -> float:
+        return self.time_cycles / self.hw.clock_hz
+
+    def phase_s(self, name: str) -> float:
+        return self.phases.get(name, 0.0) / self.hw.clock_hz
+
+    def utilisation(self) -> dict[str, dict[str, float]]:
+        """Mean busy fraction per unit kind ('aic', 'aiv') and pipe, over the units that ran anything."""
+        if self.time_cycles <= 0:
+            return {}
+        units: dict[str, float] = {}
+        for unit, weight in self.unit_weights.items():
+            units[unit_kind(unit)] = units.get(unit_kind(unit), 0) + weight
+        sums: dict[tuple[str, str], float] = {}
+        for (unit, pipe), cycles in self.busy.items():
+            key = (unit_kind(unit), pipe)
+            sums[key] = sums.get(key, 0.0) + cycles * self.unit_weights.get(unit, 1)
+        out: dict[str, dict[str, float]] = {}
+        for (kind, pipe), cycles in sorted(sums.items()):
+            out.setdefault(kind, {})[pipe] = cycles / (units[kind] * self.time_cycles)
+        return out
+
+    def scaled(self, times: int) -> "SimResult":
+        """`times` back-to-back repetitions of this run (timeline of the first one only)."""
+        return sequence([(self, times)])
+
+
+def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
+    """Results run one after another, each repeated `count` times: times, phases, busy and counters add.
+    The timeline keeps one instance of each part, placed at its first start time."""
+    parts = [(r, c) for r, c in parts if c > 0]
+    hw = parts[0][0].hw
+    total = 0.0
+    phases: Counter[str] = Counter()
+    busy: Counter[tuple[str, str]] = Counter()
+    counters: Counter[str] = Counter()
+    segments: list[tuple[list, float]] = []
+    hbm = 0.0
+    extrapolated = False
+    weights: dict[str, int] = {}
+    for res, count in parts:
+        for u, w in res.unit_weights.items():
+            weights[u] = max(weights.get(u, 0), w)
+        segments.extend((ops, offset + total) for ops, offset in res.segments)
+        total += res.time_cycles * count
+        hbm += res.hbm_busy_cycles * count
+        for k, v in res.phases.items():
+            phases[k] += v * count
+        for k, v in res.busy.items():
+            busy[k] += v * count
+        for k, v in res.counters.items():
+            counters[k] += v * count
+        extrapolated = extrapolated or res.extrapolated or count > 1
+    return SimResult(hw, total, dict(phases), dict(busy), dict(counters), segments, extrapolated, hbm, weights)
+
+
+def _run(hw: HardwareProfile, warm_l2: bool, build: Callable[[Engine, int], None], skip: int, cache, key,
+         group: bool = True):
+    if cache is not None and key is not None and key in cache:
+        return cache[key]
+    engine = Engine(hw, warm_l2=warm_l2, group_cores=group)
+    build(engine, skip)
+    stats = engine.run()
+    phases = {k: hi - lo for k, (lo, hi) in stats.phases.items()}
+    out = (engine, stats, phases)
+    if cache is not None and key is not None:
+        cache[key] = out
+    return out
+
+
+def simulate(
+    hw: HardwareProfile,
+    build: Callable[[Engine, int], None],
+    iterations: int,
+    *,
+    warm_l2: bool = False,
+    keep: tuple[int, int] = (16, 24),
+    exact_limit: int = 40,
+    force_exact: bool = False,
+    cache: dict | None = None,
+    cache_key: Callable[[int], object] | None = None,
+) -> SimResult:
+    """Simulate a program whose cores run a regular loop of `iterations` tiles each.
+
+    `build(engine, skip)` emits the program with `skip` regular iterations removed from every core's loops
+    (keeping at least two per loop) and adds their counters with `engine.add_counters`, so counters stay
+    exact. Up to `exact_limit` iterations the whole program runs; force_exact also simulates every core
+    instead of one representative per group of identical cores (Engine.set_weight). Beyond that, two
+    truncated programs keeping `keep[0]` and `keep[1]` iterations are simulated and every time-like quantity
+    is extended linearly by the per-iteration steady-state increment:
+    T(N) = T(k2) + (N - k2) * (T(k2) - T(k1)) / (k2 - k1).
+    A test checks that this agrees with the exact simulation within 1% on sizes that can run exactly.
+
+    `cache` with `cache_key(skip)` (a hashable description of the truncated program) lets calls whose
+    truncated programs coincide (an L2 chunk and the shorter last chunk) share the simulated runs; the
+    counters then come from a build that is not run (counters do not depend on timing).
+    """
+    key = (lambda skip: None) if cache_key is None else cache_key
+    if force_exact or iterations <= exact_limit:
+        engine, stats, phases = _run(hw, warm_l2, build, 0, cache, key(0), group=not force_exact)
+        return _to_result(hw, engine, stats, phases, False, _count_only(hw, warm_l2, build, iterations))
+    k1, k2 = keep
+    skip1, skip2 = iterations - k1, iterations - k2
+    _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1))
+    engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2))
+    factor = skip2 / (skip1 - skip2)
+
+    def extend(a2: float, a1: float) -> float:
+        return a2 + factor * (a2 - a1)
+
+    stats = RunStats(
+        extend(s2.makespan, s1.makespan),
+        s2.phases,
+        {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()},
+        extend(s2.hbm_busy, s1.hbm_busy),
+        s2.l2_busy,
+        s2.unit_weights,
+    )
+    phases = {k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}
+    return _to_result(hw, engine, stats, phases, True, _count_only(hw, warm_l2, build, iterations))
+
+
+def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
+    """Exact counters of the full program, from the smallest truncated build (not run)."""
+    engine = Engine(hw, warm_l2=warm_l2)
+    build(engine, iterations)
+    return dict(engine.counters)
+
+
+def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: dict[str, float]) -> SimResult:
+    return SimResult(hw, stats.makespan, phases, dict(stats.busy), counters, [(engine.ops, 0.0)], extrapolated,
+                     stats.hbm_busy, dict(stats.unit_weights))
+
+
+def fixed_cost(hw: HardwareProfile, cycles: float, phase: str, **counters: float) -> SimResult:
+    """A fixed cost with no ops (kernel launch, a SyncAll between two programs)."""
+    return SimResult(hw, cycles, {phase: cycles}, {}, dict(counters), [], False, 0.0)
