@@ -181,7 +181,7 @@ def run_scan(
         output = kernel.compute(x, params, tick, hw=hw)
         if progress:
             progress("verifying", n, n)
-        v = kernel.verify(x, output, params)
+        v = kernel.verify(x, output, params, hw)
         verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
                                     max_rel_error=v.max_rel_error, tolerance=v.tolerance)
         functional_s = time.perf_counter() - t1

@@ -227,6 +227,10 @@ def _print_report(run, saved_to, output_file, trace) -> None:
             if kind in util:
                 u.add_row(kind.upper(), *[f"{util[kind][pp] * 100:.0f}%" if pp in util[kind] else "" for pp in pipes])
         c.print(u)
+    if "pad" in r.phases_s:
+        tile = 16384 if r.kernel == "vec-cumsum" else p["s"] ** 2
+        c.print(f"[dim]pad: n is not a multiple of the {tile}-element tile, so the input is first copied into a "
+                "zero-padded workspace, as the measured kernels do[/]")
     if r.model.get("extrapolated"):
         c.print("[dim]timing: a few loop iterations per core simulated, steady state extrapolated; identical cores "
                 "simulated once, weighted[/]")

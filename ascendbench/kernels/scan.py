@@ -379,11 +379,12 @@ class ScanKernel:
 
         return scan_numerics.compute(self.name, x, params, progress, hw)
 
-    def verify(self, x: np.ndarray, y: np.ndarray, params: ScanParams) -> Verification:
-        """Compare y with a float64 (int64 for int8, wrapped to int32) NumPy reference; see scan_numerics."""
+    def verify(self, x: np.ndarray, y: np.ndarray, params: ScanParams, hw: HardwareProfile | None = None) -> Verification:
+        """Compare y with a float64 (int64 for int8, wrapped to int32) NumPy reference; see scan_numerics.verify.
+        hw must be the profile compute() used (it fixes the multi-core carry chains)."""
         from ascendbench.kernels import scan_numerics
 
-        return scan_numerics.verify(self.name, x, y, params)
+        return scan_numerics.verify(self.name, x, y, params, hw)
 
 
 # ----- programs -------------------------------------------------------------------------------------

@@ -1,0 +1,78 @@
+"""Speed and memory of the tool itself (not of the simulated chip), measured side by side in one run.
+
+Usage: python benchmarks/bench_scan.py [--n 1e8]
+
+Prints, with the issue's targets for this 2-core machine:
+- end-to-end wall time of `ascendbench run scan --n 1e8` (a fresh process) and its peak RSS;
+- the functional scan (mcscan-ul1, the default) against np.cumsum in float32 of the same fp16 input;
+- the timing model alone (kernel + memcpy reference, as `run scan` does) at n = 1e9 and n = 2**40.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels import SCAN_KERNELS, ScanParams
+from ascendbench.runner import generate_input
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=float, default=1e8)
+    args = ap.parse_args(argv)
+    n = int(args.n)
+    rows = []
+
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "ascendbench.cli", "run", "scan", "--n", str(n), "--no-save"],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    rss_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e9
+    if proc.returncode != 0:
+        print(proc.stdout, proc.stderr)
+        return 1
+    rows.append(("end to end: run scan --n %g" % n, f"{wall:.2f} s", "<= 20 s", wall <= 20))
+    rows.append(("peak RSS of that run", f"{rss_gb:.2f} GB", "<= 3 GB", rss_gb <= 3))
+
+    x = generate_input(n, "fp16", 0)
+    kernel = SCAN_KERNELS["mcscan-ul1"]
+    params = ScanParams()
+    t_kernel = best_of(lambda: kernel.compute(x, params), repeat=2)
+    t_numpy = best_of(lambda: np.cumsum(x, dtype=np.float32), repeat=2)
+    ratio = t_kernel / t_numpy
+    rows.append(("functional mcscan-ul1 / np.cumsum(float32)", f"{t_kernel:.2f} s / {t_numpy:.2f} s = {ratio:.2f}x",
+                 "<= 3x", ratio <= 3))
+
+    hw = load_profile()
+    for size, label in ((10**9, "1e9"), (2**40, "2**40")):
+        for name in ("mcscan-ul1", "mcscan", "scanu"):
+            def model():
+                SCAN_KERNELS[name].simulate(size, params, hw)
+                SCAN_KERNELS["memcpy"].simulate(size, ScanParams(out_dtype="fp32"), hw)
+            t = best_of(model)
+            rows.append((f"timing model {name} + memcpy, n = {label}", f"{t * 1e3:.0f} ms", "<= 500 ms", t <= 0.5))
+
+    width = max(len(r[0]) for r in rows)
+    for what, value, target, ok in rows:
+        print(f"{what:<{width}}  {value:>28}  target {target:<9} {'ok' if ok else 'MISSED'}")
+    return 0 if all(r[3] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+import json
+
+from typer.testing import CliRunner
+
+from ascendbench.cli import app
+
+runner = CliRunner()
+
+
+def test_hardware_list_and_json():
+    out = runner.invoke(app, ["hardware", "list"])
+    assert out.exit_code == 0 and "ascend-910b4" in out.output and "atlas-300t-a2" in out.output
+    doc = json.loads(runner.invoke(app, ["hardware", "list", "--json"]).stdout)
+    assert [p["name"] for p in doc] == ["ascend-910b4", "atlas-300t-a2"]
+
+
+def test_hardware_show_gives_values_and_sources():
+    out = runner.invoke(app, ["hardware", "show", "ascend-910b4"])
+    assert out.exit_code == 0 and "hbm_bandwidth_gbps" in out.output and "scan paper" in out.output
+    doc = json.loads(runner.invoke(app, ["hardware", "show", "ascend-910b4", "--json"]).stdout)
+    assert doc["constants"]["ai_cores"] == {"value": 20, "source": "scan paper §6: 20 cube units"}
+    assert doc["constants"]["vector_barrier_cycles"]["source"].startswith("calibrated: benchmarks/calibrate.py")
+
+
+def test_hardware_show_unknown_is_a_user_error():
+    out = runner.invoke(app, ["hardware", "show", "nope"])
+    assert out.exit_code == 2 and "unknown profile 'nope'" in out.output and "Traceback" not in out.output
+
+
+def test_version():
+    out = runner.invoke(app, ["--version"])
+    assert out.exit_code == 0 and out.output.strip() == "0.1.0"

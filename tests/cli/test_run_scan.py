@@ -1,0 +1,176 @@
+"""`ascendbench run scan` through typer's CliRunner: the happy paths and every user-error path."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ascendbench.cli import app
+from ascendbench.store.schema import RunResult
+
+runner = CliRunner()
+
+
+def invoke(args, cwd: Path):
+    import os
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(app, args)
+    finally:
+        os.chdir(old)
+
+
+def result_files(cwd: Path) -> list[Path]:
+    return sorted((cwd / "results").rglob("*.json")) if (cwd / "results").exists() else []
+
+
+def test_run_scan_writes_a_valid_result_and_prints_the_report(tmp_path):
+    out = invoke(["run", "scan", "--n", "1e5"], tmp_path)
+    assert out.exit_code == 0, out.output
+    for text in ("simulated time", "bandwidth", "fraction of HBM peak", "fraction of memcpy", "phase I", "phase II",
+                 "matmuls", "vector instructions", "passed", "host wall time", "CUBE"):
+        assert text in out.output
+    files = result_files(tmp_path)
+    assert len(files) == 1 and files[0].parent == tmp_path / "results" / "runs" / "mcscan-ul1"
+    doc = RunResult.model_validate_json(files[0].read_text())
+    assert doc.problem.n == 100000 and doc.verification.passed and doc.metrics["bandwidth_gbps"] > 0
+    assert doc.counters["matmuls"] == 3 * -(-100000 // 16384)
+
+
+def test_json_output_is_the_document_only(tmp_path):
+    out = invoke(["run", "scan", "--n", "2**14", "--algorithm", "scanu", "--s", "64", "--exclusive", "--json",
+                  "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["kernel"] == "scanu" and doc["params"]["s"] == 64 and doc["problem"]["exclusive"] is True
+    assert set(doc) >= {"schema_version", "tool_version", "created_at", "command", "hardware", "kernel", "params",
+                        "problem", "metrics", "counters", "verification", "host"}
+    assert doc["metrics"]["time_s"] > 0 and "bandwidth_gbps" in doc["metrics"]
+    assert result_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("spelling", ["100000", "100_000", "1e5", "1.0e5"])
+def test_n_spellings(tmp_path, spelling):
+    out = invoke(["run", "scan", "--n", spelling, "--model-only", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["problem"]["n"] == 100000
+
+
+def test_empty_scan_is_valid(tmp_path):
+    out = invoke(["run", "scan", "--n", "0", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["problem"]["n"] == 0 and doc["verification"]["passed"] is True
+
+
+def test_model_only_at_huge_n(tmp_path):
+    out = invoke(["run", "scan", "--n", "2**40", "--model-only", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["verification"]["performed"] is False and doc["problem"]["n"] == 2**40
+    assert doc["counters"]["matmuls"] == 3 * 2**40 // 16384
+
+
+def test_input_and_output_files(tmp_path):
+    x = np.random.default_rng(0).integers(-128, 128, 50_000).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    out = invoke(["run", "scan", "--input", "x.npy", "--algorithm", "mcscan", "--output-file", "y.npy", "--out",
+                  "r.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    y = np.load(tmp_path / "y.npy")
+    np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int64).astype(np.int32))
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["problem"]["data"] == "file" and len(doc["problem"]["input_sha256"]) == 64
+    assert doc["problem"]["dtype"] == "int8" and doc["problem"]["out_dtype"] == "int32"
+
+
+def test_trace_is_chrome_trace_format(tmp_path):
+    out = invoke(["run", "scan", "--n", "1e5", "--trace", "t.json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    trace = json.loads((tmp_path / "t.json").read_text())
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert spans and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    assert {"aic CUBE", "aic MTE2", "aiv0 VECTOR", "aiv0 MTE3"} <= names
+
+
+def test_hardware_option_takes_a_profile_or_a_file(tmp_path):
+    out = invoke(["run", "scan", "--n", "1e5", "--model-only", "--hardware", "atlas-300t-a2", "--json", "--no-save"],
+                 tmp_path)
+    assert out.exit_code == 0 and json.loads(out.stdout)["hardware"]["name"] == "atlas-300t-a2"
+
+
+def _write_npy(tmp_path, name, array):
+    np.save(tmp_path / name, array)
+    return name
+
+
+ERROR_CASES = [
+    (["--n", "-5"], "--n: expected a non-negative integer"),
+    (["--n", "1.5"], "--n: expected a non-negative integer"),
+    (["--n", "lots"], "--n: expected a non-negative integer"),
+    (["--n", "1e5", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
+    (["--n", "1e5", "--algorithm", "bogo"], "--algorithm: unknown scan kernel"),
+    (["--n", "1e5", "--blocks", "0"], "--blocks: must be at least 1"),
+    (["--n", "1e5", "--chunk", "sometimes"], "--chunk: expected 'auto', 'off'"),
+    (["--n", "1e5", "--dtype", "bf16"], "--dtype: must be fp16 or int8"),
+    (["--n", "1e5", "--dtype", "int8", "--out-dtype", "fp16"], "--out-dtype: for int8 input must be one of int32"),
+    (["--n", "1e5", "--dtype", "int8", "--algorithm", "scanul1"], "--dtype: scanul1 supports fp16 only"),
+    (["--n", "1e5", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
+    (["--n", "1e5", "--output-file", "y.txt"], "--output-file: must end in .npy"),
+    (["--n", "1e5", "--output-file", "nowhere/y.npy"], "--output-file: folder 'nowhere' does not exist"),
+    (["--n", "1e5", "--model-only", "--output-file", "y.npy"], "--output-file: there is no output with --model-only"),
+    (["--input", "missing.npy"], "--input: file not found"),
+    (["--n", "2**60"], "--n: the functional run of"),
+]
+
+
+@pytest.mark.parametrize("args, message", ERROR_CASES)
+def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, args, message):
+    out = invoke(["run", "scan", *args], tmp_path)
+    assert out.exit_code == 2, out.output
+    lines = [line for line in out.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], out.output
+    assert "Traceback" not in out.output
+    assert result_files(tmp_path) == [] and not (tmp_path / "y.npy").exists()
+
+
+def test_input_file_errors(tmp_path):
+    cases = {
+        "two_d.npy": (np.zeros((3, 4), dtype=np.float16), "--input: array must be 1-D, got shape (3, 4)"),
+        "float32.npy": (np.zeros(10, dtype=np.float32), "--input: array dtype must be float16 or int8, got float32"),
+    }
+    for name, (array, message) in cases.items():
+        _write_npy(tmp_path, name, array)
+        out = invoke(["run", "scan", "--input", name], tmp_path)
+        assert out.exit_code == 2 and message in out.output, out.output
+    (tmp_path / "junk.npy").write_bytes(b"not numpy")
+    out = invoke(["run", "scan", "--input", "junk.npy"], tmp_path)
+    assert out.exit_code == 2 and "--input: junk.npy is not a readable .npy array" in out.output
+    _write_npy(tmp_path, "ok.npy", np.ones(100, dtype=np.float16))
+    out = invoke(["run", "scan", "--input", "ok.npy", "--n", "99"], tmp_path)
+    assert out.exit_code == 2 and "--n: 99 disagrees with the input's length 100" in out.output
+    out = invoke(["run", "scan", "--input", "ok.npy", "--dtype", "int8"], tmp_path)
+    assert out.exit_code == 2 and "--dtype: int8 disagrees with the input array's fp16" in out.output
+    assert result_files(tmp_path) == []
+
+
+def test_bad_hardware_file_names_the_field(tmp_path):
+    (tmp_path / "chip.toml").write_text('name = "x"\ndescription = "y"\n')
+    out = invoke(["run", "scan", "--n", "10", "--hardware", "chip.toml"], tmp_path)
+    assert out.exit_code == 2 and "field 'ai_cores' is missing" in out.output
+
+
+def test_tile_that_does_not_fit_is_a_user_error(tmp_path):
+    from importlib import resources
+
+    src = (resources.files("ascendbench.hardware") / "profiles" / "ascend-910b4.toml").read_text()
+    small = "\n".join('l0c_bytes = { value = 32768, source = "test" }' if line.startswith("l0c_bytes") else line
+                      for line in src.splitlines())
+    (tmp_path / "small.toml").write_text(small)
+    out = invoke(["run", "scan", "--n", "1e5", "--hardware", "small.toml"], tmp_path)
+    assert out.exit_code == 2 and "L0C:" in out.output and "32768 bytes available" in out.output

@@ -1,0 +1,211 @@
+"""Contract every scan kernel must pass: result vs NumPy, counters vs the paper's work formulas, buffers."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels import SCAN_KERNELS, ParamError, ScanParams, expected_matmuls
+from ascendbench.kernels.scan_numerics import reference
+from ascendbench.sim import BufferCapacityError
+
+HW = load_profile("ascend-910b4")
+SCANS = [k for k in SCAN_KERNELS if k != "memcpy"]
+
+
+def _supports(kernel: str, dtype: str) -> bool:
+    return not (dtype == "int8" and "ul1" in kernel)
+
+
+def _data(n: int, dtype: str, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == "int8":
+        return rng.integers(-128, 128, n, dtype=np.int8)
+    return rng.random(n, dtype=np.float32).astype(np.float16)
+
+
+def _sizes(s):
+    L = s * s
+    return [0, 1, s - 1, L, L + 1, 3 * L - 5, 20 * L + 37, 41 * L + 1]
+
+
+CASES = [
+    (k, dtype, s, exclusive)
+    for k in SCANS
+    for dtype in ("fp16", "int8")
+    for s in ((16, 128) if k != "vec-cumsum" else (128,))
+    for exclusive in (False, True)
+    if _supports(k, dtype)
+]
+
+
+@pytest.mark.parametrize("kernel, dtype, s, exclusive", CASES)
+def test_result_matches_numpy(kernel, dtype, s, exclusive):
+    params = ScanParams(s=s, dtype=dtype, exclusive=exclusive)
+    for n in _sizes(s):
+        x = _data(n, dtype, seed=n)
+        y = SCAN_KERNELS[kernel].compute(x, params)
+        assert y.dtype == (np.int32 if dtype == "int8" else np.float32)
+        assert y.shape == (n,)
+        verdict = SCAN_KERNELS[kernel].verify(x, y, params)
+        assert verdict.passed, (n, verdict)
+
+
+@pytest.mark.parametrize("kernel", SCANS)
+def test_integer_valued_fp16_input_is_exact(kernel):
+    # small integers: every partial sum is exact in fp16 (for C1) and fp32, so the scan must be exact
+    rng = np.random.default_rng(1)
+    n = 5 * 16384 + 77
+    x = rng.integers(0, 3, n).astype(np.float16)
+    for exclusive in (False, True):
+        y = SCAN_KERNELS[kernel].compute(x, ScanParams(exclusive=exclusive))
+        np.testing.assert_array_equal(y, reference(x, exclusive, "fp16").astype(np.float32))
+
+
+@pytest.mark.parametrize("kernel", [k for k in SCANS if _supports(k, "int8")])
+def test_int8_scan_wraps_like_int32_accumulation(kernel):
+    n = 20 * 16384 + 3
+    x = np.full(n, 127, dtype=np.int8)
+    params = ScanParams(dtype="int8")
+    y = SCAN_KERNELS[kernel].compute(x, params)
+    np.testing.assert_array_equal(y, (np.arange(1, n + 1, dtype=np.int64) * 127).astype(np.int32))
+    # wrap-around: 127 * 17e6 passes 2^31 - 1; int64 sums folded to int32 are what int32 accumulators give
+    big = np.full(17_000_000 // 16 * 16 + 5, 127, dtype=np.int8)
+    yb = SCAN_KERNELS[kernel].compute(big, params)
+    assert int(yb[-1]) == ((127 * big.size + 2**31) % 2**32) - 2**31
+    assert SCAN_KERNELS[kernel].verify(big, yb, params).passed
+
+
+@pytest.mark.parametrize("kernel", SCANS)
+def test_wrong_result_is_detected(kernel):
+    x = _data(5 * 16384 + 11, "fp16", seed=3)
+    params = ScanParams()
+    y = SCAN_KERNELS[kernel].compute(x, params)
+    y[len(y) // 3] += 1.0  # one element off by one input step
+    assert not SCAN_KERNELS[kernel].verify(x, y, params).passed
+    y = SCAN_KERNELS[kernel].compute(x, params)
+    assert not SCAN_KERNELS[kernel].verify(x, y[:-1], params).passed
+
+
+def test_fp16_output_rounds_and_overflow_fails_verification():
+    x = _data(4000, "fp16")
+    params = ScanParams(out_dtype="fp16")
+    y = SCAN_KERNELS["mcscan"].compute(x, params)
+    assert y.dtype == np.float16 and SCAN_KERNELS["mcscan"].verify(x, y, params).passed
+    big = np.ones(70000, dtype=np.float16)  # the sum passes the fp16 maximum 65504
+    with np.errstate(over="ignore"):
+        yb = SCAN_KERNELS["mcscan"].compute(big, params)
+    assert np.isinf(yb[-1]) and not SCAN_KERNELS["mcscan"].verify(big, yb, params).passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kernel=st.sampled_from(SCANS),
+    n=st.integers(0, 70_000),
+    s=st.sampled_from([16, 32, 64, 128]),
+    exclusive=st.booleans(),
+    dtype=st.sampled_from(["fp16", "int8"]),
+    blocks=st.one_of(st.none(), st.integers(1, 45)),
+    chunk=st.one_of(st.none(), st.sampled_from([0, 256, 5000, 1 << 15])),
+    seed=st.integers(0, 2**16),
+)
+def test_random_problems_match_numpy(kernel, n, s, exclusive, dtype, blocks, chunk, seed):
+    if not _supports(kernel, dtype):
+        return
+    params = ScanParams(s=s, exclusive=exclusive, dtype=dtype, blocks=blocks, chunk=chunk)
+    x = _data(n, dtype, seed)
+    y = SCAN_KERNELS[kernel].compute(x, params)
+    assert SCAN_KERNELS[kernel].verify(x, y, params).passed
+
+
+@pytest.mark.parametrize("kernel", ["scanu", "scanul1", "mcscan", "mcscan-ul1"])
+@pytest.mark.parametrize("s", [16, 32, 64, 128])
+def test_matmul_counts_match_claim_s_w1(kernel, s):
+    for n in (1, s * s - 1, s * s, s * s + 1, 20 * s * s * 45 + 3, 10**7 + 1):
+        params = ScanParams(s=s)
+        counters = SCAN_KERNELS[kernel].simulate(n, params, HW).counters
+        assert counters["matmuls"] == expected_matmuls(kernel, n, s), n
+        fractals = (s // 16) ** 3
+        assert counters["cube_fractals"] == counters["matmuls"] * fractals
+
+
+def test_vector_work_of_scanu_and_scanul1():
+    # ScanU: one Adds of s fp32 per row (O(n/s) instructions); ScanUL1: one per s^2 tile (O(n/s^2)).
+    n, s = 20 * 128 * 128, 128
+    scanu = SCAN_KERNELS["scanu"].simulate(n, ScanParams(s=s), HW).counters
+    scanul1 = SCAN_KERNELS["scanul1"].simulate(n, ScanParams(s=s), HW).counters
+    assert scanu["vector_instructions"] == n // s
+    assert scanul1["vector_instructions"] == (n // (s * s)) * math.ceil(s * s * 4 / 256 / 255)
+    assert scanu["vector_scalar_syncs"] == n // s and scanul1["vector_scalar_syncs"] == n // (s * s)
+
+
+def test_gm_traffic_of_mcscan_matches_kernel_organisation():
+    # Phase I reads the input twice (cube and AIV) and writes fp32 row scans; phase II reads them and writes
+    # the output: 3 reads + 2 writes per element (KERNELS.md). Besides: U_s loaded once per core, each AIV
+    # writes one partial sum and reads all 40 (+ the chunk carry), in 32-byte pieces.
+    s, n = 128, 20 * 128 * 128 * 50
+    c = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s, chunk=0), HW).counters
+    partials_read = 40 * (-(-(4 * 40 + 4) // 32) * 32)
+    assert c["bytes_gm_read"] == n * (2 + 2 + 4) + 20 * s * s * 2 + partials_read
+    assert c["bytes_gm_write"] == n * (4 + 4) + 40 * 32
+
+
+def test_l2_splitting_keeps_rewritten_data_out_of_hbm():
+    s, n = 128, 20 * 128 * 128 * 305
+    off = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s, chunk=0), HW).counters
+    on = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s), HW).counters
+    assert off["bytes_hbm_read"] + off["bytes_hbm_write"] == pytest.approx(n * (2 + 2 + 4 + 4 + 4), rel=1e-3)
+    chunks = -(-n // 16777216)  # the paper's chunk: L2 / 6 bytes, rounded up to 256 elements
+    u_loads = chunks * 20 * s * s * 2  # every chunk is a full scan: U_s is loaded again
+    assert on["bytes_hbm_read"] + on["bytes_hbm_write"] == pytest.approx(n * (2 + 4) + u_loads, rel=1e-4)
+
+
+@pytest.mark.parametrize("kernel", list(SCAN_KERNELS))
+def test_buffers_fit_the_shipped_hardware(kernel):
+    for s in (16, 32, 64, 128):
+        for dtype in ("fp16", "int8"):
+            if _supports(kernel, dtype):
+                SCAN_KERNELS[kernel].check(10**6, ScanParams(s=s, dtype=dtype), HW)
+
+
+def test_tile_that_does_not_fit_names_the_buffer():
+    small = HW.replace(l0a_bytes=16384)
+    with pytest.raises(BufferCapacityError, match=r"L0A: .* needs \d+ bytes .* 16384 bytes available"):
+        SCAN_KERNELS["mcscan"].check(10**6, ScanParams(s=128), small)
+    SCAN_KERNELS["mcscan"].check(10**6, ScanParams(s=64), small)
+
+
+@pytest.mark.parametrize(
+    "params, param",
+    [
+        (ScanParams(s=48), "s"),
+        (ScanParams(blocks=0), "blocks"),
+        (ScanParams(chunk=-1), "chunk"),
+        (ScanParams(dtype="bf16"), "dtype"),
+        (ScanParams(dtype="int8", out_dtype="fp16"), "out-dtype"),
+    ],
+)
+def test_bad_parameters_name_the_parameter(params, param):
+    with pytest.raises(ParamError) as info:
+        SCAN_KERNELS["mcscan"].check(1000, params, HW)
+    assert info.value.param == param and str(info.value).startswith(f"--{param}:")
+
+
+def test_ul1_variants_refuse_int8_with_a_reason():
+    with pytest.raises(ParamError, match="fp16 only"):
+        SCAN_KERNELS["mcscan-ul1"].check(1000, ScanParams(dtype="int8"), HW)
+
+
+def test_more_blocks_than_cores_run_in_waves():
+    n = 20 * 128 * 128 * 40
+    base = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(), HW)
+    waves = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(blocks=40), HW)
+    few = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(blocks=5), HW)
+    assert waves.counters["matmuls"] == base.counters["matmuls"]
+    assert few.time_s > base.time_s  # 5 of 20 cores
+    x = _data(n // 40, "fp16")
+    y = SCAN_KERNELS["mcscan"].compute(x, ScanParams(blocks=40))
+    assert SCAN_KERNELS["mcscan"].verify(x, y, ScanParams(blocks=40)).passed

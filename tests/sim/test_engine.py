@@ -1,0 +1,154 @@
+import math
+
+import pytest
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels.scan import _Ring
+from ascendbench.sim import BufferCapacityError, Engine
+
+HW = load_profile("ascend-910b4")
+
+
+def test_ops_on_one_pipe_run_in_order_and_pipes_run_concurrently():
+    e = Engine(HW)
+    a = e.compute("core0.aiv0", "VECTOR", 100)
+    b = e.compute("core0.aiv0", "VECTOR", 50)
+    c = e.compute("core0.aiv0", "SCALAR", 30)
+    e.run()
+    assert (a.start, a.end, b.start, b.end) == (0, 100, 100, 150)
+    assert (c.start, c.end) == (0, 30)
+
+
+def test_dependency_with_delay_models_a_cross_core_flag():
+    e = Engine(HW)
+    a = e.compute("core0.aic", "CUBE", 100)
+    b = e.compute("core0.aiv0", "VECTOR", 10, deps=[e.flag(a)])
+    e.run()
+    assert b.start == 100 + HW.cross_core_flag_cycles
+    assert e.counters["cross_core_flags"] == 1
+
+
+def test_cube_cycles_follow_the_fractal_count():
+    e = Engine(HW)
+    fp16 = e.cube("core0.aic", 128, 128, 128, int8=False)
+    int8 = e.cube("core0.aic", 128, 128, 128, int8=True)
+    odd = e.cube("core0.aic", 17, 33, 49, int8=False)
+    e.run()
+    assert fp16.end - fp16.start == 8 * 8 * 8 + HW.cube_latency_cycles
+    assert int8.end - int8.start == 8 * 8 * 4 + HW.cube_latency_cycles  # 16x32x16 fractal
+    assert odd.end - odd.start == 2 * 3 * 4 + HW.cube_latency_cycles
+    assert e.counters["matmuls"] == 3 and e.counters["cube_fractals"] == 512 + 256 + 24
+
+
+def test_vector_cycles_follow_repeats_and_startup():
+    e = Engine(HW)
+    op = e.vector("core0.aiv0", 64 * 1024)  # 256 repeats of 256 B -> 2 instructions (at most 255 repeats)
+    e.run()
+    assert op.end - op.start == 2 * HW.vector_startup_cycles + 256
+    assert (e.counters["vector_instructions"], e.counters["vector_repeats"]) == (2, 256)
+
+
+def test_gm_read_miss_hit_and_unaligned_costs():
+    e = Engine(HW)
+    miss = e.gm_read("core0.aic", "MTE2", 32768, l2_hit=False)
+    e2 = Engine(HW)
+    hit = e2.gm_read("core0.aic", "MTE2", 32768, l2_hit=True)
+    e3 = Engine(HW)
+    unaligned = e3.gm_read("core0.aic", "MTE2", 32768, l2_hit=False, aligned=False)
+    for eng in (e, e2, e3):
+        eng.run()
+    assert miss.end == pytest.approx(32768 / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
+    assert hit.end == pytest.approx(32768 / HW.l2_read_bytes_per_cycle + HW.l2_hit_latency_cycles)
+    assert unaligned.end - HW.gm_read_latency_cycles == pytest.approx(32768 / (HW.gm_read_bytes_per_cycle * 0.7))
+    assert e.counters["bytes_hbm_read"] == 32768 and e2.counters["bytes_l2_hit"] == 32768
+
+
+def test_transfers_round_up_to_32_bytes():
+    e = Engine(HW)
+    e.gm_write("core0.aiv0", "MTE3", 33, writeback=True)
+    assert e.counters["bytes_gm_write"] == 64 and e.counters["bytes_hbm_write"] == 64
+
+
+def test_cores_transferring_at_once_share_hbm_bandwidth():
+    nbytes = 1 << 20
+    alone = Engine(HW)
+    op = alone.gm_read("core0.aic", "MTE2", nbytes, l2_hit=False)
+    alone.run()
+    crowd = Engine(HW)
+    ops = [crowd.gm_read(f"core{c}.aic", "MTE2", nbytes, l2_hit=False) for c in range(HW.ai_cores)]
+    crowd.run()
+    assert op.end == pytest.approx(nbytes / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
+    # 20 cores x 32 B/cycle exceed the chip's HBM rate: the last one finishes when HBM has moved all of it.
+    last = max(o.end for o in ops)
+    assert last == pytest.approx(HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle + HW.gm_read_latency_cycles)
+
+
+def test_weighted_representative_core_reserves_its_group_bandwidth():
+    nbytes = 1 << 20
+    e = Engine(HW)
+    e.set_weight("core0.aic", HW.ai_cores)
+    op = e.gm_read("core0.aic", "MTE2", nbytes, l2_hit=False)
+    e.run()
+    assert op.end == pytest.approx(HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle + HW.gm_read_latency_cycles)
+    assert e.counters["bytes_hbm_read"] == HW.ai_cores * nbytes
+
+
+def test_writes_back_to_hbm_only_when_asked():
+    e = Engine(HW)
+    e.gm_write("core0.aic", "FIXPIPE", 4096, writeback=False)
+    assert e.counters.get("bytes_hbm_write", 0) == 0 and e.counters["bytes_gm_write"] == 4096
+
+
+def test_queue_depth_bounds_how_far_a_producer_runs_ahead():
+    for depth in (1, 2):
+        e = Engine(HW)
+        ring = _Ring(depth)
+        produced = []
+        for _ in range(6):
+            p = e.compute("core0.aiv0", "MTE2", 10, deps=[ring.wait()])
+            c = e.compute("core0.aiv0", "VECTOR", 100, deps=[p])
+            ring.push(c)
+            produced.append((p, c))
+        e.run()
+        for i in range(depth, 6):
+            assert produced[i][0].start == pytest.approx(produced[i - depth][1].end)
+        assert produced[depth - 1][0].start < produced[0][1].end  # up to `depth` items before the first is consumed
+
+
+def test_sync_all_waits_for_every_core_and_costs_its_latency():
+    e = Engine(HW)
+    a = e.compute("core0.aiv0", "VECTOR", 100)
+    b = e.compute("core1.aiv0", "VECTOR", 300)
+    barrier = e.sync_all([a, b])
+    after = e.compute("core0.aiv0", "VECTOR", 1, deps=[barrier])
+    e.run()
+    assert after.start == 300 + HW.sync_all_cycles
+
+
+def test_buffer_capacity_error_names_buffer_and_bytes():
+    e = Engine(HW)
+    e.alloc("core0.aic", "L0A", 40000, "first")
+    with pytest.raises(BufferCapacityError) as info:
+        e.alloc("core0.aic", "L0A", 40000, "second tile")
+    assert "L0A" in str(info.value) and "80000" in str(info.value) and "65536" in str(info.value)
+
+
+def test_deadlock_is_reported():
+    e = Engine(HW)
+    a = e.compute("core0.aiv0", "VECTOR", 1)
+    b = e.compute("core0.aiv0", "SCALAR", 1, deps=[a])
+    a.deps.append((b, 0.0))
+    b.succs.append(a)
+    a.pending += 1
+    with pytest.raises(RuntimeError, match="deadlock"):
+        e.run()
+
+
+def test_queue_depth_one_serialises_producer_and_consumer():
+    e = Engine(HW)
+    ring = _Ring(1)
+    for _ in range(3):
+        p = e.compute("core0.aiv0", "MTE2", 10, deps=[ring.wait()])
+        ring.push(e.compute("core0.aiv0", "VECTOR", 100, deps=[p]))
+    e.run()
+    assert math.isclose(ring.released[-1].end, 3 * 110)

@@ -1,0 +1,75 @@
+"""Long loops are simulated for a few iterations and extrapolated; identical cores are simulated once."""
+
+import pytest
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels import SCAN_KERNELS, ScanParams
+from ascendbench.sim import simulate
+
+HW = load_profile("ascend-910b4")
+
+
+def _both(kernel, n, params, **kw):
+    k = SCAN_KERNELS[kernel]
+    grouped_exact = k.simulate(n, params, HW, **kw)
+    return k, grouped_exact
+
+
+@pytest.mark.parametrize("kernel", ["mcscan", "mcscan-ul1", "scanu", "scanul1", "vec-cumsum", "memcpy"])
+@pytest.mark.parametrize("s", [32, 128])
+def test_extrapolated_time_matches_exact_simulation_within_1_percent(kernel, s, monkeypatch):
+    import ascendbench.kernels.scan as scan_module
+
+    # sizes whose loops are longer than the exact-simulation limit (40 iterations), with uneven blocks and a
+    # padded tail
+    if kernel.startswith("mcscan"):
+        n = 60 * 20 * s * s + 7 * s * s + 3
+    elif kernel == "memcpy":
+        n = 50 * 40 * 16384 + 12345
+    else:
+        tile = 16384 if kernel == "vec-cumsum" else s * s
+        n = 45 * tile + 3
+    params = ScanParams(s=s)
+    extrapolated = SCAN_KERNELS[kernel].simulate(n, params, HW)
+
+    real = scan_module.simulate
+
+    def exact(*args, **kwargs):
+        kwargs["exact_limit"] = 10**9  # every iteration, still one representative per group of cores
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "simulate", exact)
+    reference = SCAN_KERNELS[kernel].simulate(n, params, HW)
+    assert extrapolated.extrapolated and not reference.extrapolated
+    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.01)
+    assert extrapolated.counters == reference.counters
+
+
+@pytest.mark.parametrize("kernel", ["mcscan", "mcscan-ul1", "memcpy"])
+@pytest.mark.parametrize("s", [32, 64, 128])
+def test_one_core_per_group_matches_every_core_within_5_percent(kernel, s):
+    n = 40 * 20 * s * s + 7 * s * s + 3
+    grouped = SCAN_KERNELS[kernel].simulate(n, ScanParams(s=s), HW)
+    every = SCAN_KERNELS[kernel].simulate(n, ScanParams(s=s), HW, force_exact=True)
+    assert grouped.time_cycles == pytest.approx(every.time_cycles, rel=0.05)
+    assert grouped.counters == every.counters
+
+
+def test_linear_extrapolation_formula_on_a_synthetic_loop():
+    def build(engine, skip):
+        count = 100 - min(skip, 97)
+        prev = None
+        for i in range(count):
+            prev = engine.compute("core0.aiv0", "VECTOR", 10 if i else 1000, deps=[prev])
+
+    result = simulate(HW, build, 100)
+    assert result.extrapolated
+    assert result.time_cycles == pytest.approx(1000 + 99 * 10)
+
+
+def test_timing_model_handles_huge_n_with_exact_counters():
+    n = 2**40 + 12345
+    result = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(), HW)
+    tiles = -(-n // 16384)
+    assert result.counters["matmuls"] == tiles
+    assert result.time_s > 0
