@@ -6,11 +6,19 @@ Public API: `run_scan` (run a scan kernel on real data, verified, with simulated
 
 __version__ = "0.1.0"
 
-from ascendbench.hardware import HardwareProfile, load_profile, list_profiles  # noqa: E402
-from ascendbench.kernels import KERNELS, ParamError, ScanParams, get_kernel  # noqa: E402
-from ascendbench.runner import ScanRun, run_scan  # noqa: E402
+from ascendbench.hardware import HardwareProfile, list_profiles, load_profile
+from ascendbench.kernels import KERNELS, ParamError, ScanParams, get_kernel
+from ascendbench.runner import ScanRun, run_scan
 
 __all__ = [
-    "__version__", "HardwareProfile", "load_profile", "list_profiles", "KERNELS", "ParamError", "ScanParams",
-    "get_kernel", "ScanRun", "run_scan",
+    "KERNELS",
+    "HardwareProfile",
+    "ParamError",
+    "ScanParams",
+    "ScanRun",
+    "__version__",
+    "get_kernel",
+    "list_profiles",
+    "load_profile",
+    "run_scan",
 ]

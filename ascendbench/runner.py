@@ -12,10 +12,10 @@ import hashlib
 import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ascendbench.kernels.scan import SCAN_KERNELS
 from ascendbench.sim.result import SimResult
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
 
-__all__ = ["ScanRun", "run_scan", "generate_input", "load_input", "InputError"]
+__all__ = ["InputError", "ScanRun", "generate_input", "load_input", "run_scan"]
 
 
 class InputError(ValueError):
@@ -204,7 +204,7 @@ def run_scan(
     }
     result = RunResult(
         tool_version=__version__,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         command=command if command is not None else ["python-api", "run_scan"],
         hardware=hw.to_dict(),
         kernel=algorithm,

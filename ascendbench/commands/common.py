@@ -7,18 +7,26 @@ import json
 import re
 import secrets
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
-__all__ = ["err_console", "out_console", "fail", "parse_count", "HardwareOption", "JsonOption", "default_result_path",
-           "USER_ERRORS"]
+__all__ = [
+    "HardwareOption",
+    "JsonOption",
+    "default_result_path",
+    "err_console",
+    "fail",
+    "out_console",
+    "parse_count",
+]
 
+# Wide enough for the report when stdout is a file or a pipe (rich would wrap at 80 columns).
 err_console = Console(stderr=True)
-out_console = Console()
+out_console = Console(width=None if sys.stdout.isatty() else 132)
 
 HardwareOption = Annotated[
     str, typer.Option("--hardware", help="Hardware profile: a shipped name (see `ascendbench hardware list`) or a .toml path.")
@@ -76,7 +84,7 @@ def parse_count(text: str, name: str) -> int:
 
 def default_result_path(kind: str, kernel: str) -> Path:
     """results/<kind>/<kernel>/<UTC timestamp>-<short id>.json under the current folder."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return Path("results") / kind / kernel / f"{stamp}-{secrets.token_hex(3)}.json"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -24,7 +24,7 @@ from ascendbench.commands.common import (
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
 from ascendbench.kernels import ParamError
-from ascendbench.kernels.scan import SCAN_KERNELS, S_VALUES
+from ascendbench.kernels.scan import S_VALUES, SCAN_KERNELS
 from ascendbench.runner import InputError, run_scan
 from ascendbench.sim.engine import BufferCapacityError
 
@@ -60,30 +60,30 @@ def _parse_chunk(text: str | None) -> int | None:
 
 @app.command("scan")
 def scan(
-    n: Annotated[Optional[str], typer.Option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000 or 2**27. "
+    n: Annotated[str | None, typer.Option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000 or 2**27. "
                                              "Optional with --input.")] = None,
     algorithm: Annotated[str, typer.Option("--algorithm", "-a", help=f"Scan kernel: {_ALGORITHMS}.")] = "mcscan-ul1",
     s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
-    blocks: Annotated[Optional[int], typer.Option("--blocks", help="Blocks of the multi-core scans "
+    blocks: Annotated[int | None, typer.Option("--blocks", help="Blocks of the multi-core scans "
                                                   "(default: all AI cores; more run in waves).")] = None,
-    chunk: Annotated[Optional[str], typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (the paper's rule), "
+    chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (the paper's rule), "
                                                  "'off'/0, or a count such as 2**24.")] = None,
     exclusive: Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")] = False,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Input dtype: fp16 or int8 (default fp16, or the "
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Input dtype: fp16 or int8 (default fp16, or the "
                                                  "--input array's).")] = None,
-    out_dtype: Annotated[Optional[str], typer.Option("--out-dtype", help="Output dtype: fp32 (default for fp16), fp16, "
+    out_dtype: Annotated[str | None, typer.Option("--out-dtype", help="Output dtype: fp32 (default for fp16), fp16, "
                                                      "int32 (int8 input).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the generated input.")] = 0,
-    input_file: Annotated[Optional[Path], typer.Option("--input", help="Scan this 1-D float16 or int8 .npy array "
+    input_file: Annotated[Path | None, typer.Option("--input", help="Scan this 1-D float16 or int8 .npy array "
                                                        "instead of generated data.")] = None,
-    output_file: Annotated[Optional[Path], typer.Option("--output-file", help="Save the scanned array as .npy.")] = None,
+    output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the scanned array as .npy.")] = None,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no functional run.")] = False,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold, as the "
                                           "papers measured).")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[Optional[Path], typer.Option("--trace", help="Write the timeline as a Chrome trace JSON "
+    trace: Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON "
                                                   "(open it in Perfetto).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Result JSON path (default: "
+    out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                                 "results/runs/<kernel>/<time>-<id>.json).")] = None,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
     json_out: JsonOption = False,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["HardwareProfile", "HardwareError", "load_profile", "list_profiles", "DEFAULT_SCAN_HARDWARE"]
+__all__ = ["DEFAULT_SCAN_HARDWARE", "HardwareError", "HardwareProfile", "list_profiles", "load_profile"]
 
 DEFAULT_SCAN_HARDWARE = "ascend-910b4"
 
@@ -100,7 +102,7 @@ class HardwareProfile:
             "constants": {k: {"value": v, "source": self.sources.get(k, "")} for k, v in self.constants().items()},
         }
 
-    def replace(self, **changes: Any) -> "HardwareProfile":
+    def replace(self, **changes: Any) -> HardwareProfile:
         """A copy with some constants changed (used by calibration and tests)."""
         return dataclasses.replace(self, **changes)
 
@@ -177,7 +179,7 @@ def _from_dict(data: dict[str, Any], label: str) -> HardwareProfile:
             value, source = entry, ""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise HardwareError(f"hardware profile {label}: field '{f.name}' must be a number, got {value!r}")
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise HardwareError(f"hardware profile {label}: field '{f.name}' must be finite")
         if value < 0:
             raise HardwareError(f"hardware profile {label}: field '{f.name}' must be non-negative, got {value}")

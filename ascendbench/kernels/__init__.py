@@ -4,6 +4,15 @@ from ascendbench.kernels.base import KERNELS, Kernel, ParamError, Verification, 
 from ascendbench.kernels.scan import SCAN_KERNELS, ScanKernel, ScanParams, auto_chunk, expected_matmuls
 
 __all__ = [
-    "KERNELS", "Kernel", "ParamError", "Verification", "get_kernel", "kernel_names",
-    "SCAN_KERNELS", "ScanKernel", "ScanParams", "auto_chunk", "expected_matmuls",
+    "KERNELS",
+    "SCAN_KERNELS",
+    "Kernel",
+    "ParamError",
+    "ScanKernel",
+    "ScanParams",
+    "Verification",
+    "auto_chunk",
+    "expected_matmuls",
+    "get_kernel",
+    "kernel_names",
 ]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.result import SimResult
 
-__all__ = ["Kernel", "ParamError", "Verification", "register", "get_kernel", "kernel_names", "KERNELS"]
+__all__ = ["KERNELS", "Kernel", "ParamError", "Verification", "get_kernel", "kernel_names", "register"]
 
 
 class ParamError(ValueError):

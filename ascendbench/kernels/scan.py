@@ -12,17 +12,25 @@ equation 4.1 (ScanUL1), Algorithm 3 (MCScan), §6.1.1 (L2 cache splitting, MCSca
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification, register
+from ascendbench.kernels.programs import COPY_PIECE as _MEMCPY_PIECE
+from ascendbench.kernels.programs import Ring as _Ring
+from ascendbench.kernels.programs import clamp_skip as _clamp
+from ascendbench.kernels.programs import copy_pass as _copy_pass
+from ascendbench.kernels.programs import copy_program as _copy_program
+from ascendbench.kernels.programs import depth as _depth
+from ascendbench.kernels.programs import loop as _loop
+from ascendbench.kernels.programs import split_front as _split
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
-__all__ = ["ScanParams", "ScanKernel", "SCAN_KERNELS", "DTYPES", "S_VALUES", "auto_chunk", "expected_matmuls"]
+__all__ = ["DTYPES", "SCAN_KERNELS", "S_VALUES", "ScanKernel", "ScanParams", "auto_chunk", "expected_matmuls"]
 
 S_VALUES = (16, 32, 64, 128)
 DTYPES = {"fp16": np.float16, "int8": np.int8}
@@ -31,7 +39,6 @@ _IN_BYTES = {"fp16": 2, "int8": 1}
 _OUT_BYTES = {"fp32": 4, "fp16": 2, "int32": 4}
 _ACC_BYTES = 4  # L0C accumulates fp16 in fp32 and int8 in int32
 _CUMSUM_INFO = (128, 128)  # AscendC CumSum (outter, inner) of the vector-only baseline, scan paper §4.1
-_MEMCPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
 
 
 @dataclass(frozen=True)
@@ -85,52 +92,6 @@ def expected_matmuls(kernel: str, n: int, s: int) -> int:
     MCScanUL1 runs ScanUL1 tile scans (3 per tile); memcpy and vec-cumsum issue none."""
     tiles = math.ceil(n / (s * s))
     return {"scanu": tiles, "mcscan": tiles, "scanul1": 3 * tiles, "mcscan-ul1": 3 * tiles}.get(kernel, 0)
-
-
-def _split(total: int, workers: int) -> list[int]:
-    """Contiguous split from the front: each worker takes ceil(total/workers); trailing ones get fewer."""
-    if total <= 0:
-        return [0] * workers
-    per = math.ceil(total / workers)
-    return [max(0, min(per, total - i * per)) for i in range(workers)]
-
-
-class _Ring:
-    """A queue of `depth` slots: the producer of item i waits until item i - depth was released."""
-
-    def __init__(self, depth: int):
-        self.depth = depth
-        self.released: list[Op] = []
-
-    def wait(self) -> Op | None:
-        return self.released[-self.depth] if len(self.released) >= self.depth else None
-
-    def push(self, op: Op) -> None:
-        self.released.append(op)
-
-
-def _clamp(count: int, skip: int) -> int:
-    """Iterations actually skipped from a loop of `count`: at least three stay, so that iteration 1 (whose
-    counters stand for the skipped ones) is neither the first (prologue) nor the last (a partial piece)."""
-    return min(skip, max(count - 3, 0))
-
-
-def _loop(engine: Engine, count: int, skip: int, emit: Callable[[int], None]) -> int:
-    """Emit `count - skip'` iterations, skip' = _clamp(count, skip); the counters of the skipped iterations
-    are those of iteration 1, added skip' times. Returns the number emitted."""
-    skip = _clamp(count, skip)
-    for i in range(count - skip):
-        if i == 1 and skip:
-            snap = engine.snapshot()
-            emit(i)
-            engine.add_counters(engine.delta_since(snap), skip)
-        else:
-            emit(i)
-    return count - skip
-
-
-def _depth(fits_two: bool) -> int:
-    return 2 if fits_two else 1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -388,57 +349,11 @@ class ScanKernel:
 
 
 # ----- programs -------------------------------------------------------------------------------------
-def _copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact) -> SimResult:
-    """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel)."""
-    pieces = math.ceil(n / _MEMCPY_PIECE)
-    per_aiv = _split(pieces, hw.aiv_cores)
-    x_hit = warm_l2 and n * in_bytes <= hw.l2_bytes
-
-    def build(engine: Engine, skip: int) -> None:
-        engine.phase = phase
-        _copy_program(engine, skip, per_aiv, n, in_bytes, out_bytes, x_hit)
-
-    return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact)
-
-
-def _copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes: int, out_bytes: int,
-                  x_hit: bool) -> None:
-    hw = engine.hw
-    piece_in, piece_out = _MEMCPY_PIECE * in_bytes, _MEMCPY_PIECE * out_bytes
-    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
-    total = sum(per_aiv)
-    # Workers with the same piece count run the same program; the one holding the partial last piece differs.
-    keys = [(c, firsts[w] + c == total) for w, c in enumerate(per_aiv)]
-    for w, weight in engine.groups(keys):
-        count, first_piece = per_aiv[w], firsts[w]
-        if count == 0:
-            continue
-        unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-        engine.set_weight(unit, weight)
-        engine.alloc(unit, "UB", 2 * (piece_in + piece_out), "copy pieces (2 buffers of input and output)")
-        ring = _Ring(2)
-        # Only the very last piece of the array is partial.
-        tail = n - (first_piece + count - 1) * _MEMCPY_PIECE
-        emitted = count - _clamp(count, skip)
-
-        def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
-            elems = min(tail, _MEMCPY_PIECE) if i == emitted - 1 else _MEMCPY_PIECE
-            rd = engine.gm_read(unit, "MTE2", elems * in_bytes, l2_hit=x_hit, deps=[ring.wait()], label="in")
-            last = rd
-            if in_bytes != out_bytes:
-                last = engine.vector(unit, elems * out_bytes, deps=[rd], label="cast")
-            wr = engine.gm_write(unit, "MTE3", elems * out_bytes, writeback=True, deps=[last], label="out")
-            ring.push(wr)
-
-        _loop(engine, count, skip, emit)
-
-
 def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, plan: _Plan, tiles: int) -> None:
     """Vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128) on one AIV.
     Per 128 x 128 tile: cast to the accumulation type and transpose (3 passes), the inner-axis cumsum as
     127 dependent adds of 128 elements with a vector pipe barrier between them, then the row carries (and
     the tile carry) as 128 dependent adds, each followed by a scalar read of the row's last element."""
-    hw = engine.hw
     outer, inner = _CUMSUM_INFO
     unit = "core0.aiv0"
     engine.phase = "scan"

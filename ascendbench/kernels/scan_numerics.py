@@ -12,14 +12,14 @@ the order the vector cores chain them (sequential adds), so the rounding follows
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import Verification
 
-__all__ = ["compute", "verify", "reference", "tolerance_formula"]
+__all__ = ["compute", "reference", "tolerance_formula", "verify"]
 
 _BATCH_ELEMS = 1 << 22  # elements per NumPy batch: bounds temporaries and drives the progress bar
 _U32 = 2.0**-24  # unit roundoff of fp32
@@ -47,7 +47,7 @@ def compute(name: str, x: np.ndarray, params, progress: Callable[[int], None] | 
             hw: HardwareProfile | None = None) -> np.ndarray:
     """Output of kernel `name` on x (see ScanKernel.compute). hw decides the multi-core block and L2 chunk
     layout (default ascend-910b4)."""
-    from ascendbench.kernels.scan import _CUMSUM_INFO, auto_chunk, _split
+    from ascendbench.kernels.scan import _CUMSUM_INFO
 
     hw = hw or load_profile()
     x = np.asarray(x)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from ascendbench.hardware import HardwareProfile
 
-__all__ = ["Engine", "Op", "BufferCapacityError", "PIPES", "Dep"]
+__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op"]
 
 # Pipe names, as Ascend's profiler shows them.
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
@@ -37,8 +37,22 @@ class Op:
     """One instruction on one pipe. Times are in cycles, set when the engine runs."""
 
     __slots__ = (
-        "unit", "pipe", "label", "phase", "cycles", "xfer", "deps", "succs", "pending", "prev", "next",
-        "start", "release", "end", "done", "seq",
+        "cycles",
+        "deps",
+        "done",
+        "end",
+        "label",
+        "next",
+        "pending",
+        "phase",
+        "pipe",
+        "prev",
+        "release",
+        "seq",
+        "start",
+        "succs",
+        "unit",
+        "xfer",
     )
 
     def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int):
@@ -250,23 +264,35 @@ class Engine:
         c = self.counters
         c[key] = c.get(key, 0) + value * self.weights.get(unit, 1)
 
-    def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool, aligned: bool = True,
-                deps: Sequence[Dep] = (), label: str = "gm_read") -> Op:
+    def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
+                deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0) -> Op:
         """Read `nbytes` from GM into a local buffer. A hit is served by L2 at the L2 rate, a miss by HBM at
-        the per-core GM rate; both share the chip-wide server. Unaligned addresses lose bandwidth."""
+        the per-core GM rate; both share the chip-wide server. `l2_hit` may be a fraction (the share of the
+        bytes found in L2). Unaligned addresses lose bandwidth. `serial` > 1 says that many cores read the
+        same 512-byte ranges at the same time and are served one after another (HGEMM paper §4.3.2)."""
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
+        hit = float(l2_hit)
         self._inc("bytes_gm_read", nbytes, unit)
-        if l2_hit:
-            rate, latency, server = hw.l2_read_bytes_per_cycle, hw.l2_hit_latency_cycles, "l2"
-            self._inc("bytes_l2_hit", nbytes, unit)
-        else:
-            rate, latency, server = hw.gm_read_bytes_per_cycle, hw.gm_read_latency_cycles, "hbm"
-            self._inc("bytes_hbm_read", nbytes, unit)
+        demands = []
+        core_cycles = 0.0
+        latency = hw.gm_read_latency_cycles if hit < 1.0 else hw.l2_hit_latency_cycles
+        if hit > 0.0:
+            hit_bytes = nbytes * hit
+            self._inc("bytes_l2_hit", hit_bytes, unit)
+            demands.append(("l2", hit_bytes / eff))
+            core_cycles += hit_bytes / (hw.l2_read_bytes_per_cycle * eff)
+        if hit < 1.0:
+            miss_bytes = nbytes * (1.0 - hit)
+            self._inc("bytes_hbm_read", miss_bytes, unit)
+            demands.append(("hbm", miss_bytes / eff))
+            core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
         if not aligned:
             self._inc("bytes_unaligned", nbytes, unit)
-        xfer = (((server, nbytes / eff),), nbytes / (rate * eff), latency)
+        if serial > 1.0:
+            self._inc("bytes_serialised", nbytes * (serial - 1.0), unit)
+        xfer = (tuple(demands), core_cycles * max(serial, 1.0), latency)
         return self._add(unit, pipe, label, 0.0, deps, xfer)
 
     def gm_write(self, unit: str, pipe: str, nbytes: float, *, writeback: bool, aligned: bool = True,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, RunStats, unit_kind
 
-__all__ = ["SimResult", "Span", "simulate", "sequence", "fixed_cost"]
+__all__ = ["SimResult", "Span", "fixed_cost", "sequence", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,13 @@ class SimResult:
         return self.time_cycles / self.hw.clock_hz
 
     def phase_s(self, name: str) -> float:
+        """Seconds spent in phase `name` (0 if absent)."""
         return self.phases.get(name, 0.0) / self.hw.clock_hz
+
+    @property
+    def phases_s(self) -> dict[str, float]:
+        """Seconds per phase (`phases` holds cycles)."""
+        return {k: v / self.hw.clock_hz for k, v in self.phases.items()}
 
     def utilisation(self) -> dict[str, dict[str, float]]:
         """Mean busy fraction per unit kind ('aic', 'aiv') and pipe, over the units that ran anything."""
@@ -77,7 +83,7 @@ class SimResult:
             out.setdefault(kind, {})[pipe] = cycles / (units[kind] * self.time_cycles)
         return out
 
-    def scaled(self, times: int) -> "SimResult":
+    def scaled(self, times: int) -> SimResult:
         """`times` back-to-back repetitions of this run (timeline of the first one only)."""
         return sequence([(self, times)])
 

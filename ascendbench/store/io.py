@@ -6,7 +6,14 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_save_npy"]
+__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text"]
+
+
+def _umask_mode() -> int:
+    """Permissions a plain open() would give a new file (mkstemp's temporaries are 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -19,6 +26,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -44,6 +52,7 @@ def atomic_save_npy(path: Path, array) -> None:
             np.save(fh, array)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
     except BaseException:
         try:

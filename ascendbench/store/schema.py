@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SCHEMA_VERSION", "RunResult", "Problem", "Verification", "Host", "json_schema", "SCHEMA_PATH"]
+__all__ = ["SCHEMA_PATH", "SCHEMA_VERSION", "Host", "Problem", "RunResult", "Verification", "json_schema"]
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("run_result.schema.json")

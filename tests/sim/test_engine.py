@@ -3,7 +3,7 @@ import math
 import pytest
 
 from ascendbench.hardware import load_profile
-from ascendbench.kernels.scan import _Ring
+from ascendbench.kernels.programs import Ring as _Ring
 from ascendbench.sim import BufferCapacityError, Engine
 
 HW = load_profile("ascend-910b4")

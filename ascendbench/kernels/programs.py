@@ -1,0 +1,105 @@
+"""Building blocks shared by the kernels' simulated programs: work splits, queues, loops that can be
+truncated for extrapolation, and the copy pass that all AIVs run (memcpy, zero-padding passes)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ascendbench.sim.engine import Engine, Op
+from ascendbench.sim.result import SimResult, simulate
+
+__all__ = ["COPY_PIECE", "Ring", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "split_front"]
+
+COPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
+
+
+def split_front(total: int, workers: int) -> list[int]:
+    """Contiguous split from the front: each worker takes ceil(total/workers); trailing ones get fewer."""
+    if total <= 0:
+        return [0] * workers
+    per = math.ceil(total / workers)
+    return [max(0, min(per, total - i * per)) for i in range(workers)]
+
+
+class Ring:
+    """A queue of `depth` slots: the producer of item i waits until item i - depth was released."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+        self.released: list[Op] = []
+
+    def wait(self) -> Op | None:
+        return self.released[-self.depth] if len(self.released) >= self.depth else None
+
+    def push(self, op: Op) -> None:
+        self.released.append(op)
+
+
+def clamp_skip(count: int, skip: int) -> int:
+    """Iterations actually skipped from a loop of `count`: at least three stay, so that iteration 1 (whose
+    counters stand for the skipped ones) is neither the first (prologue) nor the last (a partial piece)."""
+    return min(skip, max(count - 3, 0))
+
+
+def loop(engine: Engine, count: int, skip: int, emit: Callable[[int], None]) -> int:
+    """Emit `count - skip'` iterations, skip' = clamp_skip(count, skip); the counters of the skipped iterations
+    are those of iteration 1, added skip' times. Returns the number emitted."""
+    skip = clamp_skip(count, skip)
+    for i in range(count - skip):
+        if i == 1 and skip:
+            snap = engine.snapshot()
+            emit(i)
+            engine.add_counters(engine.delta_since(snap), skip)
+        else:
+            emit(i)
+    return count - skip
+
+
+def depth(fits_two: bool) -> int:
+    return 2 if fits_two else 1
+
+
+def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact) -> SimResult:
+    """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel)."""
+    pieces = math.ceil(n / COPY_PIECE)
+    per_aiv = split_front(pieces, hw.aiv_cores)
+    x_hit = warm_l2 and n * in_bytes <= hw.l2_bytes
+
+    def build(engine: Engine, skip: int) -> None:
+        engine.phase = phase
+        copy_program(engine, skip, per_aiv, n, in_bytes, out_bytes, x_hit)
+
+    return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact)
+
+
+def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes: int, out_bytes: int,
+                  x_hit: bool) -> None:
+    hw = engine.hw
+    piece_in, piece_out = COPY_PIECE * in_bytes, COPY_PIECE * out_bytes
+    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
+    total = sum(per_aiv)
+    # Workers with the same piece count run the same program; the one holding the partial last piece differs.
+    keys = [(c, firsts[w] + c == total) for w, c in enumerate(per_aiv)]
+    for w, weight in engine.groups(keys):
+        count, first_piece = per_aiv[w], firsts[w]
+        if count == 0:
+            continue
+        unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
+        engine.set_weight(unit, weight)
+        engine.alloc(unit, "UB", 2 * (piece_in + piece_out), "copy pieces (2 buffers of input and output)")
+        ring = Ring(2)
+        # Only the very last piece of the array is partial.
+        tail = n - (first_piece + count - 1) * COPY_PIECE
+        emitted = count - clamp_skip(count, skip)
+
+        def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
+            elems = min(tail, COPY_PIECE) if i == emitted - 1 else COPY_PIECE
+            rd = engine.gm_read(unit, "MTE2", elems * in_bytes, l2_hit=x_hit, deps=[ring.wait()], label="in")
+            last = rd
+            if in_bytes != out_bytes:
+                last = engine.vector(unit, elems * out_bytes, deps=[rd], label="cast")
+            wr = engine.gm_write(unit, "MTE3", elems * out_bytes, writeback=True, deps=[last], label="out")
+            ring.push(wr)
+
+        loop(engine, count, skip, emit)
