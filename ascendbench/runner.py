@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,10 @@ from ascendbench.kernels import ParamError, ScanParams, get_kernel
 from ascendbench.kernels.scan import SCAN_KERNELS
 from ascendbench.sim.result import SimResult
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
+
+if TYPE_CHECKING:
+    from ascendbench.kernels.hgemm import HgemmParams
+    from ascendbench.store.schema import HgemmRunResult
 
 __all__ = ["InputError", "ScanRun", "generate_input", "load_input", "run_scan"]
 
@@ -227,3 +232,204 @@ def run_scan(
         },
     )
     return ScanRun(result, sim, memcpy, output)
+
+
+# ----- HGEMM ------------------------------------------------------------------------------------------
+VERIFY_LIMIT_MACS = 2**33  # functional check by default up to M*N*K*batch multiply-adds (about 2048^3)
+
+
+@dataclass
+class HgemmRun:
+    """An HGEMM run: the result document, the simulated run of each shape, and C (single-shape functional
+    runs only)."""
+
+    result: HgemmRunResult
+    sims: list[SimResult]
+    output: np.ndarray | None
+
+
+def _load_matrix(path: Path, name: str) -> tuple[np.ndarray, str]:
+    path = Path(path)
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--{name}: file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--{name}: {path} is not a readable .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray) or arr.ndim not in (2, 3):
+        raise InputError(f"--{name}: must be a 2-D (or batch x rows x columns 3-D) array, got shape "
+                         f"{getattr(arr, 'shape', '?')}")
+    if arr.dtype != np.float16:
+        raise InputError(f"--{name}: array dtype must be float16, got {arr.dtype}")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return (arr[None] if arr.ndim == 2 else arr), digest
+
+
+def _gemm_inputs(shape, seed: int, beta: float, alpha: float):
+    """Seeded A, B, C with entries uniform in [-1, 1) as fp16 (the HGEMM paper's §5.1 setup)."""
+    rng = np.random.default_rng(seed)
+
+    def mat(r, c):
+        return (rng.random((shape.batch, r, c), dtype=np.float32) * 2 - 1).astype(np.float16)
+
+    a = mat(shape.m, shape.k) if alpha != 0 else np.zeros((shape.batch, shape.m, shape.k), np.float16)
+    b = mat(shape.k, shape.n) if alpha != 0 else np.zeros((shape.batch, shape.k, shape.n), np.float16)
+    c = mat(shape.m, shape.n) if beta != 0 else None
+    return a, b, c
+
+
+def run_hgemm(
+    m: int | None = None,
+    n: int | None = None,
+    k: int | None = None,
+    *,
+    batch: int = 1,
+    workload: str | None = None,
+    params: HgemmParams | None = None,
+    hardware: str | HardwareProfile = "atlas-300t-a2",
+    seed: int = 0,
+    a_file: Path | None = None,
+    b_file: Path | None = None,
+    c_file: Path | None = None,
+    verify: bool = True,
+    warm_l2: bool = False,
+    command: list[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> HgemmRun:
+    """Run HGEMM (C = alpha * A @ B + beta * C, fp16) on one shape or a named workload.
+
+    Args:
+        m, n, k, batch: the shape (elements); or `workload` (see ascendbench.workloads); or the shapes of
+            --a (M x K), --b (K x N), --c (M x N) .npy float16 files (2-D, or 3-D with the batch first).
+        params: HgemmParams (variant, tiles, split_k, shuffle_k, padding, double_buffer, alpha, beta).
+        verify: compare with a float64 NumPy reference when M*N*K*batch <= 2**33 (skipped above, with a note).
+
+    Returns:
+        HgemmRun; times in seconds, TFLOPS = 2 M N K batch / time / 1e12, fraction_of_peak of the profile's
+        fp16 cube peak.
+
+    Raises:
+        ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
+    """
+    from ascendbench.kernels.hgemm import GemmShape, HgemmParams, compute_hgemm, simulate_hgemm, verify_hgemm
+    from ascendbench.store.schema import GemmProblem, HgemmRunResult, HgemmShapeResult
+    from ascendbench.workloads import load_workload
+
+    wall0 = time.perf_counter()
+    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    params = params or HgemmParams()
+    files, hashes = {}, {}
+    mats: dict[str, np.ndarray] = {}
+    for name, path in (("a", a_file), ("b", b_file), ("c", c_file)):
+        if path is not None:
+            mats[name], hashes[name] = _load_matrix(path, name)
+            files[name] = str(path)
+    if workload is not None:
+        if mats or m is not None or n is not None or k is not None:
+            raise ParamError("workload", "cannot be combined with --m/--n/--k or --a/--b/--c")
+        wl = load_workload(workload)
+        shapes = [GemmShape(*s) for s in wl.shapes]
+    else:
+        if mats:
+            fm, fn, fk, fb = _shape_from_files(mats)
+            for name, given, found in (("m", m, fm), ("n", n, fn), ("k", k, fk)):
+                if given is not None and found is not None and given != found:
+                    raise ParamError(name, f"{given} disagrees with the input files ({found})")
+            m, n, k = (m if fm is None else fm), (n if fn is None else fn), (k if fk is None else fk)
+            batch = fb
+        for name, value in (("m", m), ("n", n), ("k", k)):
+            if value is None:
+                raise ParamError(name, "is required (or give --a/--b/--c files, or --workload)")
+        shapes = [GemmShape(int(m), int(n), int(k), int(batch))]
+    peak = hw.cube_fp16_peak_tflops
+    sims, records = [], []
+    output = None
+    model_s = verify_s = 0.0
+    total = len(shapes)
+    for i, shape in enumerate(shapes):
+        t0 = time.perf_counter()
+        sim, tiling = simulate_hgemm(shape, params, hw, warm_l2=warm_l2)
+        model_s += time.perf_counter() - t0
+        macs = shape.m * shape.n * shape.k * shape.batch
+        verification = Verification(performed=False, tolerance=None)
+        elements = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * shape.batch
+        if verify and macs <= VERIFY_LIMIT_MACS and elements <= 2**28:
+            t1 = time.perf_counter()
+            if mats:
+                a = mats.get("a", np.zeros((shape.batch, shape.m, shape.k), np.float16))
+                b = mats.get("b", np.zeros((shape.batch, shape.k, shape.n), np.float16))
+                c = mats.get("c")
+            else:
+                a, b, c = _gemm_inputs(shape, seed + i, params.beta, params.alpha)
+            out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
+            v = verify_hgemm(a, b, c if params.beta != 0 else None, out, params)
+            verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
+                                        max_rel_error=v.max_rel_error, tolerance=v.tolerance)
+            if total == 1:
+                output = out
+            verify_s += time.perf_counter() - t1
+        elif verify:
+            verification = Verification(performed=False, tolerance=f"skipped: M*N*K*batch = {macs} > 2**33")
+        tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0
+        records.append(HgemmShapeResult(m=shape.m, n=shape.n, k=shape.k, batch=shape.batch, tiling=tiling.to_dict(),
+                                        time_s=sim.time_s, tflops=tflops, fraction_of_peak=tflops / peak,
+                                        phases_s=sim.phases_s, verification=verification))
+        sims.append(sim)
+        if progress:
+            progress("simulating" if not verify else "simulating and verifying", i + 1, total)
+    tf = np.array([r.tflops for r in records])
+    summary = {}
+    if total > 1:
+        summary = {"shapes": float(total), "tflops_avg": float(tf.mean()), "tflops_max": float(tf.max()),
+                   "tflops_min": float(tf.min()), "tflops_p10": float(np.percentile(tf, 10)),
+                   "tflops_p50": float(np.percentile(tf, 50)), "tflops_p90": float(np.percentile(tf, 90)),
+                   "tflops_std": float(tf.std()), "time_s_total": float(sum(r.time_s for r in records))}
+    first = records[0]
+    counters: dict[str, float] = {}
+    for sim in sims:
+        for key, value in sim.counters.items():
+            counters[key] = counters.get(key, 0) + float(value)
+    metrics = {"time_s": sum(r.time_s for r in records), "tflops": first.tflops if total == 1 else summary["tflops_avg"],
+               "fraction_of_peak": first.fraction_of_peak if total == 1 else summary["tflops_avg"] / peak,
+               "peak_tflops": peak}
+    problem = None
+    if workload is None:
+        problem = GemmProblem(m=first.m, n=first.n, k=first.k, batch=first.batch, alpha=params.alpha, beta=params.beta,
+                              data="file" if mats else ("generated" if first.verification.performed else "none"),
+                              seed=None if mats else seed, files=files, sha256=hashes)
+    result = HgemmRunResult(
+        tool_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=command if command is not None else ["python-api", "run_hgemm"],
+        hardware=hw.to_dict(),
+        params=params.to_dict() | {"warm_l2": warm_l2},
+        problem=problem,
+        workload=workload,
+        shapes=records,
+        summary=summary,
+        metrics=metrics,
+        utilisation=sims[0].utilisation() if total == 1 else {},
+        counters=counters,
+        host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=verify_s or None, model_time_s=model_s,
+                  machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
+        model={"extrapolated": any(s.extrapolated for s in sims),
+               "note": "task and K-block loops extrapolated from truncated runs; identical cores simulated once"},
+    )
+    return HgemmRun(result, sims, output)
+
+
+def _shape_from_files(mats: dict[str, np.ndarray]) -> tuple[int | None, int | None, int | None, int]:
+    """M, N, K and batch from the --a/--b/--c arrays; raises InputError when they disagree."""
+    dims: dict[str, int] = {}
+    batches = set()
+    layout = {"a": ("m", "k"), "b": ("k", "n"), "c": ("m", "n")}
+    for name, arr in mats.items():
+        batches.add(arr.shape[0])
+        for axis, dim in zip(layout[name], arr.shape[1:]):
+            if axis in dims and dims[axis] != dim:
+                raise InputError(f"--{name}: shape {tuple(arr.shape)} disagrees with the other matrices "
+                                 f"({axis.upper()} = {dims[axis]})")
+            dims[axis] = int(dim)
+    if len(batches) > 1:
+        raise InputError(f"--a/--b/--c: batch sizes differ: {sorted(batches)}")
+    return dims.get("m"), dims.get("n"), dims.get("k"), batches.pop()

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, simulate
 
-__all__ = ["COPY_PIECE", "Ring", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "split_front"]
+__all__ = ["COPY_PIECE", "Ring", "piece_elements", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "split_front"]
 
 COPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
 
@@ -60,9 +60,16 @@ def depth(fits_two: bool) -> int:
     return 2 if fits_two else 1
 
 
+def piece_elements(hw: HardwareProfile, in_bytes: float, out_bytes: float) -> int:
+    """Elements per UB piece of the copy pass: COPY_PIECE, or fewer (a multiple of 256) when two buffers of
+    input and output would not fit the UB."""
+    fit = int(hw.ub_bytes // (2 * (in_bytes + out_bytes)) // 256 * 256)
+    return max(256, min(COPY_PIECE, fit))
+
+
 def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact) -> SimResult:
     """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel)."""
-    pieces = math.ceil(n / COPY_PIECE)
+    pieces = math.ceil(n / piece_elements(hw, in_bytes, out_bytes))
     per_aiv = split_front(pieces, hw.aiv_cores)
     x_hit = warm_l2 and n * in_bytes <= hw.l2_bytes
 
@@ -76,7 +83,8 @@ def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact) -> SimRes
 def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes: int, out_bytes: int,
                   x_hit: bool) -> None:
     hw = engine.hw
-    piece_in, piece_out = COPY_PIECE * in_bytes, COPY_PIECE * out_bytes
+    piece = piece_elements(hw, in_bytes, out_bytes)
+    piece_in, piece_out = piece * in_bytes, piece * out_bytes
     firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
     total = sum(per_aiv)
     # Workers with the same piece count run the same program; the one holding the partial last piece differs.
@@ -90,11 +98,11 @@ def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes
         engine.alloc(unit, "UB", 2 * (piece_in + piece_out), "copy pieces (2 buffers of input and output)")
         ring = Ring(2)
         # Only the very last piece of the array is partial.
-        tail = n - (first_piece + count - 1) * COPY_PIECE
+        tail = n - (first_piece + count - 1) * piece
         emitted = count - clamp_skip(count, skip)
 
         def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
-            elems = min(tail, COPY_PIECE) if i == emitted - 1 else COPY_PIECE
+            elems = min(tail, piece) if i == emitted - 1 else piece
             rd = engine.gm_read(unit, "MTE2", elems * in_bytes, l2_hit=x_hit, deps=[ring.wait()], label="in")
             last = rd
             if in_bytes != out_bytes:

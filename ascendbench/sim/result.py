@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, RunStats, unit_kind
 
-__all__ = ["SimResult", "Span", "fixed_cost", "sequence", "simulate"]
+__all__ = ["SimResult", "Span", "fixed_cost", "sequence", "simulate", "simulate_2d"]
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,58 @@ def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: 
 def fixed_cost(hw: HardwareProfile, cycles: float, phase: str, **counters: float) -> SimResult:
     """A fixed cost with no ops (kernel launch, a SyncAll between two programs)."""
     return SimResult(hw, cycles, {phase: cycles}, {}, dict(counters), [], False, 0.0)
+
+
+def simulate_2d(
+    hw: HardwareProfile,
+    build: Callable[[Engine, int, int], None],
+    tasks: int,
+    blocks: int,
+    *,
+    warm_l2: bool = False,
+    keep_tasks: tuple[int, int] = (2, 4),
+    keep_blocks: tuple[int, int] = (2, 4),
+    force_exact: bool = False,
+    every_core: bool = False,
+) -> SimResult:
+    """Simulate a program of two nested regular loops: `tasks` per core, each of `blocks` inner iterations.
+
+    `build(engine, skip_tasks, kept_blocks)` emits the program with `skip_tasks` tasks removed from every
+    core and `kept_blocks` inner iterations per task. Where a loop is longer than the larger kept count, the
+    time-like quantities are fitted with T(t, k) = a + b t + c k + d t k on the 2 x 2 grid of kept counts
+    (a periodic steady state in both loops) and evaluated at the full counts; a test compares this with the
+    full simulation. Counters are left to the caller (they have closed forms). force_exact runs every
+    iteration; every_core also simulates every core instead of one representative per group.
+    """
+    if force_exact:
+        keep_tasks, keep_blocks = (tasks, tasks), (blocks, blocks)
+    ts = sorted({min(tasks, keep_tasks[0]), min(tasks, keep_tasks[1])}) if tasks > keep_tasks[1] else [tasks]
+    ks = sorted({min(blocks, keep_blocks[0]), min(blocks, keep_blocks[1])}) if blocks > keep_blocks[1] else [blocks]
+    runs = {}
+    engine = None
+    for t in ts:
+        for k in ks:
+            engine = Engine(hw, warm_l2=warm_l2, group_cores=not every_core)
+            build(engine, tasks - t, k)
+            stats = engine.run()
+            runs[(t, k)] = (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()})
+
+    def fit(value) -> float:
+        t1, t2 = ts[0], ts[-1]
+        k1, k2 = ks[0], ks[-1]
+        v11, v21, v12, v22 = value(t1, k1), value(t2, k1), value(t1, k2), value(t2, k2)
+        d = (v22 - v21 - v12 + v11) / ((t2 - t1) * (k2 - k1)) if t2 > t1 and k2 > k1 else 0.0
+        bt = (v21 - v11) / (t2 - t1) - d * k1 if t2 > t1 else 0.0
+        ck = (v12 - v11) / (k2 - k1) - d * t1 if k2 > k1 else 0.0
+        a = v11 - bt * t1 - ck * k1 - d * t1 * k1
+        return a + bt * tasks + ck * blocks + d * tasks * blocks
+
+    last_stats, _ = runs[(ts[-1], ks[-1])]
+    makespan = fit(lambda t, k: runs[(t, k)][0].makespan)
+    hbm = fit(lambda t, k: runs[(t, k)][0].hbm_busy)
+    # a phase (the span of its ops) never outlasts the whole run
+    phases = {p: min(makespan, fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0))) for p in runs[(ts[-1], ks[-1])][1]}
+    busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
+    extrapolated = len(ts) > 1 or len(ks) > 1
+    return SimResult(hw, makespan, phases, busy, {}, [(engine.ops, 0.0)], extrapolated, hbm,
+                     dict(last_stats.unit_weights))

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SCHEMA_PATH", "SCHEMA_VERSION", "Host", "Problem", "RunResult", "Verification", "json_schema"]
+__all__ = ["SCHEMA_VERSION", "RunResult", "Problem", "Verification", "Host", "json_schema", "SCHEMA_PATH",
+           "GemmProblem", "HgemmShapeResult", "HgemmRunResult", "HGEMM_SCHEMA_PATH", "write_schemas"]
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("run_result.schema.json")
@@ -45,6 +46,7 @@ class Host(_Model):
     wall_time_s: float = Field(description="host wall time of the whole command, seconds")
     functional_time_s: float | None = None
     model_time_s: float = Field(description="host time spent in the timing model, seconds")
+    verify_time_s: float | None = None
     machine: str
     python: str
     numpy: str
@@ -78,3 +80,64 @@ def json_schema() -> dict[str, Any]:
 def write_schema(path: Path = SCHEMA_PATH) -> None:
     """Regenerate the shipped JSON Schema file (tests check it is up to date)."""
     path.write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+
+
+class GemmProblem(_Model):
+    """An HGEMM problem: C = alpha * A @ B + beta * C, fp16, `batch` problems of one shape."""
+
+    m: int = Field(ge=0)
+    n: int = Field(ge=0)
+    k: int = Field(ge=0)
+    batch: int = Field(ge=1)
+    alpha: float
+    beta: float
+    data: Literal["generated", "file", "none"]
+    seed: int | None = None
+    files: dict[str, str] = Field(default_factory=dict, description="--a/--b/--c paths")
+    sha256: dict[str, str] = Field(default_factory=dict, description="SHA-256 of each input file")
+
+
+class HgemmShapeResult(_Model):
+    """One shape of an HGEMM run: its tiling, simulated time and throughput, and its check."""
+
+    m: int
+    n: int
+    k: int
+    batch: int
+    tiling: dict[str, Any]
+    time_s: float
+    tflops: float = Field(description="2 M N K batch / time / 1e12")
+    fraction_of_peak: float
+    phases_s: dict[str, float]
+    verification: Verification
+
+
+class HgemmRunResult(_Model):
+    """One `ascendbench run hgemm` result: a single shape (`problem`) or a named workload (`workload`), with
+    one entry per shape in `shapes` and, for workloads, a `summary` of TFLOPS (avg, max, percentiles)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    tool_version: str
+    created_at: str
+    command: list[str]
+    hardware: dict[str, Any]
+    kernel: Literal["hgemm"] = "hgemm"
+    params: dict[str, Any]
+    problem: GemmProblem | None = None
+    workload: str | None = None
+    shapes: list[HgemmShapeResult]
+    summary: dict[str, float]
+    metrics: dict[str, float | None]
+    utilisation: dict[str, dict[str, float]]
+    counters: dict[str, float]
+    host: Host
+    model: dict[str, Any]
+
+
+HGEMM_SCHEMA_PATH = Path(__file__).with_name("hgemm_result.schema.json")
+
+
+def write_schemas() -> None:
+    """Regenerate the shipped JSON Schema files (tests check they are up to date)."""
+    write_schema(SCHEMA_PATH)
+    HGEMM_SCHEMA_PATH.write_text(json.dumps(HgemmRunResult.model_json_schema(), indent=2, sort_keys=True) + "\n")

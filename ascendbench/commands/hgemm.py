@@ -1,0 +1,73 @@
+"""`ascendbench hgemm select`: the HGEMM paper's self-adaptive tiling selector (§4.2.3), step by step."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ascendbench.commands.common import HardwareOption, JsonOption, dump_json, fail, out_console
+from ascendbench.hardware import HardwareError, load_profile
+from ascendbench.kernels.hgemm_tiling import select_tiling
+
+app = typer.Typer(help="HGEMM kernels of the HGEMM paper: tiling selection.", no_args_is_help=True)
+
+DEFAULT_HGEMM_HARDWARE = "atlas-300t-a2"
+
+
+@app.command("select")
+def select(
+    m: Annotated[int, typer.Option("--m", help="Rows of A and C (M), at least 1.")],
+    n: Annotated[int, typer.Option("--n", help="Columns of B and C (N), at least 1.")],
+    k: Annotated[int, typer.Option("--k", help="Columns of A, rows of B (K, the reduction), at least 1.")],
+    batch: Annotated[int, typer.Option("--batch", help="GEMMs of this size in the batch, at least 1.")] = 1,
+    hardware: HardwareOption = DEFAULT_HGEMM_HARDWARE,
+    json_out: JsonOption = False,
+) -> None:
+    """Choose M0 x N0 x K0 with the HGEMM paper's selector (§4.2.3); the threshold is the chip's ai_cores.
+
+    Prints every candidate tried, K0 of Table 2 larger first and M0 x N0 of Table 1 smaller first, with
+    aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen.
+    """
+    try:
+        profile = load_profile(hardware)
+    except HardwareError as exc:
+        fail(str(exc))
+    try:
+        decision = select_tiling(m, n, k, batch=batch, threshold=profile.ai_cores)
+    except ValueError as exc:
+        name, _, rest = str(exc).partition(": ")
+        if name == "threshold":
+            fail(f"--hardware: ai_cores of {profile.name} {rest}")
+        fail(f"--{name}: {rest}")
+    if json_out:
+        doc = {"hardware": profile.name, **decision.to_dict()}
+        out_console.file.write(dump_json(doc) + "\n")
+        return
+    table = Table(title=f"M x N x K = {m} x {n} x {k}, batch {batch}, threshold {decision.threshold} "
+                        f"(ai_cores of {profile.name})", title_justify="left")
+    table.add_column("K0", justify="right")
+    table.add_column("index_mn", justify="right")
+    table.add_column("M0xN0", justify="right")
+    table.add_column("aicore_num", justify="right")
+    table.add_column("acc_loop", justify="right")
+    table.add_column("verdict")
+    for step in decision.trace:
+        dash = "-"
+        if step.index_mn is None:
+            verdict, style = f"skipped: K0 >= 2K = {2 * k}", "dim"
+        elif step.accepted:
+            verdict, style = f"accepted: {step.aicore_num} < {decision.threshold}", "bold green"
+        else:
+            verdict, style = f"rejected: {step.aicore_num} >= {decision.threshold}", None
+        table.add_row(str(step.k0), dash if step.index_mn is None else str(step.index_mn),
+                      dash if step.m0 is None else f"{step.m0}x{step.n0}",
+                      dash if step.aicore_num is None else str(step.aicore_num),
+                      dash if step.acc_loop is None else str(step.acc_loop), verdict, style=style)
+    out_console.print(table)
+    out_console.print(f"M0xN0xK0 = {decision.tile}, aicore_num {decision.aicore_num}, acc_loop "
+                      f"{decision.acc_loop} (source: {decision.source})", highlight=False)
+    if decision.source == "fallback":
+        out_console.print("no K0 of Table 2 admits a tiling under the threshold: the paper's 256x128x128 "
+                          "(§4.2.3)", highlight=False)

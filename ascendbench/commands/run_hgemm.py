@@ -1,0 +1,224 @@
+"""`ascendbench run hgemm`: C = alpha * A @ B + beta * C on the simulated NPU, one shape or a named workload."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    command_line,
+    default_result_path,
+    dump_json,
+    err_console,
+    fail,
+    out_console,
+)
+from ascendbench.commands.run import app
+from ascendbench.hardware import HardwareError
+from ascendbench.kernels import ParamError
+from ascendbench.kernels.hgemm import VARIANTS, HgemmParams
+from ascendbench.runner import VERIFY_LIMIT_MACS, InputError, run_hgemm
+from ascendbench.sim.engine import BufferCapacityError
+from ascendbench.workloads import WorkloadError, list_workloads
+
+_MANY = 12  # workloads with more shapes print a summary instead of one row per shape
+
+
+@app.command("hgemm")
+def hgemm(
+    m: Annotated[Optional[int], typer.Option("--m", help="Rows of A and C.")] = None,
+    n: Annotated[Optional[int], typer.Option("--n", help="Columns of B and C.")] = None,
+    k: Annotated[Optional[int], typer.Option("--k", help="Columns of A, rows of B (the reduction).")] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Independent GEMMs of this shape.")] = 1,
+    workload: Annotated[Optional[str], typer.Option("--workload", help="A named workload instead of one shape: "
+                                                    + ", ".join(list_workloads()) + ".")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="alpha of C = alpha A B + beta C.")] = 1.0,
+    beta: Annotated[float, typer.Option("--beta", help="beta (0: C is not read).")] = 0.0,
+    m0: Annotated[Optional[int], typer.Option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
+    n0: Annotated[Optional[int], typer.Option("--n0", help="Tile N0 (multiple of 16).")] = None,
+    k0: Annotated[Optional[int], typer.Option("--k0", help="Tile K0 (multiple of 8).")] = None,
+    split_k: Annotated[int, typer.Option("--split-k", help="Split each block's K over this many cores (SplitK).")] = 1,
+    shuffle_k: Annotated[bool, typer.Option("--shuffle-k/--no-shuffle-k", help="ShuffleK (§4.3.2).")] = True,
+    padding: Annotated[bool, typer.Option("--padding/--no-padding", help="Pad A and B to 512-byte aligned rows.")] = True,
+    double_buffer: Annotated[bool, typer.Option("--double-buffer/--no-double-buffer", help="Two slots per buffer "
+                                                "where they fit.")] = True,
+    variant: Annotated[str, typer.Option("--variant", help="proposed (the HGEMM paper) or gemm-example "
+                                         "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
+    a_file: Annotated[Optional[Path], typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
+    b_file: Annotated[Optional[Path], typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
+    c_file: Annotated[Optional[Path], typer.Option("--c", help="C as a float16 .npy (M x N).")] = None,
+    output_file: Annotated[Optional[Path], typer.Option("--output-file", help="Save C as .npy (single shape).")] = None,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
+                                         "M*N*K*batch = 2**33; larger shapes are timed only).")] = True,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A and B in L2.")] = False,
+    hardware: HardwareOption = "atlas-300t-a2",
+    trace: Annotated[Optional[Path], typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Result JSON path (default: "
+                                                "results/runs/hgemm/<time>-<id>.json).")] = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Run C = alpha * A @ B + beta * C (fp16, fp32 accumulation) on the simulated NPU: TFLOPS, % of cube
+    peak, the tiling and where it came from, stage times, pipe utilisation, and the check against NumPy."""
+    wall0 = time.perf_counter()
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if value is not None and value < 0:
+            fail(f"--{name}: must be a non-negative integer, got {value}")
+    if batch < 1:
+        fail(f"--batch: must be at least 1, got {batch}")
+    if variant not in VARIANTS:
+        fail(f"--variant: must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if not math.isfinite(value):
+            fail(f"--{name}: must be a finite number, got {value}")
+    if output_file is not None:
+        if output_file.suffix != ".npy":
+            fail(f"--output-file: must end in .npy, got {str(output_file)!r}")
+        if workload is not None:
+            fail("--output-file: a workload has many outputs; give one shape")
+        if str(output_file.parent) and not output_file.parent.exists():
+            fail(f"--output-file: folder {str(output_file.parent)!r} does not exist")
+        if not verify:
+            fail("--output-file: C is only computed with --verify")
+    for name, path in (("a", a_file), ("b", b_file), ("c", c_file)):
+        if path is not None and not path.exists():
+            fail(f"--{name}: file not found: {path}")
+    for opt, path in (("trace", trace), ("out", out)):
+        if path is not None and str(path.parent) and not path.parent.exists():
+            fail(f"--{opt}: folder {str(path.parent)!r} does not exist")
+    if out is not None and no_save:
+        fail("--out: cannot be combined with --no-save")
+    params = HgemmParams(variant=variant, m0=m0, n0=n0, k0=k0, split_k=split_k, shuffle_k=shuffle_k,
+                         padding=padding, double_buffer=double_buffer, alpha=alpha, beta=beta)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+                        console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
+    task = progress.add_task("simulating", total=None)
+
+    def report(stage: str, done: int, total: int) -> None:
+        progress.update(task, description=stage, completed=done, total=total)
+
+    try:
+        with progress:
+            run = run_hgemm(m, n, k, batch=batch, workload=workload, params=params, hardware=hardware, seed=seed,
+                            a_file=a_file, b_file=b_file, c_file=c_file, verify=verify, warm_l2=warm_l2,
+                            command=command_line(), progress=report)
+    except (ParamError, InputError, HardwareError, BufferCapacityError, WorkloadError) as exc:
+        fail(str(exc))
+    except ValueError as exc:  # the selector's argument checks
+        fail(str(exc) if str(exc).startswith("--") else f"--{exc}")
+    result = run.result
+    result.host.wall_time_s = time.perf_counter() - wall0
+    from ascendbench.store.io import atomic_save_npy, atomic_write_text
+
+    if output_file is not None and run.output is not None:
+        out_array = run.output[0] if run.output.shape[0] == 1 else run.output
+        atomic_save_npy(output_file, out_array)
+    if trace is not None:
+        from ascendbench.sim.trace import write_chrome_trace
+
+        write_chrome_trace(run.sims[0], trace, name="hgemm")
+    doc = result.model_dump(mode="json")
+    saved_to = None
+    if not no_save:
+        saved_to = out or default_result_path("runs", "hgemm")
+        atomic_write_text(saved_to, dump_json(doc) + "\n")
+    if json_out:
+        out_console.file.write(dump_json(doc) + "\n")
+    else:
+        _print(run, saved_to, output_file, trace, output_file is not None and run.output is None)
+    if any(s.verification.performed and not s.verification.passed for s in result.shapes):
+        raise typer.Exit(1)
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} µs" if seconds < 1e-2 else f"{seconds * 1e3:,.3f} ms"
+
+
+def _verdict(v) -> str:
+    if v.performed:
+        return "[green]passed[/]" if v.passed else "[bold red]FAILED[/]"
+    return "[dim]skipped[/]" if v.tolerance else "[dim]off[/]"
+
+
+def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
+    r = run.result
+    c = out_console
+    p = r.params
+    peak = r.metrics["peak_tflops"]
+    opts = (f"{p['variant']}, split_k {p['split_k']}, shuffle_k {'on' if p['shuffle_k'] else 'off'}, padding "
+            f"{'on' if p['padding'] else 'off'}, double buffer {'on' if p['double_buffer'] else 'off'}, "
+            f"alpha {p['alpha']:g}, beta {p['beta']:g}")
+    if r.workload is None:
+        s = r.shapes[0]
+        t = s.tiling
+        c.rule(f"[bold]hgemm {s.m} x {s.n} x {s.k}" + (f" x{s.batch}" if s.batch > 1 else "") + f" on {r.hardware['name']}")
+        table = Table(show_header=False, box=None, padding=(0, 2))
+        table.add_row("options", opts)
+        table.add_row("simulated time", _us(s.time_s))
+        table.add_row("throughput", f"{s.tflops:.2f} TFLOPS  (2MNK/time)  =  {s.fraction_of_peak * 100:.1f} % of the "
+                      f"{peak:.0f} TFLOPS fp16 cube peak")
+        source = t["source"]
+        table.add_row("tiling", f"M0 x N0 x K0 = {t['m0']} x {t['n0']} x {t['k0']}  (from: {source}; L1 panel K1 = {t['k1']})")
+        counters = r.counters
+        table.add_row("aicore_num, acc_loop", f"{int(counters.get('aicore_num', 0))}, {int(counters.get('acc_loop', 0))}"
+                      "  (blocks of C x split_k; K blocks per block)")
+        for name, secs in s.phases_s.items():
+            table.add_row(f"  {name}", _us(secs))
+        table.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
+        table.add_row("GM traffic", f"read {counters.get('bytes_gm_read', 0) / 1e6:,.1f} MB (HBM "
+                      f"{counters.get('bytes_hbm_read', 0) / 1e6:,.1f}), write {counters.get('bytes_gm_write', 0) / 1e6:,.1f} MB")
+        v = s.verification
+        if v.performed:
+            table.add_row("verification", f"{_verdict(v)}  max abs error {v.max_abs_error:.3g}  (tolerance {v.tolerance})")
+        else:
+            table.add_row("verification", f"{_verdict(v)}" + (f"  ({v.tolerance}; the timing is exact to the model)"
+                                                              if v.tolerance else ""))
+        table.add_row("host wall time", f"{r.host.wall_time_s:.2f} s (timing model {r.host.model_time_s * 1e3:.0f} ms)")
+        c.print(table)
+        util = r.utilisation
+        if util:
+            pipes = ["MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3"]
+            u = Table(title="pipe utilisation (busy fraction, mean over units)", title_justify="left")
+            u.add_column("unit")
+            for pipe in pipes:
+                u.add_column(pipe, justify="right")
+            for kind in ("aic", "aiv"):
+                if kind in util:
+                    u.add_row(kind.upper(), *[f"{util[kind][pp] * 100:.0f}%" if pp in util[kind] else "" for pp in pipes])
+            c.print(u)
+        c.print("[dim]stage times are spans: padding runs first; the cube's gemm and the vector epilogue overlap[/]")
+    else:
+        c.rule(f"[bold]hgemm workload {r.workload}: {len(r.shapes)} shapes on {r.hardware['name']}")
+        c.print(f"options: {opts}", highlight=False)
+        if len(r.shapes) <= _MANY:
+            table = Table()
+            for col in ("M", "N", "K", "batch", "M0xN0xK0", "from", "time", "TFLOPS", "% peak", "check"):
+                table.add_column(col, justify="right" if col not in ("from", "check") else "left")
+            for s in r.shapes:
+                t = s.tiling
+                table.add_row(str(s.m), str(s.n), str(s.k), str(s.batch), f"{t['m0']}x{t['n0']}x{t['k0']}", t["source"],
+                              _us(s.time_s), f"{s.tflops:.1f}", f"{s.fraction_of_peak * 100:.1f}", _verdict(s.verification))
+            c.print(table)
+        sm = r.summary
+        if sm:
+            c.print(f"TFLOPS: avg {sm['tflops_avg']:.2f}, max {sm['tflops_max']:.2f}, min {sm['tflops_min']:.2f}, "
+                    f"p10 {sm['tflops_p10']:.2f}, median {sm['tflops_p50']:.2f}, p90 {sm['tflops_p90']:.2f} "
+                    f"(peak {peak:.0f})", highlight=False)
+        checked = [s for s in r.shapes if s.verification.performed]
+        c.print(f"verified {len(checked)} of {len(r.shapes)} shapes against NumPy "
+                f"(all passed: {all(s.verification.passed for s in checked)}); larger shapes (M*N*K*batch > 2**33 = "
+                f"{VERIFY_LIMIT_MACS:,}) are timed only", highlight=False)
+    if output_missing:
+        c.print("[yellow]no output written: the shape is above the verification limit, so C was not computed[/]")
+    for label, path in (("result", saved_to), ("output", output_file if not output_missing else None), ("trace", trace)):
+        if path is not None:
+            c.print(f"{label} written to {path}")

@@ -1,0 +1,498 @@
+"""HGEMM on the simulated NPU: C = alpha * A @ B + beta * C in fp16 (fp32 accumulation in L0C).
+
+Two variants:
+- "proposed": the HGEMM paper's dual-stream design (Algorithm 1). The AIVs pad A and B to 512-byte aligned
+  copies in a GM workspace; the AIC loads panels GM -> L1 (double-buffered, prefetching the next panel),
+  blocks L1 -> L0A/L0B, accumulates ceil(K/K0) Mmads in L0C and writes C1 to GM as fp16 through the
+  FIXPIPE; the AIVs compute beta*C, wait for the AIC's flag, compute alpha*C1 and the sum, and write C.
+  Options: padding, double buffering, ShuffleK (§4.3.2), SplitK (§4.3.3), tile sizes M0, N0, K0.
+- "gemm-example": CATLASS's basic matmul as the paper's baseline: L1 tile 128 x 256 x 256, L0 tile
+  128 x 256 x 64, ping-pong, no padding, no SplitK or ShuffleK; the AIC writes A @ B, and a separate
+  element-wise pass applies alpha and beta when they are not (1, 0).
+
+Mechanisms behind each option (no factors): without padding, GM reads of rows that are not 512-byte aligned
+run at the profile's unaligned rate; without double buffering every buffer has one slot, so loads wait for
+the previous block's compute; without ShuffleK, cores that work on blocks sharing a panel read the same
+512-byte ranges at the same time and are served one after another; SplitK divides each block's K range over
+more cores, which then add their partial C blocks atomically.
+
+Source: "Efficient Low-Precision GEMM on Ascend NPU: HGEMM's Synergy of Pipeline Scheduling, Tiling, and
+Memory Optimization" (the HGEMM paper) §3-§4; CATLASS examples/00_basic_matmul for the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError, Verification
+from ascendbench.kernels.hgemm_tiling import TilingDecision, select_tiling
+from ascendbench.kernels.programs import Ring, copy_pass, depth, split_front
+from ascendbench.sim.engine import Engine, Op
+from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_2d
+
+__all__ = ["HgemmParams", "GemmShape", "Tiling", "resolve_tiling", "simulate_hgemm", "compute_hgemm",
+           "verify_hgemm", "hgemm_counters", "VARIANTS", "GEMM_EXAMPLE_TILE"]
+
+VARIANTS = ("proposed", "gemm-example")
+# CATLASS basic matmul: L1 tile M1 x N1 x K1 and L0 tile M0 x N0 x K0 (HARDWARE.md, CATLASS example 00).
+GEMM_EXAMPLE_TILE = {"m1": 128, "n1": 256, "k1": 256, "m0": 128, "n0": 256, "k0": 64}
+_FP16 = 2
+_FP32 = 4
+_ALIGN_ELEMS = 256  # a 512-byte aligned fp16 row has a multiple of 256 elements
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """M x N x K GEMM, `batch` independent problems of the same shape (elements; any size >= 0)."""
+
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+
+    @property
+    def flops(self) -> int:
+        """2 M N K per problem, times batch (the papers' TFLOPS numerator)."""
+        return 2 * self.m * self.n * self.k * self.batch
+
+
+@dataclass(frozen=True)
+class HgemmParams:
+    """Options of the HGEMM kernel.
+
+    variant: "proposed" or "gemm-example". m0, n0, k0: tile sizes (None: the selector's choice, §4.2.3; M0, N0
+    multiples of 16, K0 a multiple of 8 so that Fig 5's K0 = 8 can be run). split_k: K split over this many
+    cores (1, 2, 4, 8, ...). shuffle_k, padding, double_buffer: the paper's optimisations (all on by
+    default, as the paper evaluated). alpha, beta: the BLAS scalars.
+    """
+
+    variant: str = "proposed"
+    m0: int | None = None
+    n0: int | None = None
+    k0: int | None = None
+    split_k: int = 1
+    shuffle_k: bool = True
+    padding: bool = True
+    double_buffer: bool = True
+    alpha: float = 1.0
+    beta: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variant": self.variant, "m0": self.m0, "n0": self.n0, "k0": self.k0, "split_k": self.split_k,
+                "shuffle_k": self.shuffle_k, "padding": self.padding, "double_buffer": self.double_buffer,
+                "alpha": self.alpha, "beta": self.beta}
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """The tile sizes a run uses and where they came from ("selector", "fallback", "user", "gemm-example")."""
+
+    m0: int
+    n0: int
+    k0: int
+    k1: int  # K extent of one L1 panel load (a multiple of K0)
+    source: str
+    decision: TilingDecision | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"m0": self.m0, "n0": self.n0, "k0": self.k0, "k1": self.k1, "source": self.source}
+        if self.decision is not None:
+            out["selector"] = self.decision.to_dict()
+        return out
+
+
+def check_params(shape: GemmShape, params: HgemmParams) -> None:
+    """Raise ParamError naming the option for invalid sizes, scalars or options (see HgemmParams)."""
+    for name, value in (("m", shape.m), ("n", shape.n), ("k", shape.k)):
+        if not isinstance(value, (int, np.integer)) or value < 0:
+            raise ParamError(name, f"must be a non-negative integer, got {value!r}")
+    if shape.batch < 1:
+        raise ParamError("batch", f"must be at least 1, got {shape.batch}")
+    if params.variant not in VARIANTS:
+        raise ParamError("variant", f"must be one of {', '.join(VARIANTS)}, got {params.variant!r}")
+    for name in ("alpha", "beta"):
+        value = getattr(params, name)
+        if not math.isfinite(value):
+            raise ParamError(name, f"must be a finite number, got {value}")
+    if params.split_k < 1:
+        raise ParamError("split-k", f"must be at least 1, got {params.split_k}")
+    if params.variant == "gemm-example":
+        for name in ("m0", "n0", "k0"):
+            if getattr(params, name) is not None:
+                raise ParamError(name, "gemm-example uses CATLASS's fixed tiles (L1 128x256x256, L0 128x256x64)")
+        if params.split_k != 1:
+            raise ParamError("split-k", "gemm-example has no SplitK (it is the paper's baseline)")
+    for name, multiple in (("m0", 16), ("n0", 16), ("k0", 8)):
+        value = getattr(params, name)
+        if value is not None and (value < multiple or value % multiple):
+            raise ParamError(name, f"must be a positive multiple of {multiple}, got {value}")
+
+
+def resolve_tiling(shape: GemmShape, params: HgemmParams, hw: HardwareProfile) -> Tiling:
+    """The tile sizes of a run: the user's, else the paper's selector (threshold = the profile's AI cores),
+    with the L1 panel depth K1 the largest multiple of K0 whose panels fit L1 (two slots if double-buffered).
+
+    Raises:
+        ParamError: invalid options; BufferCapacityError: a block that does not fit L0A, L0B, L0C, L1 or UB.
+    """
+    check_params(shape, params)
+    if params.variant == "gemm-example":
+        t = GEMM_EXAMPLE_TILE
+        return Tiling(t["m0"], t["n0"], t["k0"], t["k1"], "gemm-example")
+    decision = None
+    if params.m0 is None or params.n0 is None or params.k0 is None:
+        decision = select_tiling(max(shape.m, 1), max(shape.n, 1), max(shape.k, 1), shape.batch, hw.ai_cores)
+    m0 = params.m0 or decision.m0
+    n0 = params.n0 or decision.n0
+    k0 = params.k0 or decision.k0
+    user = params.m0 is not None or params.n0 is not None or params.k0 is not None
+    source = "user" if user else decision.source
+    slots = 2 if params.double_buffer else 1
+    per_k = slots * (m0 + n0) * _FP16  # L1 bytes per unit of K1
+    k1 = (hw.l1_bytes // per_k) // k0 * k0
+    k_task = max(k0, math.ceil(max(shape.k, 1) / params.split_k))
+    k1 = max(k0, min(k1, math.ceil(k_task / k0) * k0)) if k1 >= k0 else k0
+    tiling = Tiling(m0, n0, k0, k1, source, decision)
+    _check_buffers(tiling, params, hw)
+    return tiling
+
+
+def _buffer_depths(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> dict[str, int]:
+    """Slots per buffer: two where double buffering is on and two copies fit, else one."""
+    m0, n0, k0 = tiling.m0, tiling.n0, tiling.k0
+    want = 2 if params.double_buffer else 1
+    sizes = {"L0A": (m0 * k0 * _FP16, hw.l0a_bytes), "L0B": (k0 * n0 * _FP16, hw.l0b_bytes),
+             "L0C": (m0 * n0 * _FP32, hw.l0c_bytes), "L1": ((m0 + n0) * tiling.k1 * _FP16, hw.l1_bytes),
+             "UB": (3 * math.ceil(m0 / 2) * n0 * _FP16, hw.ub_bytes)}
+    return {name: (want if want * need <= cap else 1) for name, (need, cap) in sizes.items()}
+
+
+def _check_buffers(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> None:
+    engine = Engine(hw)
+    depths = _buffer_depths(tiling, params, hw)
+    m0, n0, k0 = tiling.m0, tiling.n0, tiling.k0
+    what = f"{m0}x{n0}x{k0} tiling"
+    engine.alloc("core0.aic", "L0A", depths["L0A"] * m0 * k0 * _FP16, f"{what}: A block M0 x K0 fp16 ({depths['L0A']} slot(s))")
+    engine.alloc("core0.aic", "L0B", depths["L0B"] * k0 * n0 * _FP16, f"{what}: B block K0 x N0 fp16 ({depths['L0B']} slot(s))")
+    engine.alloc("core0.aic", "L0C", depths["L0C"] * m0 * n0 * _FP32, f"{what}: C block M0 x N0 fp32 ({depths['L0C']} slot(s))")
+    engine.alloc("core0.aic", "L1", depths["L1"] * (m0 + n0) * tiling.k1 * _FP16,
+                 f"{what}: A and B panels of K1={tiling.k1} ({depths['L1']} slot(s))")
+    engine.alloc("core0.aiv0", "UB", depths["UB"] * 3 * math.ceil(m0 / 2) * n0 * _FP16,
+                 f"{what}: C, C1 and result half-blocks fp16 ({depths['UB']} slot(s))")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How the work falls on the cores, and what the memory system sees."""
+
+    tasks: int  # (C blocks x split_k)
+    blocks_per_task: int  # K0 blocks one task accumulates
+    per_core: list[int]
+    m_eff: int
+    n_eff: int
+    k_eff: int
+    serial_a: float  # cores reading the same 512-byte ranges of an A (B) panel at the same time
+    serial_b: float
+    hit_a: float
+    hit_b: float
+    aligned_a: bool
+    aligned_b: bool
+    aligned_c: bool
+
+
+def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareProfile, warm_l2: bool) -> _Layout:
+    m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
+    bm, bn = math.ceil(m / tiling.m0), math.ceil(n / tiling.n0)
+    blocks = bm * bn * batch
+    split = params.split_k
+    tasks = blocks * split
+    acc = math.ceil(k / tiling.k0)
+    per_task = max(1, math.ceil(acc / split))
+    cores = hw.ai_cores
+    per_core = [len(range(c, tasks, cores)) for c in range(min(cores, tasks))]
+    # Tasks run in waves of `cores`; task t is split t // blocks of block t % blocks. Blocks are swizzled:
+    # the direction with fewer blocks varies fastest, so a wave's cores share panels (and L2 serves them).
+    wave = min(cores, tasks)
+
+    def block_of(t: int) -> tuple[int, int, int]:
+        b = t % blocks
+        p, r = divmod(b, bm * bn)
+        i, j = (r % bm, r // bm) if bm <= bn else (r // bn, r % bn)
+        return p, i, j
+
+    rows = [(block_of(t)[0], block_of(t)[1], t // blocks) for t in range(wave)]  # (batch, panel A, split)
+    cols = [(block_of(t)[0], block_of(t)[2], t // blocks) for t in range(wave)]  # (batch, panel B, split)
+    share_a = sum(rows.count(r) for r in rows) / wave
+    share_b = sum(cols.count(c) for c in cols) / wave
+    if params.shuffle_k:
+        # ShuffleK starts each core at a different K block: sharers collide only when there are fewer
+        # K blocks than cores sharing the panel.
+        serial_a, serial_b = max(1.0, share_a / per_task), max(1.0, share_b / per_task)
+    else:
+        serial_a, serial_b = share_a, share_b  # cores in lockstep read the same ranges together
+    # L2 (reuse distance): with the swizzle, a panel of the direction with more blocks (the "slow" one) is
+    # read by the few consecutive tasks that share it, so only its first read misses. A panel of the other
+    # ("fast") direction is read again each time the slow index advances: it hits if all fast panels plus
+    # the slow panels of one wave stay in L2, else only the cores of one wave share it.
+    padded_a = params.padding and (k * _FP16) % 512 != 0 and params.variant == "proposed"
+    padded_b = params.padding and (n * _FP16) % 512 != 0 and params.variant == "proposed"
+    k_task = min(k, per_task * tiling.k0)
+    panel_a, panel_b = tiling.m0 * k_task * _FP16, k_task * tiling.n0 * _FP16
+    fast_is_a = bm <= bn
+    fast_count, slow_count = (bm, bn) if fast_is_a else (bn, bm)
+    fast_panel, slow_panel = (panel_a, panel_b) if fast_is_a else (panel_b, panel_a)
+    share_fast, share_slow = (share_a, share_b) if fast_is_a else (share_b, share_a)
+    slow_per_wave = max(1, math.ceil(wave / fast_count))
+    fast_resident = fast_count * fast_panel + slow_per_wave * slow_panel <= hw.l2_bytes
+    hit_slow = 1 - 1 / fast_count if fast_count <= wave else 1 - 1 / max(share_slow, 1.0)
+    hit_fast = 1 - 1 / slow_count if fast_resident else 1 - 1 / max(share_fast, 1.0)
+    hit_a, hit_b = (hit_fast, hit_slow) if fast_is_a else (hit_slow, hit_fast)
+    footprint = (m * k + k * n) * _FP16 * batch
+    if footprint <= hw.l2_bytes and (warm_l2 or padded_a):
+        hit_a = 1.0  # the padding pass (or a previous kernel) left A in L2
+    if footprint <= hw.l2_bytes and (warm_l2 or padded_b):
+        hit_b = 1.0
+    return _Layout(
+        tasks, per_task, per_core, min(tiling.m0, m), min(tiling.n0, n), min(tiling.k0, k),
+        serial_a, serial_b, hit_a, hit_b,
+        aligned_a=(k * _FP16) % 512 == 0 or padded_a, aligned_b=(n * _FP16) % 512 == 0 or padded_b,
+        aligned_c=(n * _FP16) % 512 == 0,
+    )
+
+
+def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool = False,
+                   force_exact: bool = False, every_core: bool = False) -> tuple[SimResult, Tiling]:
+    """Simulated run of one (batched) GEMM: time, phases ("launch", "padding", "gemm", "epilogue"), pipe busy
+    time and counters; and the tiling used. Milliseconds of host time at any size: the task and K-block loops
+    are extrapolated from truncated runs (force_exact: every iteration) and cores with the same task count
+    are simulated once, weighted (every_core: each core; HBM and L2 then serve whole transfers first come,
+    first served, where the weighted representative sees its group's transfers served together).
+
+    Raises ParamError / BufferCapacityError as resolve_tiling does."""
+    tiling = resolve_tiling(shape, params, hw)
+    launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
+    parts: list[tuple[SimResult, int]] = [(launch, 1)]
+    m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
+    if m == 0 or n == 0:
+        return sequence(parts), tiling
+    ab = params.alpha != 0 and k > 0
+    layout = _layout(shape, params, tiling, hw, warm_l2)
+    if ab and params.variant == "proposed" and params.padding:
+        pad_elems, pad_out = 0, 0
+        if (k * _FP16) % 512:
+            kp = math.ceil(k / _ALIGN_ELEMS) * _ALIGN_ELEMS
+            pad_elems, pad_out = pad_elems + m * k, pad_out + m * kp
+        if (n * _FP16) % 512:
+            np_ = math.ceil(n / _ALIGN_ELEMS) * _ALIGN_ELEMS
+            pad_elems, pad_out = pad_elems + k * n, pad_out + k * np_
+        if pad_elems:
+            pad_elems *= batch
+            pad_out *= batch
+            parts.append((copy_pass(hw, pad_elems, _FP16, _FP16 * pad_out / pad_elems, warm_l2, "padding",
+                                    force_exact), 1))
+            parts.append((fixed_cost(hw, hw.cross_core_flag_cycles, "padding", cross_core_flags=1), 1))
+    if ab:
+        epilogue_inline = params.variant == "proposed"
+
+        def build(engine: Engine, skip: int, kept_blocks: int) -> None:
+            _build_gemm(engine, skip, kept_blocks, layout, tiling, params, hw, epilogue_inline)
+
+        gemm = simulate_2d(hw, build, max(layout.per_core), layout.blocks_per_task, warm_l2=warm_l2,
+                           keep_tasks=(3, 5), keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
+                           every_core=every_core)
+        parts.append((gemm, 1))
+        if not epilogue_inline and (params.alpha != 1 or params.beta != 0):
+            parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
+    else:
+        parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
+    result = sequence(parts)
+    result.counters.update(hgemm_counters(shape, params, tiling))
+    return result, tiling
+
+
+def _keep_blocks(tiling: Tiling) -> tuple[int, int]:
+    """Inner (K block) counts of the truncated runs: whole L1 panels, at least 8 blocks."""
+    per_l1 = max(1, tiling.k1 // tiling.k0)
+    first = per_l1 * math.ceil(8 / per_l1)
+    return (first, 2 * first)
+
+
+def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, warm_l2: bool, force_exact: bool) -> SimResult:
+    """C = beta * C (+ alpha * C1 for gemm-example) on all AIVs: read C (and C1) and write C."""
+    elems = shape.m * shape.n * shape.batch
+    reads = (1 if params.beta != 0 else 0) + (1 if params.alpha != 0 and shape.k > 0 else 0)
+    return copy_pass(hw, elems, _FP16 * max(reads, 0) or 1e-9, _FP16, warm_l2, "epilogue", force_exact)
+
+
+def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tiling: Tiling, params: HgemmParams,
+                hw: HardwareProfile, epilogue_inline: bool) -> None:
+    """One representative core per group of cores with the same task count; per task: panels to L1, blocks
+    to L0A/L0B, Mmads into L0C, C1 to GM; the two AIVs finish the block (Algorithm 1 lines 12-33)."""
+    depths = _buffer_depths(tiling, params, hw)
+    m0, n0, k1 = lay.m_eff, lay.n_eff, tiling.k1
+    k0 = lay.k_eff
+    per_l1 = max(1, k1 // tiling.k0)
+    counts = lay.per_core
+    for core, weight in engine.groups(counts):
+        aic = f"core{core}.aic"
+        aivs = [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]
+        for unit in [aic, *aivs]:
+            engine.set_weight(unit, weight)
+        kept_tasks = max(counts[core] - skip, min(counts[core], 1))
+        l1, l0a, l0b = Ring(depths["L1"]), Ring(depths["L0A"]), Ring(depths["L0B"])
+        l0c, c1_slots = Ring(depths["L0C"]), Ring(2)
+        ub = [Ring(depths["UB"]) for _ in aivs]
+        prev_mm: Op | None = None
+        engine.phase = "gemm"
+        for _ in range(kept_tasks):
+            c_slot = l0c.wait()
+            panel: Op | None = None
+            mm = None
+            for kb in range(kept_blocks):
+                if kb % per_l1 == 0:
+                    span = min(per_l1, kept_blocks - kb) * k0
+                    bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
+                    ra = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=lay.hit_a, aligned=lay.aligned_a,
+                                        serial=_serialised(bytes_a, lay.serial_a), deps=[l1.wait()],
+                                        label="panel A->L1")
+                    panel = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=lay.hit_b, aligned=lay.aligned_b,
+                                           serial=_serialised(bytes_b, lay.serial_b), deps=[ra], label="panel B->L1")
+                la = engine.local_move(aic, "MTE1", m0 * k0 * _FP16, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
+                                       deps=[panel, l0a.wait()], label="A->L0A")
+                lb = engine.local_move(aic, "MTE1", k0 * n0 * _FP16, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
+                                       deps=[panel, l0b.wait()], label="B->L0B")
+                mm = engine.cube(aic, m0, n0, k0, False, deps=[la, lb, c_slot, prev_mm], label="Mmad")
+                prev_mm = mm
+                l0a.push(mm)
+                l0b.push(mm)
+                if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
+                    l1.push(mm)
+            if epilogue_inline:
+                fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16, writeback=False, deps=[mm, c1_slots.wait()],
+                                     label="C1->GM (fp16)")
+            else:
+                fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16, writeback=True, aligned=lay.aligned_c,
+                                     deps=[mm], label="C->GM (fp16)")
+            l0c.push(fp)
+            if not epilogue_inline:
+                continue
+            ready = engine.flag(fp)
+            reads = []
+            for h, aiv in enumerate(aivs):
+                rows = math.ceil(m0 / 2) if h == 0 else m0 - math.ceil(m0 / 2)
+                if rows <= 0:
+                    continue
+                half = rows * n0 * _FP16
+                engine.phase = "epilogue"
+                deps = [ub[h].wait()]
+                if params.beta != 0:
+                    rc = engine.gm_read(aiv, "MTE2", half, l2_hit=False, aligned=lay.aligned_c, deps=deps, label="C->UB")
+                    deps = [engine.vector(aiv, half, deps=[rc], label="beta*C")]
+                rd = engine.gm_read(aiv, "MTE2", half, l2_hit=True, deps=[*deps, ready], label="C1->UB")
+                reads.append(rd)
+                vec = engine.vector(aiv, half, deps=[rd], label="alpha*C1 + beta*C", passes=2 if params.beta else 1)
+                if params.split_k > 1:
+                    wr = engine.gm_write(aiv, "MTE3", 2 * half, writeback=True, aligned=lay.aligned_c, deps=[vec],
+                                         label="C += (atomic)")
+                else:
+                    wr = engine.gm_write(aiv, "MTE3", half, writeback=True, aligned=lay.aligned_c, deps=[vec],
+                                         label="C->GM")
+                ub[h].push(wr)
+                engine.phase = "gemm"
+            if reads:
+                c1_slots.push(reads[-1])
+
+
+def _serialised(nbytes: float, sharers: float) -> float:
+    """Slow-down of a panel read that `sharers` cores make in lockstep: the same 512-byte range is served to
+    one core after another (HGEMM paper §4.3.2), so R ranges take R + sharers - 1 range times instead of R."""
+    ranges = max(1.0, nbytes / 512)
+    return (ranges + max(sharers, 1.0) - 1) / ranges
+
+
+def hgemm_counters(shape: GemmShape, params: HgemmParams, tiling: Tiling) -> dict[str, float]:
+    """Closed-form work counts: matmuls (Mmad instructions, one per M0 x N0 x K0 block), cube_fractals
+    (16x16x16 fractal cycles over the actual block sizes), aicore_num (C blocks x split_k), acc_loop."""
+    m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
+    if m == 0 or n == 0 or k == 0 or params.alpha == 0:
+        return {"matmuls": 0, "cube_fractals": 0, "aicore_num": 0, "acc_loop": 0}
+
+    def fractal_sum(size: int, tile: int, step: int) -> tuple[int, int]:
+        full, rest = divmod(size, tile)
+        count = full + (1 if rest else 0)
+        return count, full * math.ceil(tile / step) + (math.ceil(rest / step) if rest else 0)
+
+    bm, fm = fractal_sum(m, tiling.m0, 16)
+    bn, fn = fractal_sum(n, tiling.n0, 16)
+    bk, fk = fractal_sum(k, tiling.k0, 16)
+    return {
+        "matmuls": bm * bn * bk * batch,
+        "cube_fractals": fm * fn * fk * batch,
+        "aicore_num": bm * bn * batch * params.split_k,
+        "acc_loop": math.ceil(bk / params.split_k),
+    }
+
+
+# ----- function ---------------------------------------------------------------------------------------
+def compute_hgemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, params: HgemmParams,
+                  tiling: Tiling) -> np.ndarray:
+    """The kernel's output, in its own arithmetic: per K split, C1 = A @ B accumulated in fp32 and written as
+    fp16 (FIXPIPE); the AIVs compute beta * C and alpha * C1 in fp16 and add in fp16 (SplitK partials are
+    added to C one after another, as the atomic adds do).
+
+    a: (batch, M, K) float16; b: (batch, K, N) float16; c: (batch, M, N) float16 or None (beta == 0: C is
+    not read). Returns (batch, M, N) float16. alpha == 0 does not read A and B; K == 0 gives beta * C.
+    """
+    batch, m, k = a.shape
+    n = b.shape[2]
+    alpha = np.float16(params.alpha)
+    beta = np.float16(params.beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if params.beta != 0 and c is not None:
+            out = (beta * c.astype(np.float16)).astype(np.float16)
+        else:
+            out = np.zeros((batch, m, n), dtype=np.float16)
+        if params.alpha == 0 or k == 0 or m == 0 or n == 0:
+            return out
+        split = params.split_k if params.variant == "proposed" else 1
+        acc = math.ceil(k / tiling.k0)
+        per = math.ceil(acc / split) * tiling.k0
+        for s0 in range(0, k, per):
+            s1 = min(k, s0 + per)
+            c1 = np.matmul(a[:, :, s0:s1].astype(np.float32), b[:, s0:s1, :].astype(np.float32)).astype(np.float16)
+            out = (out + (alpha * c1).astype(np.float16)).astype(np.float16)
+    return out
+
+
+def verify_hgemm(a, b, c, out: np.ndarray, params: HgemmParams) -> Verification:
+    """Compare with alpha * A @ B + beta * C in float64. Tolerance per element, from fp16 rounding:
+    (split_k + 3) u16 (|alpha| |A||B| + |beta| |C|) + 4 sqrt(K) u32 |alpha| |A||B|, u16 = 2^-11, u32 = 2^-24
+    (C1, alpha*C1, beta*C and the sums are each rounded to fp16; fp32 accumulation over K)."""
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    k = a.shape[2]
+    ref = np.zeros(out.shape)
+    scale = np.zeros(out.shape)
+    if params.alpha != 0 and k > 0:
+        ref += params.alpha * np.matmul(a64, b64)
+        scale += abs(params.alpha) * np.matmul(np.abs(a64), np.abs(b64))
+    cterm = np.zeros(out.shape)
+    if params.beta != 0 and c is not None:
+        ref += params.beta * c.astype(np.float64)
+        cterm = abs(params.beta) * np.abs(c.astype(np.float64))
+    split = params.split_k if params.variant == "proposed" else 1
+    tol = (split + 3) * 2.0**-11 * (scale + cterm) + 4 * math.sqrt(max(k, 1)) * 2.0**-24 * scale + 2.0**-24
+    got = out.astype(np.float64)
+    diff = np.abs(got - ref)
+    if diff.size == 0:
+        return Verification(True, 0.0, 0.0, "empty")
+    finite = np.isfinite(got).all()
+    rel = float(np.max(diff / np.maximum(np.abs(ref), 1e-30))) if finite else math.inf
+    passed = bool(finite and (diff <= tol).all())
+    return Verification(passed, float(diff.max()) if finite else math.inf, rel,
+                        "(split_k+3)*2^-11*(|alpha||A||B| + |beta||C|) + 4*sqrt(K)*2^-24*|alpha||A||B|")
