@@ -172,6 +172,15 @@ def _buffer_depths(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> 
     return {name: (want if want * need <= cap else 1) for name, (need, cap) in sizes.items()}
 
 
+def _k_splits(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> int:
+    """Mmads per K0 block: 2 when double buffering is on but L0A or L0B holds only one M0 x K0 (K0 x N0)
+    block, as with the paper's largest tiles (256 x 128 x 128 fills L0A): the block is then moved and
+    multiplied in two K0/2 halves, ping-ponging within the buffer. 1 otherwise."""
+    depths = _buffer_depths(tiling, params, hw)
+    single = depths["L0A"] == 1 or depths["L0B"] == 1
+    return 2 if params.double_buffer and single and tiling.k0 % 32 == 0 else 1
+
+
 def _check_buffers(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> None:
     engine = Engine(hw)
     depths = _buffer_depths(tiling, params, hw)
@@ -293,8 +302,10 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
         if pad_elems:
             pad_elems *= batch
             pad_out *= batch
+            # The padded copies are read by the AIC right after; while they fit L2 they are not written back.
+            resident = pad_out * _FP16 <= hw.l2_bytes
             parts.append((copy_pass(hw, pad_elems, _FP16, _FP16 * pad_out / pad_elems, warm_l2, "padding",
-                                    force_exact), 1))
+                                    force_exact, writeback=not resident), 1))
             parts.append((fixed_cost(hw, hw.cross_core_flag_cycles, "padding", cross_core_flags=1), 1))
     if ab:
         epilogue_inline = params.variant == "proposed"
@@ -303,7 +314,7 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
             _build_gemm(engine, skip, kept_blocks, layout, tiling, params, hw, epilogue_inline)
 
         gemm = simulate_2d(hw, build, max(layout.per_core), layout.blocks_per_task, warm_l2=warm_l2,
-                           keep_tasks=(3, 5), keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
+                           keep_tasks=(4, 8), keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
                            every_core=every_core)
         parts.append((gemm, 1))
         if not epilogue_inline and (params.alpha != 1 or params.beta != 0):
@@ -311,7 +322,7 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
     else:
         parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
     result = sequence(parts)
-    result.counters.update(hgemm_counters(shape, params, tiling))
+    result.counters.update(hgemm_counters(shape, params, tiling, _k_splits(tiling, params, hw)))
     return result, tiling
 
 
@@ -337,6 +348,10 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
     m0, n0, k1 = lay.m_eff, lay.n_eff, tiling.k1
     k0 = lay.k_eff
     per_l1 = max(1, k1 // tiling.k0)
+    splits = _k_splits(tiling, params, hw)
+    if splits == 2:
+        depths = dict(depths, L0A=2, L0B=2)  # two half-K slots in the space of one block
+    kk = math.ceil(k0 / splits)
     counts = lay.per_core
     for core, weight in engine.groups(counts):
         aic = f"core{core}.aic"
@@ -351,25 +366,42 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
         engine.phase = "gemm"
         for _ in range(kept_tasks):
             c_slot = l0c.wait()
-            panel: Op | None = None
+            panel_a: Op | None = None
+            panel_b: Op | None = None
             mm = None
             for kb in range(kept_blocks):
                 if kb % per_l1 == 0:
                     span = min(per_l1, kept_blocks - kb) * k0
                     bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
-                    ra = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=lay.hit_a, aligned=lay.aligned_a,
-                                        serial=_serialised(bytes_a, lay.serial_a), deps=[l1.wait()],
-                                        label="panel A->L1")
-                    panel = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=lay.hit_b, aligned=lay.aligned_b,
-                                           serial=_serialised(bytes_b, lay.serial_b), deps=[ra], label="panel B->L1")
-                la = engine.local_move(aic, "MTE1", m0 * k0 * _FP16, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
-                                       deps=[panel, l0a.wait()], label="A->L0A")
-                lb = engine.local_move(aic, "MTE1", k0 * n0 * _FP16, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
-                                       deps=[panel, l0b.wait()], label="B->L0B")
-                mm = engine.cube(aic, m0, n0, k0, False, deps=[la, lb, c_slot, prev_mm], label="Mmad")
-                prev_mm = mm
-                l0a.push(mm)
-                l0b.push(mm)
+                    slot = l1.wait()
+                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=lay.hit_a, aligned=lay.aligned_a,
+                                             serial=_serialised(bytes_a, lay.serial_a), deps=[slot],
+                                             label="panel A->L1")
+                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=lay.hit_b, aligned=lay.aligned_b,
+                                             serial=_serialised(bytes_b, lay.serial_b), deps=[slot],
+                                             label="panel B->L1")
+
+                def load_a():
+                    return engine.local_move(aic, "MTE1", m0 * kk * _FP16, hw.l1_to_l0_bytes_per_cycle,
+                                             "bytes_l1_to_l0", deps=[panel_a, l0a.wait()], label="A->L0A")
+
+                def load_b():
+                    return engine.local_move(aic, "MTE1", kk * n0 * _FP16, hw.l1_to_l0_bytes_per_cycle,
+                                             "bytes_l1_to_l0", deps=[panel_b, l0b.wait()], label="B->L0B")
+
+                for _half in range(splits):
+                    # MTE1 runs in order: the operand with more L0 slots goes first, so it can be
+                    # prefetched while the cube still holds the other one's only slot.
+                    if depths["L0B"] > depths["L0A"]:
+                        lb = load_b()
+                        la = load_a()
+                    else:
+                        la = load_a()
+                        lb = load_b()
+                    mm = engine.cube(aic, m0, n0, kk, False, deps=[la, lb, c_slot, prev_mm], label="Mmad")
+                    prev_mm = mm
+                    l0a.push(mm)
+                    l0b.push(mm)
                 if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
                     l1.push(mm)
             if epilogue_inline:
@@ -378,7 +410,8 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
             else:
                 fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16, writeback=True, aligned=lay.aligned_c,
                                      deps=[mm], label="C->GM (fp16)")
-            l0c.push(fp)
+            # The L0C slot is free once the FIXPIPE has moved the block out, before the GM write completes.
+            l0c.push((fp, -hw.gm_write_latency_cycles))
             if not epilogue_inline:
                 continue
             ready = engine.flag(fp)
@@ -415,9 +448,10 @@ def _serialised(nbytes: float, sharers: float) -> float:
     return (ranges + max(sharers, 1.0) - 1) / ranges
 
 
-def hgemm_counters(shape: GemmShape, params: HgemmParams, tiling: Tiling) -> dict[str, float]:
-    """Closed-form work counts: matmuls (Mmad instructions, one per M0 x N0 x K0 block), cube_fractals
-    (16x16x16 fractal cycles over the actual block sizes), aicore_num (C blocks x split_k), acc_loop."""
+def hgemm_counters(shape: GemmShape, params: HgemmParams, tiling: Tiling, splits: int = 1) -> dict[str, float]:
+    """Closed-form work counts: matmuls (Mmad instructions: one per M0 x N0 x K0 block, or `splits` when a
+    block is multiplied in K0/2 halves, see _k_splits), cube_fractals (16x16x16 fractal cycles over the actual
+    block sizes), aicore_num (C blocks x split_k), acc_loop (K0 blocks per C block and split)."""
     m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
     if m == 0 or n == 0 or k == 0 or params.alpha == 0:
         return {"matmuls": 0, "cube_fractals": 0, "aicore_num": 0, "acc_loop": 0}
@@ -431,7 +465,7 @@ def hgemm_counters(shape: GemmShape, params: HgemmParams, tiling: Tiling) -> dic
     bn, fn = fractal_sum(n, tiling.n0, 16)
     bk, fk = fractal_sum(k, tiling.k0, 16)
     return {
-        "matmuls": bm * bn * bk * batch,
+        "matmuls": bm * bn * bk * batch * splits,
         "cube_fractals": fm * fn * fk * batch,
         "aicore_num": bm * bn * batch * params.split_k,
         "acc_loop": math.ceil(bk / params.split_k),

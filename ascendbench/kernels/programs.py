@@ -29,7 +29,9 @@ class Ring:
         self.depth = depth
         self.released: list[Op] = []
 
-    def wait(self) -> Op | None:
+    def wait(self):
+        """The dependency that frees a slot for the next item (None while slots are free): the op that
+        released item i - depth, or an (op, delay) pair."""
         return self.released[-self.depth] if len(self.released) >= self.depth else None
 
     def push(self, op: Op) -> None:
@@ -67,21 +69,22 @@ def piece_elements(hw: HardwareProfile, in_bytes: float, out_bytes: float) -> in
     return max(256, min(COPY_PIECE, fit))
 
 
-def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact) -> SimResult:
-    """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel)."""
+def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback: bool = True) -> SimResult:
+    """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel). writeback=False
+    says the copy is consumed while still resident in L2 (a workspace that fits), so it never reaches HBM."""
     pieces = math.ceil(n / piece_elements(hw, in_bytes, out_bytes))
     per_aiv = split_front(pieces, hw.aiv_cores)
     x_hit = warm_l2 and n * in_bytes <= hw.l2_bytes
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = phase
-        copy_program(engine, skip, per_aiv, n, in_bytes, out_bytes, x_hit)
+        copy_program(engine, skip, per_aiv, n, in_bytes, out_bytes, x_hit, writeback)
 
     return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact)
 
 
 def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes: int, out_bytes: int,
-                  x_hit: bool) -> None:
+                  x_hit: bool, writeback: bool = True) -> None:
     hw = engine.hw
     piece = piece_elements(hw, in_bytes, out_bytes)
     piece_in, piece_out = piece * in_bytes, piece * out_bytes
@@ -107,7 +110,7 @@ def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes
             last = rd
             if in_bytes != out_bytes:
                 last = engine.vector(unit, elems * out_bytes, deps=[rd], label="cast")
-            wr = engine.gm_write(unit, "MTE3", elems * out_bytes, writeback=True, deps=[last], label="out")
+            wr = engine.gm_write(unit, "MTE3", elems * out_bytes, writeback=writeback, deps=[last], label="out")
             ring.push(wr)
 
         loop(engine, count, skip, emit)

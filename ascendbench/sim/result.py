@@ -218,7 +218,7 @@ def simulate_2d(
     core and `kept_blocks` inner iterations per task. Where a loop is longer than the larger kept count, the
     time-like quantities are fitted with T(t, k) = a + b t + c k + d t k on the 2 x 2 grid of kept counts
     (a periodic steady state in both loops) and evaluated at the full counts; a test compares this with the
-    full simulation. Counters are left to the caller (they have closed forms). force_exact runs every
+    full simulation. Counters are fitted the same way (exact for uniform tasks). force_exact runs every
     iteration; every_core also simulates every core instead of one representative per group.
     """
     if force_exact:
@@ -232,7 +232,7 @@ def simulate_2d(
             engine = Engine(hw, warm_l2=warm_l2, group_cores=not every_core)
             build(engine, tasks - t, k)
             stats = engine.run()
-            runs[(t, k)] = (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()})
+            runs[(t, k)] = (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()}, dict(engine.counters))
 
     def fit(value) -> float:
         t1, t2 = ts[0], ts[-1]
@@ -244,12 +244,14 @@ def simulate_2d(
         a = v11 - bt * t1 - ck * k1 - d * t1 * k1
         return a + bt * tasks + ck * blocks + d * tasks * blocks
 
-    last_stats, _ = runs[(ts[-1], ks[-1])]
+    last_stats, _, last_counters = runs[(ts[-1], ks[-1])]
     makespan = fit(lambda t, k: runs[(t, k)][0].makespan)
     hbm = fit(lambda t, k: runs[(t, k)][0].hbm_busy)
     # a phase (the span of its ops) never outlasts the whole run
     phases = {p: min(makespan, fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0))) for p in runs[(ts[-1], ks[-1])][1]}
     busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
+    # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks.
+    counters = {c: round(fit(lambda t, k, c=c: runs[(t, k)][2].get(c, 0.0)), 3) for c in last_counters}
     extrapolated = len(ts) > 1 or len(ks) > 1
-    return SimResult(hw, makespan, phases, busy, {}, [(engine.ops, 0.0)], extrapolated, hbm,
+    return SimResult(hw, makespan, phases, busy, counters, [(engine.ops, 0.0)], extrapolated, hbm,
                      dict(last_stats.unit_weights))

@@ -1,6 +1,6 @@
 """Evaluate the scan paper's claims S-1 ... S-9 and S-W1 with the simulator and print paper vs simulated.
 
-Usage: python benchmarks/scan_claims.py [--hardware NAME] [--json]
+Usage: python -m ascendbench.reference.scan_claims [--hardware NAME] [--json]
 
 The paper's values below are the reference data of CLAIMS.md; the simulated values come only from the
 timing model. Bandwidth = (input bytes read once + output bytes written once) / time.

@@ -1,0 +1,109 @@
+"""`ascendbench run hgemm` through typer's CliRunner."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ascendbench.cli import app
+from ascendbench.store.schema import HgemmRunResult
+
+runner = CliRunner()
+
+
+def invoke(args, cwd):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(app, args)
+    finally:
+        os.chdir(old)
+
+
+def test_single_shape_report_and_result(tmp_path):
+    out = invoke(["run", "hgemm", "--m", "2048", "--n", "128", "--k", "2048", "--out", "r.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    for text in ("TFLOPS", "% of the 280 TFLOPS", "128 x 128 x 256", "from: selector", "aicore_num", "padding",
+                 "gemm", "epilogue", "passed", "CUBE"):
+        assert text in out.output, text
+    doc = HgemmRunResult.model_validate_json((tmp_path / "r.json").read_text())
+    s = doc.shapes[0]
+    assert (s.m, s.n, s.k) == (2048, 128, 2048) and s.tiling["k0"] == 256 and s.verification.passed
+    assert doc.counters["aicore_num"] == 16 and doc.counters["acc_loop"] == 8  # claim G-1's tiling
+
+
+def test_json_and_options(tmp_path):
+    out = invoke(["run", "hgemm", "--m", "300", "--n", "301", "--k", "77", "--alpha", "0.5", "--beta", "-1",
+                  "--m0", "64", "--n0", "64", "--k0", "32", "--split-k", "2", "--no-shuffle-k", "--no-padding",
+                  "--no-double-buffer", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["params"]["split_k"] == 2 and doc["params"]["shuffle_k"] is False
+    assert doc["shapes"][0]["tiling"]["source"] == "user" and doc["shapes"][0]["verification"]["passed"]
+
+
+def test_files_in_and_out(tmp_path):
+    rng = np.random.default_rng(0)
+    a = (rng.random((40, 30)) - 0.5).astype(np.float16)
+    b = (rng.random((30, 20)) - 0.5).astype(np.float16)
+    c = (rng.random((40, 20)) - 0.5).astype(np.float16)
+    for name, arr in (("a", a), ("b", b), ("c", c)):
+        np.save(tmp_path / f"{name}.npy", arr)
+    out = invoke(["run", "hgemm", "--a", "a.npy", "--b", "b.npy", "--c", "c.npy", "--beta", "1", "--output-file",
+                  "out.npy", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    got = np.load(tmp_path / "out.npy")
+    ref = a.astype(np.float64) @ b.astype(np.float64) + c
+    assert got.shape == (40, 20) and got.dtype == np.float16 and np.abs(got - ref).max() < 0.01
+
+
+def test_workload_rows_and_summary(tmp_path):
+    out = invoke(["run", "hgemm", "--workload", "opt-ffn", "--out", "w.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert "TFLOPS: avg" in out.output and "28672" in out.output
+    doc = json.loads((tmp_path / "w.json").read_text())
+    assert doc["workload"] == "opt-ffn" and len(doc["shapes"]) == 7
+    assert doc["summary"]["tflops_max"] >= doc["summary"]["tflops_avg"]
+
+
+def test_gemm_example_variant(tmp_path):
+    out = invoke(["run", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--variant", "gemm-example", "--json",
+                  "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["shapes"][0]["tiling"]["source"] == "gemm-example"
+
+
+ERRORS = [
+    (["--m", "-1", "--n", "4", "--k", "4"], "--m: must be a non-negative integer"),
+    (["--m", "4", "--n", "4"], "--k: is required"),
+    (["--m", "4", "--n", "4", "--k", "4", "--alpha", "nan"], "--alpha: must be a finite number"),
+    (["--m", "4", "--n", "4", "--k", "4", "--m0", "24"], "--m0: must be a positive multiple of 16"),
+    (["--m", "64", "--n", "64", "--k", "64", "--m0", "256", "--n0", "16", "--k0", "256"], "L0A:"),
+    (["--m", "4", "--n", "4", "--k", "4", "--variant", "cublas"], "--variant: must be one of"),
+    (["--workload", "nope"], "--workload: unknown workload 'nope'"),
+    (["--workload", "fig6", "--m", "4"], "--workload: cannot be combined"),
+    (["--m", "4", "--n", "4", "--k", "4", "--split-k", "0"], "--split-k: must be at least 1"),
+    (["--m", "4", "--n", "4", "--k", "4", "--batch", "0"], "--batch: must be at least 1"),
+    (["--m", "4", "--n", "4", "--k", "4", "--output-file", "o.txt"], "--output-file: must end in .npy"),
+]
+
+
+@pytest.mark.parametrize("args, message", ERRORS)
+def test_user_errors(tmp_path, args, message):
+    out = invoke(["run", "hgemm", *args], tmp_path)
+    assert out.exit_code == 2, out.output
+    lines = [line for line in out.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], out.output
+    assert not (tmp_path / "results").exists()
+
+
+def test_disagreeing_files(tmp_path):
+    np.save(tmp_path / "a.npy", np.zeros((4, 5), np.float16))
+    np.save(tmp_path / "b.npy", np.zeros((6, 3), np.float16))
+    out = invoke(["run", "hgemm", "--a", "a.npy", "--b", "b.npy"], tmp_path)
+    assert out.exit_code == 2 and "--b: shape (1, 6, 3) disagrees" in out.output
+    np.save(tmp_path / "f.npy", np.zeros((4, 5), np.float32))
+    out = invoke(["run", "hgemm", "--a", "f.npy", "--b", "b.npy"], tmp_path)
+    assert out.exit_code == 2 and "--a: array dtype must be float16" in out.output

@@ -1,0 +1,182 @@
+"""HGEMM kernel: BLAS semantics, functional result vs NumPy, options acting through mechanisms, claims."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels import ParamError
+from ascendbench.kernels.hgemm import (
+    GemmShape,
+    HgemmParams,
+    compute_hgemm,
+    hgemm_counters,
+    resolve_tiling,
+    simulate_hgemm,
+    verify_hgemm,
+)
+from ascendbench.sim import BufferCapacityError
+
+HW = load_profile("atlas-300t-a2")
+
+
+def mats(m, n, k, batch=1, seed=0):
+    rng = np.random.default_rng(seed)
+    a = (rng.random((batch, m, k), dtype=np.float32) * 2 - 1).astype(np.float16)
+    b = (rng.random((batch, k, n), dtype=np.float32) * 2 - 1).astype(np.float16)
+    c = (rng.random((batch, m, n), dtype=np.float32) * 2 - 1).astype(np.float16)
+    return a, b, c
+
+
+def run(m, n, k, batch=1, **kw):
+    params = HgemmParams(**kw)
+    shape = GemmShape(m, n, k, batch)
+    tiling = resolve_tiling(shape, params, HW)
+    a, b, c = mats(m, n, k, batch)
+    out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
+    return a, b, c, out, params
+
+
+@pytest.mark.parametrize("variant", ["proposed", "gemm-example"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (17, 33, 65), (128, 128, 256), (300, 200, 1000), (2, 513, 7)])
+def test_result_matches_numpy(variant, shape):
+    a, b, c, out, params = run(*shape, variant=variant, alpha=0.75, beta=-0.5)
+    assert out.dtype == np.float16 and out.shape == (1, shape[0], shape[1])
+    assert verify_hgemm(a, b, c, out, params).passed
+
+
+def test_beta_zero_does_not_read_c():
+    a, b, c, out, params = run(64, 48, 32, alpha=1.0, beta=0.0)
+    nan_c = np.full_like(c, np.nan)
+    tiling = resolve_tiling(GemmShape(64, 48, 32), params, HW)
+    out2 = compute_hgemm(a, b, nan_c if params.beta != 0 else None, params, tiling)
+    np.testing.assert_array_equal(out, out2)
+    assert np.isfinite(out2).all()
+    sim, _ = simulate_hgemm(GemmShape(4096, 4096, 64), HgemmParams(beta=0.0), HW)
+    with_c, _ = simulate_hgemm(GemmShape(4096, 4096, 64), HgemmParams(beta=1.0), HW)
+    assert with_c.counters["bytes_gm_read"] - sim.counters["bytes_gm_read"] >= 4096 * 4096 * 2  # C read once
+
+
+def test_alpha_zero_does_not_read_a_and_b():
+    params = HgemmParams(alpha=0.0, beta=2.0)
+    shape = GemmShape(40, 50, 60)
+    tiling = resolve_tiling(shape, params, HW)
+    _, _, c = mats(40, 50, 60)
+    nan = np.full((1, 40, 60), np.nan, np.float16)
+    out = compute_hgemm(nan, np.full((1, 60, 50), np.nan, np.float16), c, params, tiling)
+    np.testing.assert_array_equal(out, (np.float16(2.0) * c).astype(np.float16))
+    sim, _ = simulate_hgemm(shape, params, HW)
+    assert sim.counters["matmuls"] == 0
+
+
+def test_k_zero_gives_beta_c_and_empty_shapes_are_empty():
+    params = HgemmParams(alpha=1.0, beta=0.5)
+    a = np.zeros((1, 7, 0), np.float16)
+    b = np.zeros((1, 0, 9), np.float16)
+    c = np.ones((1, 7, 9), np.float16)
+    out = compute_hgemm(a, b, c, params, resolve_tiling(GemmShape(7, 9, 0), params, HW))
+    np.testing.assert_array_equal(out, np.full((1, 7, 9), 0.5, np.float16))
+    for shape in (GemmShape(0, 9, 5), GemmShape(7, 0, 5)):
+        sim, _ = simulate_hgemm(shape, params, HW)
+        assert sim.counters == {"kernel_launches": 1}
+        empty = compute_hgemm(np.zeros((1, shape.m, 5), np.float16), np.zeros((1, 5, shape.n), np.float16),
+                              np.zeros((1, shape.m, shape.n), np.float16), params,
+                              resolve_tiling(shape, params, HW))
+        assert empty.shape == (1, shape.m, shape.n)
+
+
+def test_batch_runs_independent_problems():
+    a, b, c, out, params = run(33, 20, 70, batch=3, alpha=1.0, beta=1.0)
+    for i in range(3):
+        ref = a[i].astype(np.float64) @ b[i].astype(np.float64) + c[i]
+        assert np.abs(out[i] - ref).max() < 0.05
+    assert verify_hgemm(a, b, c, out, params).passed
+
+
+def test_split_k_accumulates_partials():
+    a, b, c, out, params = run(64, 64, 2048, split_k=4, alpha=0.5, beta=0.5)
+    assert verify_hgemm(a, b, c, out, params).passed
+
+
+def test_wrong_result_is_detected():
+    a, b, c, out, params = run(64, 64, 64, alpha=1.0, beta=1.0)
+    bad = out.copy()
+    bad[0, 5, 7] += np.float16(0.5)
+    assert not verify_hgemm(a, b, c, bad, params).passed
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 90), n=st.integers(1, 90), k=st.integers(0, 300), batch=st.integers(1, 2),
+       alpha=st.sampled_from([0.0, 1.0, -0.5]), beta=st.sampled_from([0.0, 1.0, 0.25]),
+       split_k=st.sampled_from([1, 2, 4]))
+def test_random_shapes_match_numpy(m, n, k, batch, alpha, beta, split_k):
+    a, b, c, out, params = run(m, n, k, batch, alpha=alpha, beta=beta, split_k=split_k)
+    assert verify_hgemm(a, b, c if beta != 0 else None, out, params).passed
+
+
+def test_selector_tiling_is_used_by_default_and_user_tiles_override():
+    t = resolve_tiling(GemmShape(2048, 128, 2048), HgemmParams(), HW)
+    assert (t.m0, t.n0, t.k0, t.source) == (128, 128, 256, "selector")  # claim G-1
+    u = resolve_tiling(GemmShape(2048, 128, 2048), HgemmParams(m0=64, n0=32, k0=64), HW)
+    assert (u.m0, u.n0, u.k0, u.source) == (64, 32, 64, "user")
+    g = resolve_tiling(GemmShape(2048, 128, 2048), HgemmParams(variant="gemm-example"), HW)
+    assert (g.m0, g.n0, g.k0, g.k1) == (128, 256, 64, 256)
+
+
+def test_tiling_that_does_not_fit_names_the_buffer():
+    with pytest.raises(BufferCapacityError, match=r"L0A: .*needs 131072 bytes.*65536 bytes available"):
+        resolve_tiling(GemmShape(1024, 1024, 1024), HgemmParams(m0=256, n0=16, k0=256), HW)
+    with pytest.raises(BufferCapacityError, match=r"L0C: "):
+        resolve_tiling(GemmShape(1024, 1024, 1024), HgemmParams(m0=512, n0=128, k0=16), HW)
+
+
+@pytest.mark.parametrize("params, option", [
+    (HgemmParams(m0=24), "m0"), (HgemmParams(k0=12), "k0"), (HgemmParams(split_k=0), "split-k"),
+    (HgemmParams(alpha=float("nan")), "alpha"), (HgemmParams(beta=float("inf")), "beta"),
+    (HgemmParams(variant="cublas"), "variant"), (HgemmParams(variant="gemm-example", m0=64), "m0"),
+])
+def test_bad_options_name_the_option(params, option):
+    with pytest.raises(ParamError) as info:
+        resolve_tiling(GemmShape(64, 64, 64), params, HW)
+    assert info.value.param == option
+
+
+def test_counters_have_closed_forms():
+    shape = GemmShape(300, 200, 1000, 2)
+    params = HgemmParams(m0=128, n0=64, k0=128, double_buffer=False)
+    c = hgemm_counters(shape, params, resolve_tiling(shape, params, HW))
+    blocks = 3 * 4 * 8 * 2  # ceil(300/128) x ceil(200/64) x ceil(1000/128) x batch
+    assert c["matmuls"] == blocks and c["aicore_num"] == 3 * 4 * 2 and c["acc_loop"] == 8
+    # fractal cycles over the real block sizes: rows 128,128,44 -> 8+8+3; cols 64,64,64,8 -> 4+4+4+1;
+    # K 7 x 128 + 104 -> 7*8 + 7
+    assert c["cube_fractals"] == (8 + 8 + 3) * (4 + 4 + 4 + 1) * (56 + 7) * 2
+
+
+def test_options_change_time_through_mechanisms():
+    big = GemmShape(4099, 4097, 1000)
+    on, _ = simulate_hgemm(big, HgemmParams(), HW)
+    off, _ = simulate_hgemm(big, HgemmParams(padding=False), HW)
+    # padding aligns A and B (C is not padded, so its unaligned rows remain)
+    assert off.counters["bytes_unaligned"] > 5 * on.counters["bytes_unaligned"]
+    assert "padding" in on.phases and "padding" not in off.phases
+    single, _ = simulate_hgemm(big, HgemmParams(double_buffer=False), HW)
+    assert single.time_s > on.time_s
+    noshuffle, _ = simulate_hgemm(big, HgemmParams(shuffle_k=False), HW)
+    assert noshuffle.counters.get("bytes_serialised", 0) > on.counters.get("bytes_serialised", 0)
+
+
+def test_extrapolated_timing_matches_the_full_loops():
+    for shape, params in [((2048, 2048, 2048), HgemmParams()), ((1000, 3000, 2500), HgemmParams(split_k=2)),
+                          ((3000, 700, 1800), HgemmParams(variant="gemm-example")),
+                          ((512, 4096, 3000), HgemmParams(shuffle_k=False, padding=False))]:
+        fast, _ = simulate_hgemm(GemmShape(*shape), params, HW)
+        full, _ = simulate_hgemm(GemmShape(*shape), params, HW, force_exact=True)
+        assert fast.time_s == pytest.approx(full.time_s, rel=0.06), shape  # see simulate_2d
+
+
+def test_timing_model_at_huge_sizes():
+    sim, tiling = simulate_hgemm(GemmShape(100_000, 100_000, 100_000), HgemmParams(), HW)
+    assert sim.counters["matmuls"] == (100_000 // 256 + 1) * (100_000 // 128 + 1) * (-(-100_000 // 128)) * 2
+    tflops = 2 * 1e15 / sim.time_s / 1e12
+    assert 0 < tflops <= HW.cube_fp16_peak_tflops
