@@ -34,7 +34,37 @@ def main_options(
 
 
 def main() -> None:
-    app()
+    """Console entry point: usage errors from option parsing become one line on stderr with exit status 2,
+    and SIGTERM unwinds like Ctrl-C so that no temporary file is left behind."""
+    import signal
+    import sys
+
+    # typer bundles its own click; its exception classes are reached through typer's public ones
+    usage_error = typer.BadParameter.__mro__[1]
+    click_exception = typer.BadParameter.__mro__[2]
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        # without standalone mode, click returns the exit code of typer.Exit instead of raising it
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except usage_error as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help text has been printed
+            sys.exit(0)
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        print(f"error: {exc.format_message()}{hint}", file=sys.stderr)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except click_exception as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":

@@ -73,8 +73,8 @@ def load_input(path: Path) -> tuple[np.ndarray, str, str]:
         x = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"--input: {path} is not a readable .npy array ({exc})") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
     if not isinstance(x, np.ndarray):
         raise InputError(f"--input: {path} holds several arrays; give one 1-D .npy array")
     if x.ndim != 1:
@@ -87,6 +87,16 @@ def load_input(path: Path) -> tuple[np.ndarray, str, str]:
         for block in iter(lambda: fh.read(1 << 24), b""):
             digest.update(block)
     return np.ascontiguousarray(x), names[x.dtype], digest.hexdigest()
+
+
+def _check_int(name: str, value, minimum: int, optional: bool = False) -> None:
+    """Raise ParamError naming the argument unless value is an int >= minimum (None allowed if optional)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ParamError(name, f"must be an integer, got {value!r}")
+    if value < minimum:
+        raise ParamError(name, f"must be at least {minimum}, got {value}")
 
 
 def run_scan(
@@ -129,6 +139,13 @@ def run_scan(
         ParamError, InputError, HardwareError, BufferCapacityError: for invalid arguments (messages name them).
     """
     wall0 = time.perf_counter()
+    _check_int("n", n, 0, optional=True)
+    _check_int("s", s, 1)
+    _check_int("blocks", blocks, 1, optional=True)
+    _check_int("chunk", chunk, 0, optional=True)
+    _check_int("seed", seed, 0)
+    if x is not None and input_file is not None:
+        raise ParamError("input", "give either x or input_file, not both")
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     kernel = get_kernel(algorithm)
     if algorithm not in SCAN_KERNELS:
@@ -137,9 +154,12 @@ def run_scan(
     if input_file is not None:
         x, data_dtype, sha = load_input(input_file)
     elif x is not None:
+        if isinstance(x, np.ma.MaskedArray):
+            raise InputError("x: masked arrays are not supported; pass x.filled(0) or the data you mean")
         x = np.asarray(x)
         if x.ndim != 1 or x.dtype not in (np.float16, np.int8):
             raise InputError("x: must be a 1-D float16 or int8 array")
+    data_source_dtype = x is not None and dtype is None
     if x is not None:
         data_dtype = "fp16" if x.dtype == np.float16 else "int8"
         if dtype is not None and dtype != data_dtype:
@@ -155,7 +175,12 @@ def run_scan(
     if n < 0:
         raise ParamError("n", f"must be a non-negative integer, got {n}")
     params = ScanParams(s=s, blocks=blocks, chunk=chunk, exclusive=exclusive, dtype=dtype, out_dtype=out_dtype)
-    kernel.check(n, params, hw)
+    try:
+        kernel.check(n, params, hw)
+    except ParamError as exc:
+        if exc.param == "dtype" and data_source_dtype:
+            raise ParamError("input", f"the array is {dtype}: {str(exc).split(': ', 1)[1]}") from None
+        raise
 
     t0 = time.perf_counter()
     sim = kernel.simulate(n, params, hw, warm_l2=warm_l2)
@@ -254,8 +279,8 @@ def _load_matrix(path: Path, name: str) -> tuple[np.ndarray, str]:
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"--{name}: file not found: {path}") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"--{name}: {path} is not a readable .npy array ({exc})") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"--{name}: {path} is not a readable .npy array ({exc or 'empty file'})") from None
     if not isinstance(arr, np.ndarray) or arr.ndim not in (2, 3):
         raise InputError(f"--{name}: must be a 2-D (or batch x rows x columns 3-D) array, got shape "
                          f"{getattr(arr, 'shape', '?')}")

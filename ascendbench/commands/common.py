@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import ast
 import json
+import math
+import os
 import re
 import secrets
 import sys
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -40,45 +42,52 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-_COUNT = re.compile(r"^[0-9_eE+*.\s]+$")
 MAX_COUNT = 2**60
 
 
-def parse_count(text: str, name: str) -> int:
-    """A non-negative integer written as 100000000, 100_000_000, 1e8 or 2**27 (also 1.5e9 when integral).
+_INT = r"\d+(?:_\d+)*"
+_PLAIN = re.compile(rf"^{_INT}$")
+_POWER = re.compile(rf"^({_INT})\s*\*\*\s*({_INT})$")
+_SCIENTIFIC = re.compile(rf"^{_INT}(?:\.\d*)?[eE][+-]?\d+$|^{_INT}\.\d*$")
 
-    Raises ValueError naming the argument when the text is not such a number."""
+
+def parse_count(text: str, name: str) -> int:
+    """A non-negative integer written as 100000000, 100_000_000, 1e8, 1.5e9 or 2**27 (exact; a decimal form
+    must be integral). Raises ValueError naming the argument when the text is not such a number or exceeds
+    2**60."""
     raw = text.strip()
     allowed = "a non-negative integer such as 100000000, 100_000_000, 1e8 or 2**27"
-    if not raw or not _COUNT.match(raw):
-        raise ValueError(f"--{name}: expected {allowed}, got {text!r}")
+    bad = ValueError(f"--{name}: expected {allowed}, got {text!r}")
     try:
-        if "**" in raw:
-            base, _, exp = raw.partition("**")
-            base_i, exp_i = int(base.replace("_", "")), int(exp.replace("_", ""))
-            if exp_i > 256:
-                raise ValueError
-            value = base_i**exp_i
-        elif re.search(r"[eE.]", raw):
-            num = ast.literal_eval(raw.replace("_", ""))
-            if float(num) != int(num):
-                raise ValueError
-            mantissa, _, exponent = raw.replace("_", "").lower().partition("e")
-            if exponent and abs(int(exponent)) > 256:
-                raise ValueError
-            # exact for large exponents: 1e15 must not go through float rounding
-            if "." not in mantissa and exponent and int(exponent) >= 0:
-                value = int(mantissa) * 10 ** int(exponent)
-            else:
-                value = int(num)
+        if _PLAIN.match(raw):
+            value = int(raw)
+        elif m := _POWER.match(raw):
+            base, exponent = int(m.group(1)), int(m.group(2))
+            if exponent > 256:
+                raise bad
+            value = base**exponent
+        elif _SCIENTIFIC.match(raw):
+            number = Decimal(raw.replace("_", ""))
+            if abs(number.adjusted()) > 256 or number != number.to_integral_value():
+                raise bad
+            value = int(number)
         else:
-            value = int(raw.replace("_", ""))
-    except (ValueError, SyntaxError, OverflowError):
-        raise ValueError(f"--{name}: expected {allowed}, got {text!r}") from None
-    if value < 0:
-        raise ValueError(f"--{name}: expected {allowed}, got {text!r}")
+            raise bad
+    except (ValueError, InvalidOperation):
+        raise bad from None
     if value > MAX_COUNT:
-        raise ValueError(f"--{name}: at most 2**60 elements, got {text!r}")
+        raise ValueError(f"--{name}: at most 2**60, got {text!r}")
+    return value
+
+
+def _finite(value):
+    """JSON has no inf or NaN: non-finite floats become null (the verdict fields say what failed)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
     return value
 
 
@@ -88,8 +97,55 @@ def default_result_path(kind: str, kernel: str) -> Path:
     return Path("results") / kind / kernel / f"{stamp}-{secrets.token_hex(3)}.json"
 
 
-def dump_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
+def dump_json(doc) -> str:
+    return json.dumps(_finite(doc), indent=2, sort_keys=False, allow_nan=False)
+
+
+def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, str]) -> None:
+    """Refuse an output path that cannot be written whole: wrong suffix, a missing or unwritable folder, a
+    directory or special file in the way, or a path another option (or the input) already uses."""
+    if path is None:
+        return
+    if path.suffix != suffix:
+        fail(f"--{option}: must end in {suffix}, got {str(path)!r}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        fail(f"--{option}: folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        fail(f"--{option}: folder {str(parent)!r} is not writable")
+    if path.exists() and not path.is_file():
+        fail(f"--{option}: {str(path)!r} exists and is not a regular file")
+    key = path.resolve()
+    if key in taken:
+        fail(f"--{option}: {str(path)!r} is also {taken[key]}")
+    taken[key] = f"the --{option} file"
+
+
+class Outputs:
+    """Writes a run's files all or nothing: if one write fails (or the run is interrupted while writing),
+    the files already written by this run are removed and the error names the option."""
+
+    def __init__(self) -> None:
+        self.written: list[Path] = []
+
+    def write(self, option: str, path: Path, writer) -> None:
+        try:
+            writer(path)
+        except OSError as exc:
+            self.rollback()
+            fail(f"--{option}: cannot write {str(path)!r}: {exc.strerror or exc}")
+        except BaseException:
+            self.rollback()
+            raise
+        self.written.append(path)
+
+    def rollback(self) -> None:
+        for path in self.written:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        self.written.clear()
 
 
 def command_line() -> list[str]:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -14,6 +15,8 @@ from rich.table import Table
 from ascendbench.commands.common import (
     HardwareOption,
     JsonOption,
+    Outputs,
+    check_target,
     command_line,
     default_result_path,
     dump_json,
@@ -54,7 +57,9 @@ def _parse_chunk(text: str | None) -> int | None:
         return 0
     try:
         return parse_count(text, "chunk")
-    except ValueError:
+    except ValueError as exc:
+        if "at most" in str(exc):
+            raise
         raise ValueError(f"--chunk: expected 'auto', 'off', 0 or an element count such as 2**24, got {text!r}") from None
 
 
@@ -104,27 +109,33 @@ def scan(
         fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if out_dtype is not None and out_dtype not in ("fp32", "fp16", "int32"):
         fail(f"--out-dtype: must be fp32, fp16 or int32, got {out_dtype!r}")
-    if output_file is not None:
-        if model_only:
-            fail("--output-file: there is no output with --model-only; drop one of them")
-        if output_file.suffix != ".npy":
-            fail(f"--output-file: must end in .npy, got {str(output_file)!r}")
-        if not output_file.parent.exists() if str(output_file.parent) else False:
-            fail(f"--output-file: folder {str(output_file.parent)!r} does not exist")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if output_file is not None and model_only:
+        fail("--output-file: there is no output with --model-only; drop one of them")
     if input_file is not None and not input_file.exists():
         fail(f"--input: file not found: {input_file}")
-    if trace is not None and trace.parent != Path("") and not trace.parent.exists():
-        fail(f"--trace: folder {str(trace.parent)!r} does not exist")
-    if out is not None and out.parent != Path("") and not out.parent.exists():
-        fail(f"--out: folder {str(out.parent)!r} does not exist")
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
-    if not model_only and count is not None and input_file is None:
-        needed = count * 12  # input, fp32/int32 output and the batch temporaries
+    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
+    check_target(output_file, "output-file", ".npy", taken)
+    check_target(trace, "trace", ".json", taken)
+    check_target(out, "out", ".json", taken)
+    if not model_only and input_file is not None:
+        try:
+            header = np.load(input_file, mmap_mode="r", allow_pickle=False)
+            count_for_memory = int(np.prod(getattr(header, "shape", (0,))))
+        except (OSError, ValueError, EOFError):  # the run reports unreadable inputs with their reason
+            count_for_memory = None
+    else:
+        count_for_memory = count
+    if not model_only and count_for_memory:
+        needed = count_for_memory * 7 + 2**30  # input, fp32/int32 output and the batch temporaries
         available = _available_memory()
-        if available is not None and needed > 0.8 * available:
-            fail(f"--n: the functional run of {count} elements needs about {needed / 2**30:.1f} GiB, "
-                 f"{available / 2**30:.1f} GiB available; use --model-only for timings at this size")
+        if available is not None and needed > 0.9 * available:
+            option = "input" if input_file is not None else "n"
+            fail(f"--{option}: the functional run of {count_for_memory} elements needs about {needed / 2**30:.1f} "
+                 f"GiB, {available / 2**30:.1f} GiB available; use --model-only for timings at this size")
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
                         console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
@@ -145,19 +156,18 @@ def scan(
 
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
+    from ascendbench.sim.trace import write_chrome_trace
     from ascendbench.store.io import atomic_save_npy, atomic_write_text
 
-    saved_to = None
-    if output_file is not None and run.output is not None:
-        atomic_save_npy(output_file, run.output)
-    if trace is not None:
-        from ascendbench.sim.trace import write_chrome_trace
-
-        write_chrome_trace(run.sim, trace, name=algorithm)
     doc = result.model_dump(mode="json")
-    if not no_save:
-        saved_to = out or default_result_path("runs", algorithm)
-        atomic_write_text(saved_to, dump_json(doc) + "\n")
+    saved_to = None if no_save else (out or default_result_path("runs", algorithm))
+    outputs = Outputs()
+    if output_file is not None and run.output is not None:
+        outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, run.output))
+    if trace is not None:
+        outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=algorithm))
+    if saved_to is not None:
+        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -14,6 +14,8 @@ from rich.table import Table
 from ascendbench.commands.common import (
     HardwareOption,
     JsonOption,
+    Outputs,
+    check_target,
     command_line,
     default_result_path,
     dump_json,
@@ -34,17 +36,17 @@ _MANY = 12  # workloads with more shapes print a summary instead of one row per 
 
 @app.command("hgemm")
 def hgemm(
-    m: Annotated[Optional[int], typer.Option("--m", help="Rows of A and C.")] = None,
-    n: Annotated[Optional[int], typer.Option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[Optional[int], typer.Option("--k", help="Columns of A, rows of B (the reduction).")] = None,
+    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
+    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B (the reduction).")] = None,
     batch: Annotated[int, typer.Option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[Optional[str], typer.Option("--workload", help="A named workload instead of one shape: "
+    workload: Annotated[str | None, typer.Option("--workload", help="A named workload instead of one shape: "
                                                     + ", ".join(list_workloads()) + ".")] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="alpha of C = alpha A B + beta C.")] = 1.0,
     beta: Annotated[float, typer.Option("--beta", help="beta (0: C is not read).")] = 0.0,
-    m0: Annotated[Optional[int], typer.Option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
-    n0: Annotated[Optional[int], typer.Option("--n0", help="Tile N0 (multiple of 16).")] = None,
-    k0: Annotated[Optional[int], typer.Option("--k0", help="Tile K0 (multiple of 8).")] = None,
+    m0: Annotated[int | None, typer.Option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
+    n0: Annotated[int | None, typer.Option("--n0", help="Tile N0 (multiple of 16).")] = None,
+    k0: Annotated[int | None, typer.Option("--k0", help="Tile K0 (multiple of 8).")] = None,
     split_k: Annotated[int, typer.Option("--split-k", help="Split each block's K over this many cores (SplitK).")] = 1,
     shuffle_k: Annotated[bool, typer.Option("--shuffle-k/--no-shuffle-k", help="ShuffleK (§4.3.2).")] = True,
     padding: Annotated[bool, typer.Option("--padding/--no-padding", help="Pad A and B to 512-byte aligned rows.")] = True,
@@ -53,16 +55,16 @@ def hgemm(
     variant: Annotated[str, typer.Option("--variant", help="proposed (the HGEMM paper) or gemm-example "
                                          "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
-    a_file: Annotated[Optional[Path], typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
-    b_file: Annotated[Optional[Path], typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
-    c_file: Annotated[Optional[Path], typer.Option("--c", help="C as a float16 .npy (M x N).")] = None,
-    output_file: Annotated[Optional[Path], typer.Option("--output-file", help="Save C as .npy (single shape).")] = None,
+    a_file: Annotated[Path | None, typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
+    b_file: Annotated[Path | None, typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
+    c_file: Annotated[Path | None, typer.Option("--c", help="C as a float16 .npy (M x N).")] = None,
+    output_file: Annotated[Path | None, typer.Option("--output-file", help="Save C as .npy (single shape).")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
                                          "M*N*K*batch = 2**33; larger shapes are timed only).")] = True,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A and B in L2.")] = False,
     hardware: HardwareOption = "atlas-300t-a2",
-    trace: Annotated[Optional[Path], typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Result JSON path (default: "
+    trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                                 "results/runs/hgemm/<time>-<id>.json).")] = None,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
     json_out: JsonOption = False,
@@ -80,23 +82,22 @@ def hgemm(
     for name, value in (("alpha", alpha), ("beta", beta)):
         if not math.isfinite(value):
             fail(f"--{name}: must be a finite number, got {value}")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
     if output_file is not None:
-        if output_file.suffix != ".npy":
-            fail(f"--output-file: must end in .npy, got {str(output_file)!r}")
         if workload is not None:
             fail("--output-file: a workload has many outputs; give one shape")
-        if str(output_file.parent) and not output_file.parent.exists():
-            fail(f"--output-file: folder {str(output_file.parent)!r} does not exist")
         if not verify:
             fail("--output-file: C is only computed with --verify")
     for name, path in (("a", a_file), ("b", b_file), ("c", c_file)):
         if path is not None and not path.exists():
             fail(f"--{name}: file not found: {path}")
-    for opt, path in (("trace", trace), ("out", out)):
-        if path is not None and str(path.parent) and not path.parent.exists():
-            fail(f"--{opt}: folder {str(path.parent)!r} does not exist")
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
+    taken = {p.resolve(): f"the --{n} file" for n, p in (("a", a_file), ("b", b_file), ("c", c_file)) if p is not None}
+    check_target(output_file, "output-file", ".npy", taken)
+    check_target(trace, "trace", ".json", taken)
+    check_target(out, "out", ".json", taken)
     params = HgemmParams(variant=variant, m0=m0, n0=n0, k0=k0, split_k=split_k, shuffle_k=shuffle_k,
                          padding=padding, double_buffer=double_buffer, alpha=alpha, beta=beta)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
@@ -117,20 +118,19 @@ def hgemm(
         fail(str(exc) if str(exc).startswith("--") else f"--{exc}")
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
+    from ascendbench.sim.trace import write_chrome_trace
     from ascendbench.store.io import atomic_save_npy, atomic_write_text
 
+    doc = result.model_dump(mode="json")
+    saved_to = None if no_save else (out or default_result_path("runs", "hgemm"))
+    outputs = Outputs()
     if output_file is not None and run.output is not None:
         out_array = run.output[0] if run.output.shape[0] == 1 else run.output
-        atomic_save_npy(output_file, out_array)
+        outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, out_array))
     if trace is not None:
-        from ascendbench.sim.trace import write_chrome_trace
-
-        write_chrome_trace(run.sims[0], trace, name="hgemm")
-    doc = result.model_dump(mode="json")
-    saved_to = None
-    if not no_save:
-        saved_to = out or default_result_path("runs", "hgemm")
-        atomic_write_text(saved_to, dump_json(doc) + "\n")
+        outputs.write("trace", trace, lambda path: write_chrome_trace(run.sims[0], path, name="hgemm"))
+    if saved_to is not None:
+        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

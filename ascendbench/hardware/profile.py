@@ -121,6 +121,9 @@ _POSITIVE = {
     "vector_bytes_per_repeat", "vector_max_repeats",
 }
 _AT_MOST_ONE = {"hbm_efficiency", "unaligned_efficiency"}
+# Sanity bounds that keep the simulation meaningful (and fast): no real chip comes near them.
+_AT_MOST = {"ai_cores": 1024, "aiv_per_core": 8, "vector_max_repeats": 65535}
+_GENERAL_MAX = 1e15
 
 
 def _profiles_dir():
@@ -187,6 +190,9 @@ def _from_dict(data: dict[str, Any], label: str) -> HardwareProfile:
             raise HardwareError(f"hardware profile {label}: field '{f.name}' must be positive, got 0")
         if f.name in _AT_MOST_ONE and value > 1:
             raise HardwareError(f"hardware profile {label}: field '{f.name}' must be at most 1, got {value}")
+        limit = _AT_MOST.get(f.name, _GENERAL_MAX)
+        if value > limit:
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be at most {limit:g}, got {value}")
         if f.name in _INT_FIELDS:
             if float(value) != int(value):
                 raise HardwareError(f"hardware profile {label}: field '{f.name}' must be an integer, got {value}")

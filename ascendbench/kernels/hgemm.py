@@ -23,7 +23,7 @@ Memory Optimization" (the HGEMM paper) §3-§4; CATLASS examples/00_basic_matmul
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,12 +31,22 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.hgemm_tiling import TilingDecision, select_tiling
-from ascendbench.kernels.programs import Ring, copy_pass, depth, split_front
+from ascendbench.kernels.programs import Ring, copy_pass
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_2d
 
-__all__ = ["HgemmParams", "GemmShape", "Tiling", "resolve_tiling", "simulate_hgemm", "compute_hgemm",
-           "verify_hgemm", "hgemm_counters", "VARIANTS", "GEMM_EXAMPLE_TILE"]
+__all__ = [
+    "GEMM_EXAMPLE_TILE",
+    "VARIANTS",
+    "GemmShape",
+    "HgemmParams",
+    "Tiling",
+    "compute_hgemm",
+    "hgemm_counters",
+    "resolve_tiling",
+    "simulate_hgemm",
+    "verify_hgemm",
+]
 
 VARIANTS = ("proposed", "gemm-example")
 # CATLASS basic matmul: L1 tile M1 x N1 x K1 and L0 tile M0 x N0 x K0 (HARDWARE.md, CATLASS example 00).
@@ -381,24 +391,13 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
                                              serial=_serialised(bytes_b, lay.serial_b), deps=[slot],
                                              label="panel B->L1")
 
-                def load_a():
-                    return engine.local_move(aic, "MTE1", m0 * kk * _FP16, hw.l1_to_l0_bytes_per_cycle,
-                                             "bytes_l1_to_l0", deps=[panel_a, l0a.wait()], label="A->L0A")
-
-                def load_b():
-                    return engine.local_move(aic, "MTE1", kk * n0 * _FP16, hw.l1_to_l0_bytes_per_cycle,
-                                             "bytes_l1_to_l0", deps=[panel_b, l0b.wait()], label="B->L0B")
-
                 for _half in range(splits):
-                    # MTE1 runs in order: the operand with more L0 slots goes first, so it can be
-                    # prefetched while the cube still holds the other one's only slot.
-                    if depths["L0B"] > depths["L0A"]:
-                        lb = load_b()
-                        la = load_a()
-                    else:
-                        la = load_a()
-                        lb = load_b()
-                    mm = engine.cube(aic, m0, n0, kk, False, deps=[la, lb, c_slot, prev_mm], label="Mmad")
+                    # One MTE1 op moves the A and the B block of this (half) step into L0A and L0B; it waits
+                    # for a free slot in both.
+                    load = engine.local_move(aic, "MTE1", (m0 + n0) * kk * _FP16, hw.l1_to_l0_bytes_per_cycle,
+                                             "bytes_l1_to_l0", deps=[panel_a, panel_b, l0a.wait(), l0b.wait()],
+                                             label="A->L0A, B->L0B")
+                    mm = engine.cube(aic, m0, n0, kk, False, deps=[load, c_slot, prev_mm], label="Mmad")
                     prev_mm = mm
                     l0a.push(mm)
                     l0b.push(mm)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, simulate
 
-__all__ = ["COPY_PIECE", "Ring", "piece_elements", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "split_front"]
+__all__ = ["COPY_PIECE", "Ring", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
 
 COPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
 

