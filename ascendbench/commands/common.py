@@ -150,3 +150,18 @@ class Outputs:
 
 def command_line() -> list[str]:
     return ["ascendbench", *sys.argv[1:]]
+
+
+def progress_bar(json_out: bool):
+    """A transient rich progress bar on stderr (off with --json or when stderr is not a terminal), and the
+    callback report(stage, done, total) that the Python API calls."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+                        console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
+    task = progress.add_task("simulating", total=None)
+
+    def report(stage: str, done: int, total: int) -> None:
+        progress.update(task, description=stage, completed=done, total=total or 1)
+
+    return progress, report

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ascendbench.commands.common import (
@@ -20,10 +19,10 @@ from ascendbench.commands.common import (
     command_line,
     default_result_path,
     dump_json,
-    err_console,
     fail,
     out_console,
     parse_count,
+    progress_bar,
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
 from ascendbench.kernels import ParamError
@@ -137,12 +136,7 @@ def scan(
             fail(f"--{option}: the functional run of {count_for_memory} elements needs about {needed / 2**30:.1f} "
                  f"GiB, {available / 2**30:.1f} GiB available; use --model-only for timings at this size")
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                        console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
-    task = progress.add_task("simulating", total=None)
-
-    def report(stage: str, done: int, total: int) -> None:
-        progress.update(task, description=stage, completed=done, total=total or 1)
+    progress, report = progress_bar(json_out)
 
     try:
         with progress:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ascendbench.commands.common import (
@@ -19,9 +18,9 @@ from ascendbench.commands.common import (
     command_line,
     default_result_path,
     dump_json,
-    err_console,
     fail,
     out_console,
+    progress_bar,
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
@@ -100,12 +99,7 @@ def hgemm(
     check_target(out, "out", ".json", taken)
     params = HgemmParams(variant=variant, m0=m0, n0=n0, k0=k0, split_k=split_k, shuffle_k=shuffle_k,
                          padding=padding, double_buffer=double_buffer, alpha=alpha, beta=beta)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                        console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
-    task = progress.add_task("simulating", total=None)
-
-    def report(stage: str, done: int, total: int) -> None:
-        progress.update(task, description=stage, completed=done, total=total)
+    progress, report = progress_bar(json_out)
 
     try:
         with progress:

@@ -5,7 +5,7 @@ needs (a larger M0, N0 needs fewer): it tries K0 from Table 2 larger first and, 
 Table 1 that fit the buffers for that K0, smaller first, and accepts the first tiling whose aicore_num is
 smaller than the threshold (the number of AI cores of the chip).
 
-Source: "HGEMM" paper (`../shared/seeds/003_3ede67a1f0d9f94b.txt`) §4.2.1 equations 4-5 (aicore_num,
+Source: the HGEMM paper ("Efficient Low-Precision GEMM on Ascend NPU") §4.2.1 equations 4-5 (aicore_num,
 acc_loop), §4.2.2 Table 1 (index_mn -> M0, N0), §4.2.3 Table 2 (index_k -> K0, index_mn_max) and the two-queue
 algorithm with its worked example 2048 x 128 x 2048 -> 128 x 128 x 256 (claims G-1, G-2, G-3).
 """

@@ -19,6 +19,7 @@ import numpy as np
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.hgemm_tiling import TABLE_1, TABLE_2, acc_loop, aicore_num, select_tiling
+from ascendbench.reference import print_rows
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import load_workload
 
@@ -154,12 +155,8 @@ def main(argv=None) -> int:
     rows = evaluate(load_profile(args.hardware), args.random)
     if args.json:
         print(json.dumps(rows, indent=2))
-        return 0
-    for r in rows:
-        paper = f"{r['paper']:.4g}" if isinstance(r["paper"], float) else r["paper"]
-        sim = f"{r['simulated']:.4g}" if isinstance(r["simulated"], float) else r["simulated"]
-        print(f"{r['id']:13s} {r['kind']:11s} {'holds' if r['holds'] else 'MISS ':5s} paper {paper:>14s}  simulated "
-              f"{sim:>24s}  ({r['tolerance']})  {r['claim']}")
+    else:
+        print_rows(rows, 13)
     return 0
 
 

@@ -14,6 +14,7 @@ import sys
 
 from ascendbench.hardware import load_profile
 from ascendbench.kernels import SCAN_KERNELS, ScanParams, expected_matmuls
+from ascendbench.reference import print_rows
 
 # Large sizes as the paper swept them: n = i * 20 * s^2 (no padding pass).
 N_SINGLE = 100 * 20 * 128 * 128  # 32,768,000
@@ -94,11 +95,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        for r in rows:
-            paper = f"{r['paper']:.3g}" if isinstance(r["paper"], float) else r["paper"]
-            sim = f"{r['simulated']:.3g}" if isinstance(r["simulated"], float) else r["simulated"]
-            print(f"{r['id']:5s} {r['kind']:11s} {'holds' if r['holds'] else 'MISS ':5s}  paper {paper:>14s}  "
-                  f"simulated {sim:>16s}  ({r['tolerance']})  {r['claim']}")
+        print_rows(rows, 5)
     return 0
 
 

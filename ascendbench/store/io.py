@@ -16,14 +16,15 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file in the target folder, fsync it, then rename it over `path`."""
+def _atomic(path: Path, write) -> None:
+    """Call write(file) on a temporary file in the target folder, fsync it, give it the permissions of a
+    plain new file, then rename it over `path`; on any failure or interrupt the temporary file is removed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, _umask_mode())
@@ -34,6 +35,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (a temporary file, then a rename)."""
+    _atomic(path, lambda fh: fh.write(data))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -41,22 +47,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_save_npy(path: Path, array) -> None:
-    """np.save to a temporary file beside `path`, then rename (large arrays are not held twice in memory)."""
+    """np.save to `path` atomically (streamed to the temporary file: large arrays are not held twice)."""
     import numpy as np
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    _atomic(path, lambda fh: np.save(fh, array))

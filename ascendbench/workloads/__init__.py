@@ -1,6 +1,6 @@
 """Named HGEMM workloads as data (`hgemm.toml`): lists of M x N x K shapes with a batch, each with its source.
 
-Shapes come from the HGEMM paper (`../shared/seeds/003_3ede67a1f0d9f94b.txt`): §1 (Llama-2 Q x K^T), §4.2.3
+Shapes come from the HGEMM paper ("Efficient Low-Precision GEMM on Ascend NPU"): §1 (Llama-2 Q x K^T), §4.2.3
 Fig 6 (equal-flop shapes), §5.2 (5000 random shapes), §5.3 (HPL-MxP), §5.4 Table 5 (OPT FFN). Where the paper
 gives ranges but no list, the file says which sampling is ours.
 """
