@@ -371,11 +371,16 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
         kept_tasks = max(counts[core] - skip, min(counts[core], 1))
         l1, l0a, l0b = Ring(depths["L1"]), Ring(depths["L0A"]), Ring(depths["L0B"])
         l0c, c1_slots = Ring(depths["L0C"]), Ring(2)
+        # A block that fills L0C is double-buffered by halves: the FIXPIPE drains it half by half, and the
+        # next block's first Mmads reuse each half as soon as it is drained.
+        l0c_halves = params.double_buffer and depths["L0C"] == 1
+        drained: list = []
         ub = [Ring(depths["UB"]) for _ in aivs]
         prev_mm: Op | None = None
         engine.phase = "gemm"
         for _ in range(kept_tasks):
-            c_slot = l0c.wait()
+            c_slot = None if l0c_halves else l0c.wait()
+            issued = 0
             panel_a: Op | None = None
             panel_b: Op | None = None
             mm = None
@@ -397,20 +402,27 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
                     load = engine.local_move(aic, "MTE1", (m0 + n0) * kk * _FP16, hw.l1_to_l0_bytes_per_cycle,
                                              "bytes_l1_to_l0", deps=[panel_a, panel_b, l0a.wait(), l0b.wait()],
                                              label="A->L0A, B->L0B")
-                    mm = engine.cube(aic, m0, n0, kk, False, deps=[load, c_slot, prev_mm], label="Mmad")
+                    slot = drained[issued] if l0c_halves and issued < len(drained) else c_slot
+                    mm = engine.cube(aic, m0, n0, kk, False, deps=[load, slot, prev_mm], label="Mmad")
+                    issued += 1
                     prev_mm = mm
                     l0a.push(mm)
                     l0b.push(mm)
                 if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
                     l1.push(mm)
-            if epilogue_inline:
-                fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16, writeback=False, deps=[mm, c1_slots.wait()],
-                                     label="C1->GM (fp16)")
-            else:
-                fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16, writeback=True, aligned=lay.aligned_c,
-                                     deps=[mm], label="C->GM (fp16)")
-            # The L0C slot is free once the FIXPIPE has moved the block out, before the GM write completes.
-            l0c.push((fp, -hw.gm_write_latency_cycles))
+            # An L0C slot (or half) is free once the FIXPIPE has moved it out, before the GM write completes.
+            parts = 2 if l0c_halves else 1
+            drained = []
+            fp = mm
+            for _part in range(parts):
+                if epilogue_inline:
+                    fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16 / parts, writeback=False,
+                                         deps=[mm, c1_slots.wait(), fp], label="C1->GM (fp16)")
+                else:
+                    fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16 / parts, writeback=True,
+                                         aligned=lay.aligned_c, deps=[mm, fp], label="C->GM (fp16)")
+                drained.append((fp, -hw.gm_write_latency_cycles))
+            l0c.push(drained[-1])
             if not epilogue_inline:
                 continue
             ready = engine.flag(fp)
