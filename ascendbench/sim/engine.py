@@ -337,38 +337,48 @@ class Engine:
         weights = self.weights
         heap: list[tuple[float, int, Op]] = []
 
+        push, pop = heapq.heappush, heapq.heappop
+
         def earliest(op: Op) -> float:
-            t = op.prev.release if op.prev is not None else 0.0
+            prev = op.prev
+            t = prev.release if prev is not None else 0.0
             for dep, delay in op.deps:
-                t = max(t, dep.end + delay)
+                e = dep.end + delay
+                if e > t:
+                    t = e
             return t
 
         for op in self.ops:
             if op.pending == 0 and op.prev is None:
-                heapq.heappush(heap, (0.0, op.seq, op))
+                push(heap, (0.0, op.seq, op))
         processed = 0
         while heap:
-            start, _, op = heapq.heappop(heap)
+            start, _, op = pop(heap)
             op.start = start
-            if op.xfer is None:
+            xfer = op.xfer
+            if xfer is None:
                 op.release = op.end = start + op.cycles
             else:
-                demands, core_cycles, latency = op.xfer
+                demands, core_cycles, latency = xfer
                 data_end = start + core_cycles
                 w = weights.get(op.unit, 1)
                 for name, nbytes in demands:
-                    data_end = max(data_end, servers[name].reserve(start, nbytes, w))
+                    e = servers[name].reserve(start, nbytes, w)
+                    if e > data_end:
+                        data_end = e
                 op.release = data_end
                 op.end = data_end + latency
             op.done = True
             processed += 1
             nxt = op.next
             if nxt is not None and nxt.pending == 0:
-                heapq.heappush(heap, (earliest(nxt), nxt.seq, nxt))
+                push(heap, (earliest(nxt), nxt.seq, nxt))
             for succ in op.succs:
                 succ.pending -= 1
-                if succ.pending == 0 and (succ.prev is None or succ.prev.done):
-                    heapq.heappush(heap, (earliest(succ), succ.seq, succ))
+                if succ.pending == 0:
+                    prev = succ.prev
+                    if prev is None or prev.done:
+                        push(heap, (earliest(succ), succ.seq, succ))
         if processed != len(self.ops):
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")

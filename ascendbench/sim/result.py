@@ -171,11 +171,13 @@ def simulate(
     def extend(a2: float, a1: float) -> float:
         return a2 + factor * (a2 - a1)
 
+    busy = {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()}
+    hbm = extend(s2.hbm_busy, s1.hbm_busy)
     stats = RunStats(
-        extend(s2.makespan, s1.makespan),
+        max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0), hbm),  # see simulate_2d
         s2.phases,
-        {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()},
-        extend(s2.hbm_busy, s1.hbm_busy),
+        busy,
+        hbm,
         s2.l2_busy,
         s2.unit_weights,
     )
@@ -245,11 +247,13 @@ def simulate_2d(
         return a + bt * tasks + ck * blocks + d * tasks * blocks
 
     last_stats, _, last_counters = runs[(ts[-1], ks[-1])]
-    makespan = fit(lambda t, k: runs[(t, k)][0].makespan)
     hbm = fit(lambda t, k: runs[(t, k)][0].hbm_busy)
+    busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
+    # Busy time adds up op by op, so its fit is reliable; no run ends before its busiest pipe (or HBM) is done,
+    # which bounds the makespan's fit from below when the truncated runs have not reached the steady state.
+    makespan = max(fit(lambda t, k: runs[(t, k)][0].makespan), max(busy.values(), default=0.0), hbm)
     # a phase (the span of its ops) never outlasts the whole run
     phases = {p: min(makespan, fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0))) for p in runs[(ts[-1], ks[-1])][1]}
-    busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
     # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks.
     counters = {c: round(fit(lambda t, k, c=c: runs[(t, k)][2].get(c, 0.0)), 3) for c in last_counters}
     extrapolated = len(ts) > 1 or len(ks) > 1

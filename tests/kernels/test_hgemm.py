@@ -180,3 +180,15 @@ def test_timing_model_at_huge_sizes():
     assert sim.counters["matmuls"] == (100_000 // 256 + 1) * (100_000 // 128 + 1) * (-(-100_000 // 128)) * 2
     tflops = 2 * 1e15 / sim.time_s / 1e12
     assert 0 < tflops <= HW.cube_fp16_peak_tflops
+
+
+def test_no_shape_beats_the_cube_peak():
+    from ascendbench.workloads import load_workload
+
+    for s in load_workload("random-5000").shapes[:60]:
+        for variant in ("proposed", "gemm-example"):
+            g = GemmShape(*s)
+            sim, _ = simulate_hgemm(g, HgemmParams(variant=variant, alpha=0.5, beta=0.5), HW)
+            fractal_time = sim.counters["cube_fractals"] / HW.ai_cores / HW.clock_hz
+            assert sim.time_s >= fractal_time * 0.999, (s, variant)
+            assert g.flops / sim.time_s / 1e12 <= HW.cube_fp16_peak_tflops
