@@ -165,3 +165,11 @@ def progress_bar(json_out: bool):
         progress.update(task, description=stage, completed=done, total=total or 1)
 
     return progress, report
+
+
+def human_bytes(count: float) -> str:
+    """Bytes in decimal units (kB, MB, GB, TB), as the bandwidths are given (1 GB = 1e9 bytes)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count:,.0f} B"

@@ -20,6 +20,7 @@ from ascendbench.commands.common import (
     default_result_path,
     dump_json,
     fail,
+    human_bytes,
     out_console,
     parse_count,
     progress_bar,
@@ -70,8 +71,8 @@ def scan(
     s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
     blocks: Annotated[int | None, typer.Option("--blocks", help="Blocks of the multi-core scans "
                                                   "(default: all AI cores; more run in waves).")] = None,
-    chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (the paper's rule), "
-                                                 "'off'/0, or a count such as 2**24.")] = None,
+    chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (default: the paper's "
+                                                 "rule), 'off'/0, or a count such as 2**24.")] = None,
     exclusive: Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")] = False,
     dtype: Annotated[str | None, typer.Option("--dtype", help="Input dtype: fp16 or int8 (default fp16, or the "
                                                  "--input array's).")] = None,
@@ -202,9 +203,9 @@ def _print_report(run, saved_to, output_file, trace) -> None:
     t.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
     t.add_row("vector instructions", f"{int(counters.get('vector_instructions', 0)):,}  "
               f"({int(counters.get('vector_repeats', 0)):,} repeats)")
-    t.add_row("GM traffic", f"read {counters.get('bytes_gm_read', 0) / 1e6:,.1f} MB "
-              f"(HBM {counters.get('bytes_hbm_read', 0) / 1e6:,.1f}, L2 hits {counters.get('bytes_l2_hit', 0) / 1e6:,.1f}), "
-              f"write {counters.get('bytes_gm_write', 0) / 1e6:,.1f} MB (to HBM {counters.get('bytes_hbm_write', 0) / 1e6:,.1f})")
+    t.add_row("GM traffic", f"read {human_bytes(counters.get('bytes_gm_read', 0))} "
+              f"(HBM {human_bytes(counters.get('bytes_hbm_read', 0))}, L2 hits {human_bytes(counters.get('bytes_l2_hit', 0))}), "
+              f"write {human_bytes(counters.get('bytes_gm_write', 0))} (to HBM {human_bytes(counters.get('bytes_hbm_write', 0))})")
     t.add_row("syncs", f"{int(counters.get('sync_all', 0))} SyncAll, {int(counters.get('cross_core_flags', 0)):,} "
               "cross-core flags")
     v = r.verification

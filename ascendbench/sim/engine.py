@@ -344,8 +344,7 @@ class Engine:
             t = prev.release if prev is not None else 0.0
             for dep, delay in op.deps:
                 e = dep.end + delay
-                if e > t:
-                    t = e
+                t = max(t, e)
             return t
 
         for op in self.ops:
@@ -364,8 +363,7 @@ class Engine:
                 w = weights.get(op.unit, 1)
                 for name, nbytes in demands:
                     e = servers[name].reserve(start, nbytes, w)
-                    if e > data_end:
-                        data_end = e
+                    data_end = max(data_end, e)
                 op.release = data_end
                 op.end = data_end + latency
             op.done = True
