@@ -371,9 +371,9 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
         kept_tasks = max(counts[core] - skip, min(counts[core], 1))
         l1, l0a, l0b = Ring(depths["L1"]), Ring(depths["L0A"]), Ring(depths["L0B"])
         l0c, c1_slots = Ring(depths["L0C"]), Ring(2)
-        # A block that fills L0C is double-buffered by halves: the FIXPIPE drains it half by half, and the
-        # next block's first Mmads reuse each half as soon as it is drained.
-        l0c_halves = params.double_buffer and depths["L0C"] == 1
+        # A block that fills L0C is double-buffered by halves in the proposed kernel: the FIXPIPE drains it
+        # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
+        l0c_halves = params.variant == "proposed" and params.double_buffer and depths["L0C"] == 1
         drained: list = []
         ub = [Ring(depths["UB"]) for _ in aivs]
         prev_mm: Op | None = None
