@@ -359,9 +359,6 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
     k0 = lay.k_eff
     per_l1 = max(1, k1 // tiling.k0)
     splits = _k_splits(tiling, params, hw)
-    if splits == 2:
-        depths = dict(depths, L0A=2, L0B=2)  # two half-K slots in the space of one block
-    kk = math.ceil(k0 / splits)
     counts = lay.per_core
     for core, weight in engine.groups(counts):
         aic = f"core{core}.aic"
@@ -380,7 +377,6 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
         engine.phase = "gemm"
         for _ in range(kept_tasks):
             c_slot = None if l0c_halves else l0c.wait()
-            issued = 0
             panel_a: Op | None = None
             panel_b: Op | None = None
             mm = None
@@ -396,18 +392,26 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
                                              serial=_serialised(bytes_b, lay.serial_b), deps=[slot],
                                              label="panel B->L1")
 
-                for _half in range(splits):
-                    # One MTE1 op moves the A and the B block of this (half) step into L0A and L0B; it waits
-                    # for a free slot in both.
-                    load = engine.local_move(aic, "MTE1", (m0 + n0) * kk * _FP16, hw.l1_to_l0_bytes_per_cycle,
+                slot = drained[kb] if l0c_halves and kb < len(drained) else c_slot
+                if splits == 2:
+                    # Ping-pong in K0/2 halves, modelled with one op per block: the block's load may start
+                    # once the previous Mmad has used its first half, and the Mmad once the first half of
+                    # its own data has arrived.
+                    load_cycles = (m0 + n0) * k0 * _FP16 / hw.l1_to_l0_bytes_per_cycle
+                    free = (prev_mm, -prev_mm.cycles / 2) if prev_mm is not None else None
+                    load = engine.local_move(aic, "MTE1", (m0 + n0) * k0 * _FP16, hw.l1_to_l0_bytes_per_cycle,
+                                             "bytes_l1_to_l0", deps=[panel_a, panel_b, free], label="A->L0A, B->L0B")
+                    mm = engine.cube(aic, m0, n0, k0, False, deps=[(load, -load_cycles / 2), slot, prev_mm],
+                                     label="Mmad (two K0/2 halves)")
+                else:
+                    # One MTE1 op moves the A and the B block into L0A and L0B; it waits for a free slot in both.
+                    load = engine.local_move(aic, "MTE1", (m0 + n0) * k0 * _FP16, hw.l1_to_l0_bytes_per_cycle,
                                              "bytes_l1_to_l0", deps=[panel_a, panel_b, l0a.wait(), l0b.wait()],
                                              label="A->L0A, B->L0B")
-                    slot = drained[issued] if l0c_halves and issued < len(drained) else c_slot
-                    mm = engine.cube(aic, m0, n0, kk, False, deps=[load, slot, prev_mm], label="Mmad")
-                    issued += 1
-                    prev_mm = mm
+                    mm = engine.cube(aic, m0, n0, k0, False, deps=[load, slot, prev_mm], label="Mmad")
                     l0a.push(mm)
                     l0b.push(mm)
+                prev_mm = mm
                 if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
                     l1.push(mm)
             # An L0C slot (or half) is free once the FIXPIPE has moved it out, before the GM write completes.
