@@ -463,7 +463,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, plan: _Plan, per
                 last_ops[aiv] = red
 
             if share:
-                _loop_exact(engine, share, share_skip, emit_reduce)
+                _loop(engine, share, share_skip, emit_reduce)
                 last_ops[aiv] = engine.gm_write(aiv, "MTE3", 4, writeback=True, deps=[last_ops[aiv]], label="r->GM")
     barrier = engine.sync_all(last_ops.values())
 
@@ -499,12 +499,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, plan: _Plan, per
                                      deps=[vec], label="y->GM")
                 ring.push(wr)
 
-            _loop_exact(engine, shares[h], skips[h], emit_add)
-
-
-def _loop_exact(engine: Engine, count: int, skip: int, emit: Callable[[int], None]) -> None:
-    """As _loop, for loops whose skip the caller has already split (the ScanUL1 AIV shares)."""
-    _loop(engine, count, skip, emit)
+            _loop(engine, shares[h], skips[h], emit_add)
 
 
 SCAN_KERNELS = {

@@ -83,10 +83,6 @@ class SimResult:
             out.setdefault(kind, {})[pipe] = cycles / (units[kind] * self.time_cycles)
         return out
 
-    def scaled(self, times: int) -> SimResult:
-        """`times` back-to-back repetitions of this run (timeline of the first one only)."""
-        return sequence([(self, times)])
-
 
 def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
     """Results run one after another, each repeated `count` times: times, phases, busy and counters add.
