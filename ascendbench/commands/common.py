@@ -173,3 +173,21 @@ def human_bytes(count: float) -> str:
         if count >= scale:
             return f"{count / scale:,.1f} {unit}"
     return f"{count:,.0f} B"
+
+
+def print_utilisation(util: dict[str, dict[str, float]]) -> None:
+    """The pipe utilisation table of a report: busy fraction per unit kind (AIC, AIV) and pipe."""
+    if not util:
+        return
+    from rich.table import Table
+
+    pipes = [p for p in ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR")
+             if any(p in per_pipe for per_pipe in util.values())]
+    table = Table(title="pipe utilisation (busy fraction of the simulated time, mean over units)", title_justify="left")
+    table.add_column("unit")
+    for pipe in pipes:
+        table.add_column(pipe, justify="right")
+    for kind in ("aic", "aiv"):
+        if kind in util:
+            table.add_row(kind.upper(), *[f"{util[kind][p] * 100:.0f}%" if p in util[kind] else "" for p in pipes])
+    out_console.print(table)

@@ -23,6 +23,7 @@ from ascendbench.commands.common import (
     human_bytes,
     out_console,
     parse_count,
+    print_utilisation,
     progress_bar,
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
@@ -221,17 +222,7 @@ def _print_report(run, saved_to, output_file, trace) -> None:
     t.add_row("host wall time", f"{host.wall_time_s:.2f} s  (timing model {host.model_time_s * 1e3:.0f} ms"
               + (f", functional {host.functional_time_s:.2f} s)" if host.functional_time_s is not None else ")"))
     c.print(t)
-    util = r.utilisation
-    if util:
-        pipes = ["MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR"]
-        u = Table(title="pipe utilisation (busy fraction of the simulated time, mean over units)", title_justify="left")
-        u.add_column("unit")
-        for pipe in pipes:
-            u.add_column(pipe, justify="right")
-        for kind in ("aic", "aiv"):
-            if kind in util:
-                u.add_row(kind.upper(), *[f"{util[kind][pp] * 100:.0f}%" if pp in util[kind] else "" for pp in pipes])
-        c.print(u)
+    print_utilisation(r.utilisation)
     if "pad" in r.phases_s:
         tile = 16384 if r.kernel == "vec-cumsum" else p["s"] ** 2
         c.print(f"[dim]pad: n is not a multiple of the {tile}-element tile, so the input is first copied into a "

@@ -21,6 +21,7 @@ from ascendbench.commands.common import (
     fail,
     human_bytes,
     out_console,
+    print_utilisation,
     progress_bar,
 )
 from ascendbench.commands.run import app
@@ -181,17 +182,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
                                                               "timing does not depend on it)" if reason else ""))
         table.add_row("host wall time", f"{r.host.wall_time_s:.2f} s (timing model {r.host.model_time_s * 1e3:.0f} ms)")
         c.print(table)
-        util = r.utilisation
-        if util:
-            pipes = ["MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3"]
-            u = Table(title="pipe utilisation (busy fraction, mean over units)", title_justify="left")
-            u.add_column("unit")
-            for pipe in pipes:
-                u.add_column(pipe, justify="right")
-            for kind in ("aic", "aiv"):
-                if kind in util:
-                    u.add_row(kind.upper(), *[f"{util[kind][pp] * 100:.0f}%" if pp in util[kind] else "" for pp in pipes])
-            c.print(u)
+        print_utilisation(r.utilisation)
         c.print("[dim]stage times are spans: padding runs first; the cube's gemm and the vector epilogue overlap[/]")
     else:
         count = len(r.shapes)

@@ -1,29 +1,15 @@
 """`ascendbench run hgemm` through typer's CliRunner."""
 
 import json
-import os
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from ascendbench.cli import app
 from ascendbench.store.schema import HgemmRunResult
 
-runner = CliRunner()
 
-
-def invoke(args, cwd):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return runner.invoke(app, args)
-    finally:
-        os.chdir(old)
-
-
-def test_single_shape_report_and_result(tmp_path):
-    out = invoke(["run", "hgemm", "--m", "2048", "--n", "128", "--k", "2048", "--out", "r.json"], tmp_path)
+def test_single_shape_report_and_result(tmp_path, cli):
+    out = cli(["run", "hgemm", "--m", "2048", "--n", "128", "--k", "2048", "--out", "r.json"], tmp_path)
     assert out.exit_code == 0, out.output
     for text in ("TFLOPS", "% of the 280 TFLOPS", "128 x 128 x 256", "from: selector", "aicore_num", "padding",
                  "gemm", "epilogue", "passed", "CUBE"):
@@ -34,8 +20,8 @@ def test_single_shape_report_and_result(tmp_path):
     assert doc.counters["aicore_num"] == 16 and doc.counters["acc_loop"] == 8  # claim G-1's tiling
 
 
-def test_json_and_options(tmp_path):
-    out = invoke(["run", "hgemm", "--m", "300", "--n", "301", "--k", "77", "--alpha", "0.5", "--beta", "-1",
+def test_json_and_options(tmp_path, cli):
+    out = cli(["run", "hgemm", "--m", "300", "--n", "301", "--k", "77", "--alpha", "0.5", "--beta", "-1",
                   "--m0", "64", "--n0", "64", "--k0", "32", "--split-k", "2", "--no-shuffle-k", "--no-padding",
                   "--no-double-buffer", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
@@ -44,14 +30,14 @@ def test_json_and_options(tmp_path):
     assert doc["shapes"][0]["tiling"]["source"] == "user" and doc["shapes"][0]["verification"]["passed"]
 
 
-def test_files_in_and_out(tmp_path):
+def test_files_in_and_out(tmp_path, cli):
     rng = np.random.default_rng(0)
     a = (rng.random((40, 30)) - 0.5).astype(np.float16)
     b = (rng.random((30, 20)) - 0.5).astype(np.float16)
     c = (rng.random((40, 20)) - 0.5).astype(np.float16)
     for name, arr in (("a", a), ("b", b), ("c", c)):
         np.save(tmp_path / f"{name}.npy", arr)
-    out = invoke(["run", "hgemm", "--a", "a.npy", "--b", "b.npy", "--c", "c.npy", "--beta", "1", "--output-file",
+    out = cli(["run", "hgemm", "--a", "a.npy", "--b", "b.npy", "--c", "c.npy", "--beta", "1", "--output-file",
                   "out.npy", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     got = np.load(tmp_path / "out.npy")
@@ -59,8 +45,8 @@ def test_files_in_and_out(tmp_path):
     assert got.shape == (40, 20) and got.dtype == np.float16 and np.abs(got - ref).max() < 0.01
 
 
-def test_workload_rows_and_summary(tmp_path):
-    out = invoke(["run", "hgemm", "--workload", "opt-ffn", "--out", "w.json"], tmp_path)
+def test_workload_rows_and_summary(tmp_path, cli):
+    out = cli(["run", "hgemm", "--workload", "opt-ffn", "--out", "w.json"], tmp_path)
     assert out.exit_code == 0, out.output
     assert "TFLOPS: avg" in out.output and "28672" in out.output
     doc = json.loads((tmp_path / "w.json").read_text())
@@ -68,8 +54,8 @@ def test_workload_rows_and_summary(tmp_path):
     assert doc["summary"]["tflops_max"] >= doc["summary"]["tflops_avg"]
 
 
-def test_gemm_example_variant(tmp_path):
-    out = invoke(["run", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--variant", "gemm-example", "--json",
+def test_gemm_example_variant(tmp_path, cli):
+    out = cli(["run", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--variant", "gemm-example", "--json",
                   "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["shapes"][0]["tiling"]["source"] == "gemm-example"
@@ -91,19 +77,19 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("args, message", ERRORS)
-def test_user_errors(tmp_path, args, message):
-    out = invoke(["run", "hgemm", *args], tmp_path)
+def test_user_errors(tmp_path, args, message, cli):
+    out = cli(["run", "hgemm", *args], tmp_path)
     assert out.exit_code == 2, out.output
     lines = [line for line in out.output.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], out.output
     assert not (tmp_path / "results").exists()
 
 
-def test_disagreeing_files(tmp_path):
+def test_disagreeing_files(tmp_path, cli):
     np.save(tmp_path / "a.npy", np.zeros((4, 5), np.float16))
     np.save(tmp_path / "b.npy", np.zeros((6, 3), np.float16))
-    out = invoke(["run", "hgemm", "--a", "a.npy", "--b", "b.npy"], tmp_path)
+    out = cli(["run", "hgemm", "--a", "a.npy", "--b", "b.npy"], tmp_path)
     assert out.exit_code == 2 and "--b: shape (1, 6, 3) disagrees" in out.output
     np.save(tmp_path / "f.npy", np.zeros((4, 5), np.float32))
-    out = invoke(["run", "hgemm", "--a", "f.npy", "--b", "b.npy"], tmp_path)
+    out = cli(["run", "hgemm", "--a", "f.npy", "--b", "b.npy"], tmp_path)
     assert out.exit_code == 2 and "--a: array dtype must be float16" in out.output

@@ -5,31 +5,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from ascendbench.cli import app
 from ascendbench.store.schema import RunResult
-
-runner = CliRunner()
-
-
-def invoke(args, cwd: Path):
-    import os
-
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return runner.invoke(app, args)
-    finally:
-        os.chdir(old)
 
 
 def result_files(cwd: Path) -> list[Path]:
     return sorted((cwd / "results").rglob("*.json")) if (cwd / "results").exists() else []
 
 
-def test_run_scan_writes_a_valid_result_and_prints_the_report(tmp_path):
-    out = invoke(["run", "scan", "--n", "1e5"], tmp_path)
+def test_run_scan_writes_a_valid_result_and_prints_the_report(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "1e5"], tmp_path)
     assert out.exit_code == 0, out.output
     for text in ("simulated time", "bandwidth", "fraction of HBM peak", "fraction of memcpy", "phase I", "phase II",
                  "matmuls", "vector instructions", "passed", "host wall time", "CUBE"):
@@ -41,8 +26,8 @@ def test_run_scan_writes_a_valid_result_and_prints_the_report(tmp_path):
     assert doc.counters["matmuls"] == 3 * -(-100000 // 16384)
 
 
-def test_json_output_is_the_document_only(tmp_path):
-    out = invoke(["run", "scan", "--n", "2**14", "--algorithm", "scanu", "--s", "64", "--exclusive", "--json",
+def test_json_output_is_the_document_only(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "2**14", "--algorithm", "scanu", "--s", "64", "--exclusive", "--json",
                   "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
@@ -54,31 +39,31 @@ def test_json_output_is_the_document_only(tmp_path):
 
 
 @pytest.mark.parametrize("spelling", ["100000", "100_000", "1e5", "1.0e5"])
-def test_n_spellings(tmp_path, spelling):
-    out = invoke(["run", "scan", "--n", spelling, "--model-only", "--json", "--no-save"], tmp_path)
+def test_n_spellings(tmp_path, spelling, cli):
+    out = cli(["run", "scan", "--n", spelling, "--model-only", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["problem"]["n"] == 100000
 
 
-def test_empty_scan_is_valid(tmp_path):
-    out = invoke(["run", "scan", "--n", "0", "--json", "--no-save"], tmp_path)
+def test_empty_scan_is_valid(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "0", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert doc["problem"]["n"] == 0 and doc["verification"]["passed"] is True
 
 
-def test_model_only_at_huge_n(tmp_path):
-    out = invoke(["run", "scan", "--n", "2**40", "--model-only", "--json", "--no-save"], tmp_path)
+def test_model_only_at_huge_n(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "2**40", "--model-only", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert doc["verification"]["performed"] is False and doc["problem"]["n"] == 2**40
     assert doc["counters"]["matmuls"] == 3 * 2**40 // 16384
 
 
-def test_input_and_output_files(tmp_path):
+def test_input_and_output_files(tmp_path, cli):
     x = np.random.default_rng(0).integers(-128, 128, 50_000).astype(np.int8)
     np.save(tmp_path / "x.npy", x)
-    out = invoke(["run", "scan", "--input", "x.npy", "--algorithm", "mcscan", "--output-file", "y.npy", "--out",
+    out = cli(["run", "scan", "--input", "x.npy", "--algorithm", "mcscan", "--output-file", "y.npy", "--out",
                   "r.json"], tmp_path)
     assert out.exit_code == 0, out.output
     y = np.load(tmp_path / "y.npy")
@@ -88,8 +73,8 @@ def test_input_and_output_files(tmp_path):
     assert doc["problem"]["dtype"] == "int8" and doc["problem"]["out_dtype"] == "int32"
 
 
-def test_trace_is_chrome_trace_format(tmp_path):
-    out = invoke(["run", "scan", "--n", "1e5", "--trace", "t.json", "--no-save"], tmp_path)
+def test_trace_is_chrome_trace_format(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "1e5", "--trace", "t.json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     trace = json.loads((tmp_path / "t.json").read_text())
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
@@ -98,8 +83,8 @@ def test_trace_is_chrome_trace_format(tmp_path):
     assert {"aic CUBE", "aic MTE2", "aiv0 VECTOR", "aiv0 MTE3"} <= names
 
 
-def test_hardware_option_takes_a_profile_or_a_file(tmp_path):
-    out = invoke(["run", "scan", "--n", "1e5", "--model-only", "--hardware", "atlas-300t-a2", "--json", "--no-save"],
+def test_hardware_option_takes_a_profile_or_a_file(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "1e5", "--model-only", "--hardware", "atlas-300t-a2", "--json", "--no-save"],
                  tmp_path)
     assert out.exit_code == 0 and json.loads(out.stdout)["hardware"]["name"] == "atlas-300t-a2"
 
@@ -130,8 +115,8 @@ ERROR_CASES = [
 
 
 @pytest.mark.parametrize("args, message", ERROR_CASES)
-def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, args, message):
-    out = invoke(["run", "scan", *args], tmp_path)
+def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, args, message, cli):
+    out = cli(["run", "scan", *args], tmp_path)
     assert out.exit_code == 2, out.output
     lines = [line for line in out.output.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], out.output
@@ -139,40 +124,40 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, args, messa
     assert result_files(tmp_path) == [] and not (tmp_path / "y.npy").exists()
 
 
-def test_input_file_errors(tmp_path):
+def test_input_file_errors(tmp_path, cli):
     cases = {
         "two_d.npy": (np.zeros((3, 4), dtype=np.float16), "--input: array must be 1-D, got shape (3, 4)"),
         "float32.npy": (np.zeros(10, dtype=np.float32), "--input: array dtype must be float16 or int8, got float32"),
     }
     for name, (array, message) in cases.items():
         _write_npy(tmp_path, name, array)
-        out = invoke(["run", "scan", "--input", name], tmp_path)
+        out = cli(["run", "scan", "--input", name], tmp_path)
         assert out.exit_code == 2 and message in out.output, out.output
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
-    out = invoke(["run", "scan", "--input", "junk.npy"], tmp_path)
+    out = cli(["run", "scan", "--input", "junk.npy"], tmp_path)
     assert out.exit_code == 2 and "--input: junk.npy is not a readable .npy array" in out.output
     _write_npy(tmp_path, "ok.npy", np.ones(100, dtype=np.float16))
-    out = invoke(["run", "scan", "--input", "ok.npy", "--n", "99"], tmp_path)
+    out = cli(["run", "scan", "--input", "ok.npy", "--n", "99"], tmp_path)
     assert out.exit_code == 2 and "--n: 99 disagrees with the input's length 100" in out.output
-    out = invoke(["run", "scan", "--input", "ok.npy", "--dtype", "int8"], tmp_path)
+    out = cli(["run", "scan", "--input", "ok.npy", "--dtype", "int8"], tmp_path)
     assert out.exit_code == 2 and "--dtype: int8 disagrees with the input array's fp16" in out.output
     assert result_files(tmp_path) == []
 
 
-def test_bad_hardware_file_names_the_field(tmp_path):
+def test_bad_hardware_file_names_the_field(tmp_path, cli):
     (tmp_path / "chip.toml").write_text('name = "x"\ndescription = "y"\n')
-    out = invoke(["run", "scan", "--n", "10", "--hardware", "chip.toml"], tmp_path)
+    out = cli(["run", "scan", "--n", "10", "--hardware", "chip.toml"], tmp_path)
     assert out.exit_code == 2 and "field 'ai_cores' is missing" in out.output
 
 
-def test_tile_that_does_not_fit_is_a_user_error(tmp_path):
+def test_tile_that_does_not_fit_is_a_user_error(tmp_path, cli):
     from importlib import resources
 
     src = (resources.files("ascendbench.hardware") / "profiles" / "ascend-910b4.toml").read_text()
     small = "\n".join('l0c_bytes = { value = 32768, source = "test" }' if line.startswith("l0c_bytes") else line
                       for line in src.splitlines())
     (tmp_path / "small.toml").write_text(small)
-    out = invoke(["run", "scan", "--n", "1e5", "--hardware", "small.toml"], tmp_path)
+    out = cli(["run", "scan", "--n", "1e5", "--hardware", "small.toml"], tmp_path)
     assert out.exit_code == 2 and "L0C:" in out.output and "32768 bytes available" in out.output
 
 
@@ -188,7 +173,7 @@ def test_console_script_turns_usage_errors_into_one_line(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr
 
 
-def test_output_targets_are_checked_before_the_run(tmp_path):
+def test_output_targets_are_checked_before_the_run(tmp_path, cli):
     (tmp_path / "adir.json").mkdir()
     np.save(tmp_path / "x.npy", np.ones(10, np.float16))
     cases = [
@@ -200,13 +185,13 @@ def test_output_targets_are_checked_before_the_run(tmp_path):
         (["--n", "1e4", "--seed", "-1"], "--seed: must be a non-negative integer"),
     ]
     for args, message in cases:
-        out = invoke(["run", "scan", *args], tmp_path)
+        out = cli(["run", "scan", *args], tmp_path)
         assert out.exit_code == 2 and message in out.output, (args, out.output)
     assert np.load(tmp_path / "x.npy").shape == (10,)
     assert result_files(tmp_path) == []
 
 
-def test_failed_write_removes_the_files_of_the_run(tmp_path, monkeypatch):
+def test_failed_write_removes_the_files_of_the_run(tmp_path, monkeypatch, cli):
     from ascendbench.store import io
 
     real = io.atomic_write_text
@@ -217,18 +202,18 @@ def test_failed_write_removes_the_files_of_the_run(tmp_path, monkeypatch):
         return real(path, text)
 
     monkeypatch.setattr(io, "atomic_write_text", broken)
-    out = invoke(["run", "scan", "--n", "1e4", "--output-file", "y.npy", "--trace", "t.json", "--out", "r.json"],
+    out = cli(["run", "scan", "--n", "1e4", "--output-file", "y.npy", "--trace", "t.json", "--out", "r.json"],
                  tmp_path)
     assert out.exit_code == 2 and "--out: cannot write 'r.json': No space left on device" in out.output
     assert not (tmp_path / "y.npy").exists() and not (tmp_path / "t.json").exists()
 
 
-def test_empty_and_non_finite_inputs(tmp_path):
+def test_empty_and_non_finite_inputs(tmp_path, cli):
     (tmp_path / "empty.npy").write_bytes(b"")
-    out = invoke(["run", "scan", "--input", "empty.npy"], tmp_path)
+    out = cli(["run", "scan", "--input", "empty.npy"], tmp_path)
     assert out.exit_code == 2 and "--input: empty.npy is not a readable .npy array" in out.output
     np.save(tmp_path / "nan.npy", np.array([1, np.nan, 2] * 100, np.float16))
-    out = invoke(["run", "scan", "--input", "nan.npy", "--algorithm", "mcscan", "--json", "--no-save"], tmp_path)
+    out = cli(["run", "scan", "--input", "nan.npy", "--algorithm", "mcscan", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 1  # verification fails, with the reason, and the JSON is still valid
     doc = json.loads(out.stdout)
     assert doc["verification"]["passed"] is False and "NaN" in doc["verification"]["tolerance"]
