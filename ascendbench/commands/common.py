@@ -183,7 +183,7 @@ def print_utilisation(util: dict[str, dict[str, float]]) -> None:
 
     pipes = [p for p in ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR")
              if any(p in per_pipe for per_pipe in util.values())]
-    table = Table(title="pipe utilisation (busy fraction of the simulated time, mean over units)", title_justify="left")
+    table = Table(title="pipe utilisation (busy fraction, mean over units)", title_justify="left")
     table.add_column("unit")
     for pipe in pipes:
         table.add_column(pipe, justify="right")
