@@ -37,6 +37,11 @@ def time_us(hw, shape: tuple, **options) -> float:
     return simulate_hgemm(GemmShape(*shape), HgemmParams(alpha=0.5, beta=0.5, **options), hw)[0].time_s * 1e6
 
 
+# §4.2.2-§4.2.3 measured Figs 4-6 "with all optimization strategies disabled": block-wise pipelining (double
+# buffering, §4.3.1), ShuffleK and SplitK off; padding off too.
+OFF = {"shuffle_k": False, "padding": False, "double_buffer": False}
+
+
 def candidates(hw, shape: tuple) -> list[tuple[float, tuple[int, int, int]]]:
     """TFLOPS of every Table 1 x Table 2 tiling that fits (optimisations off, as for Fig 6)."""
     out = []
@@ -44,7 +49,7 @@ def candidates(hw, shape: tuple) -> list[tuple[float, tuple[int, int, int]]]:
         for index_mn, (m0, n0) in TABLE_1.items():
             if index_mn <= mn_max:
                 try:
-                    out.append((tflops(hw, shape, m0=m0, n0=n0, k0=k0, shuffle_k=False, padding=False), (m0, n0, k0)))
+                    out.append((tflops(hw, shape, m0=m0, n0=n0, k0=k0, **OFF), (m0, n0, k0)))
                 except BufferCapacityError:
                     pass
     return sorted(out)
@@ -66,7 +71,7 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
     row("G-3", "exact", "no K0 admits a tiling -> fallback", "256x128x128", f"{d3.tile} ({d3.source})",
         d3.tile == "256x128x128" and d3.source == "fallback", "exact")
 
-    small = {s: [tflops(hw, (s, s, s), m0=m0, n0=n0, k0=8, shuffle_k=False, padding=False) for m0, n0 in TABLE_1.values()]
+    small = {s: [tflops(hw, (s, s, s), m0=m0, n0=n0, k0=8, **OFF) for m0, n0 in TABLE_1.values()]
              for s in (128, 256, 1024, 2048)}
     spread_small = max(max(v) / min(v) for s, v in small.items() if s <= 256)
     gap_large = min(max(v[2:]) / max(v[:2]) for s, v in small.items() if s > 256)
@@ -74,7 +79,7 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
         "ordering", f"large: best/small-tile >= {gap_large:.1f}x; small: spread {spread_small:.1f}x",
         gap_large >= 2 and gap_large > spread_small, "larger tiles >= 2x faster above 256, less spread below")
 
-    curve = [tflops(hw, (2048, 2048, 2048), m0=32, n0=32, k0=k0, shuffle_k=False, padding=False)
+    curve = [tflops(hw, (2048, 2048, 2048), m0=32, n0=32, k0=k0, **OFF)
              for k0 in (8, 16, 32, 64, 128, 256, 512)]
     monotone = all(b >= a * 0.99 for a, b in itertools.pairwise(curve)) and curve[-1] > curve[0]
     row("G-5", "shape", "M0=N0=32, M=N=K=2048: TFLOPS rise with K0 8 -> 512", "monotone",
@@ -84,7 +89,7 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
     for shape in load_workload("fig6").shapes:
         cands = candidates(hw, shape[:3])
         chosen = resolve_tiling(GemmShape(*shape[:3]), HgemmParams(), hw)
-        sel = tflops(hw, shape[:3], shuffle_k=False, padding=False)
+        sel = tflops(hw, shape[:3], **OFF)
         ratios.append(sel / cands[-1][0])
         _ = chosen
     row("G-6", "shape", "fig6 shapes: the selector's tiling is the best candidate", "within 5% of best",
