@@ -28,7 +28,7 @@ from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels import ParamError
 from ascendbench.kernels.hgemm import VARIANTS, HgemmParams
-from ascendbench.runner import VERIFY_LIMIT_MACS, InputError, run_hgemm
+from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import WorkloadError, list_workloads
 
@@ -62,7 +62,8 @@ def hgemm(
     c_file: Annotated[Path | None, typer.Option("--c", help="C as a float16 .npy (M x N).")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save C as .npy (single shape).")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
-                                         "M*N*K*batch = 2**33; larger shapes are timed only).")] = True,
+                                         "M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes are "
+                                         "timed only).")] = True,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A and B in L2.")] = False,
     hardware: HardwareOption = "atlas-300t-a2",
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
@@ -204,8 +205,8 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
                     f"(peak {peak:.0f})", highlight=False)
         checked = [s for s in r.shapes if s.verification.performed]
         c.print(f"verified {len(checked)} of {len(r.shapes)} shapes against NumPy "
-                f"(all passed: {all(s.verification.passed for s in checked)}); larger shapes (M*N*K*batch > 2**33 = "
-                f"{VERIFY_LIMIT_MACS:,}) are timed only", highlight=False)
+                f"(all passed: {all(s.verification.passed for s in checked)}); in a workload, shapes above "
+                f"M*N*K*batch = 2**27 ({WORKLOAD_VERIFY_LIMIT_MACS:,}) are timed only", highlight=False)
     if output_missing:
         c.print("[yellow]no output written: the shape is above the verification limit, so C was not computed[/]")
     for label, path in (("result", saved_to), ("output", output_file if not output_missing else None), ("trace", trace)):
