@@ -9,6 +9,7 @@ machine, verify it, and build the result document.
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import sys
 import time
@@ -266,8 +267,8 @@ WORKLOAD_VERIFY_LIMIT_MACS = 2**27  # per shape in workload runs (about 512^3), 
 
 @dataclass
 class HgemmRun:
-    """An HGEMM run: the result document, the simulated run of each shape, and C (single-shape functional
-    runs only)."""
+    """An HGEMM run: the result document, the simulated run of each shape (none when the shapes ran in worker
+    processes), and C (single-shape functional runs only)."""
 
     result: HgemmRunResult
     sims: list[SimResult]
@@ -319,6 +320,7 @@ def run_hgemm(
     c_file: Path | None = None,
     verify: bool = True,
     warm_l2: bool = False,
+    jobs: int | None = None,
     command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> HgemmRun:
@@ -330,6 +332,7 @@ def run_hgemm(
         params: HgemmParams (variant, tiles, split_k, shuffle_k, padding, double_buffer, alpha, beta).
         verify: compare with a float64 NumPy reference when M*N*K*batch <= 2**33, or <= 2**27 per shape in a
             workload (skipped above, with a note).
+        jobs: worker processes for the shapes (default: the CPU count for 64 shapes or more, else 1).
 
     Returns:
         HgemmRun; times in seconds, TFLOPS = 2 M N K batch / time / 1e12, fraction_of_peak of the profile's
@@ -338,8 +341,8 @@ def run_hgemm(
     Raises:
         ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
     """
-    from ascendbench.kernels.hgemm import GemmShape, HgemmParams, compute_hgemm, simulate_hgemm, verify_hgemm
-    from ascendbench.store.schema import GemmProblem, HgemmRunResult, HgemmShapeResult
+    from ascendbench.kernels.hgemm import GemmShape, HgemmParams
+    from ascendbench.store.schema import GemmProblem, HgemmRunResult
     from ascendbench.workloads import load_workload
 
     wall0 = time.perf_counter()
@@ -369,43 +372,44 @@ def run_hgemm(
                 raise ParamError(name, "is required (or give --a/--b/--c files, or --workload)")
         shapes = [GemmShape(int(m), int(n), int(k), int(batch))]
     peak = hw.cube_fp16_peak_tflops
-    sims, records = [], []
-    output = None
-    model_s = verify_s = 0.0
     total = len(shapes)
     limit = VERIFY_LIMIT_MACS if workload is None else WORKLOAD_VERIFY_LIMIT_MACS
-    for i, shape in enumerate(shapes):
-        t0 = time.perf_counter()
-        sim, tiling = simulate_hgemm(shape, params, hw, warm_l2=warm_l2)
-        model_s += time.perf_counter() - t0
-        macs = shape.m * shape.n * shape.k * shape.batch
-        verification = Verification(performed=False, tolerance=None)
-        elements = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * shape.batch
-        if verify and macs <= limit and elements <= 2**28:
-            t1 = time.perf_counter()
-            if mats:
-                a = mats.get("a", np.zeros((shape.batch, shape.m, shape.k), np.float16))
-                b = mats.get("b", np.zeros((shape.batch, shape.k, shape.n), np.float16))
-                c = mats.get("c")
-            else:
-                a, b, c = _gemm_inputs(shape, seed + i, params.beta, params.alpha)
-            out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
-            v = verify_hgemm(a, b, c if params.beta != 0 else None, out, params)
-            verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
-                                        max_rel_error=v.max_rel_error, tolerance=v.tolerance)
-            if total == 1:
-                output = out
-            verify_s += time.perf_counter() - t1
-        elif verify:
-            verification = Verification(performed=False,
-                                        tolerance=f"skipped: M*N*K*batch = {macs} > 2**{limit.bit_length() - 1}")
-        tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0
-        records.append(HgemmShapeResult(m=shape.m, n=shape.n, k=shape.k, batch=shape.batch, tiling=tiling.to_dict(),
-                                        time_s=sim.time_s, tflops=tflops, fraction_of_peak=tflops / peak,
-                                        phases_s=sim.phases_s, verification=verification))
-        sims.append(sim)
-        if progress:
-            progress("simulating" if not verify else "simulating and verifying", i + 1, total)
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, 8) if total >= 64 else 1
+    if jobs < 1:
+        raise ParamError("jobs", f"must be at least 1, got {jobs}")
+    task = (params, hw, warm_l2, verify, limit, seed, mats, total == 1)
+    results: list = [None] * total
+    if jobs == 1 or total == 1:
+        for i, shape in enumerate(shapes):
+            results[i] = _hgemm_shape(i, shape, *task, keep_sim=True)
+            if progress:
+                progress("simulating" if not verify else "simulating and verifying", i + 1, total)
+    else:
+        # Shapes are independent: spread them over worker processes (results do not depend on the order).
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        chunk = max(1, total // (jobs * 8))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_hgemm_chunk, range(i, min(total, i + chunk)), shapes[i: i + chunk], task): i
+                       for i in range(0, total, chunk)}
+            done = 0
+            for future in as_completed(futures):
+                start = futures[future]
+                for j, item in enumerate(future.result()):
+                    results[start + j] = item
+                done += len(future.result())
+                if progress:
+                    progress(f"simulating on {jobs} processes", done, total)
+    records = [r[0] for r in results]
+    sims = [r[3] for r in results if r[3] is not None]
+    if not sims:  # the shapes ran in worker processes; keep the first one's timeline (for --trace)
+        from ascendbench.kernels.hgemm import simulate_hgemm
+
+        sims = [simulate_hgemm(shapes[0], params, hw, warm_l2=warm_l2)[0]]
+    output = results[0][4] if total == 1 else None
+    model_s = sum(r[5] for r in results)
+    verify_s = sum(r[6] for r in results)
     tf = np.array([r.tflops for r in records])
     summary = {}
     if total > 1:
@@ -415,8 +419,8 @@ def run_hgemm(
                    "tflops_std": float(tf.std()), "time_s_total": float(sum(r.time_s for r in records))}
     first = records[0]
     counters: dict[str, float] = {}
-    for sim in sims:
-        for key, value in sim.counters.items():
+    for result in results:
+        for key, value in result[1].items():
             counters[key] = counters.get(key, 0) + float(value)
     metrics = {"time_s": sum(r.time_s for r in records), "tflops": first.tflops if total == 1 else summary["tflops_avg"],
                "fraction_of_peak": first.fraction_of_peak if total == 1 else summary["tflops_avg"] / peak,
@@ -437,14 +441,57 @@ def run_hgemm(
         shapes=records,
         summary=summary,
         metrics=metrics,
-        utilisation=sims[0].utilisation() if total == 1 else {},
+        utilisation=results[0][2] if total == 1 else {},
         counters=counters,
         host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=verify_s or None, model_time_s=model_s,
                   machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
-        model={"extrapolated": any(s.extrapolated for s in sims),
+        model={"extrapolated": any(r[7] for r in results), "worker_processes": jobs,
                "note": "task and K-block loops extrapolated from truncated runs; identical cores simulated once"},
     )
     return HgemmRun(result, sims, output)
+
+
+def _hgemm_shape(i, shape, params, hw, warm_l2, verify, limit, seed, mats, keep_output, keep_sim=False):
+    """One shape of run_hgemm: (record, counters, utilisation, sim or None, output or None, model seconds,
+    verify seconds, extrapolated). Module-level so that worker processes can run it."""
+    from ascendbench.kernels.hgemm import compute_hgemm, simulate_hgemm, verify_hgemm
+    from ascendbench.store.schema import HgemmShapeResult
+
+    t0 = time.perf_counter()
+    sim, tiling = simulate_hgemm(shape, params, hw, warm_l2=warm_l2)
+    model_s = time.perf_counter() - t0
+    macs = shape.m * shape.n * shape.k * shape.batch
+    elements = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * shape.batch
+    verification = Verification(performed=False, tolerance=None)
+    out = None
+    verify_s = 0.0
+    if verify and macs <= limit and elements <= 2**28:
+        t1 = time.perf_counter()
+        if mats:
+            a = mats.get("a", np.zeros((shape.batch, shape.m, shape.k), np.float16))
+            b = mats.get("b", np.zeros((shape.batch, shape.k, shape.n), np.float16))
+            c = mats.get("c")
+        else:
+            a, b, c = _gemm_inputs(shape, seed + i, params.beta, params.alpha)
+        out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
+        v = verify_hgemm(a, b, c if params.beta != 0 else None, out, params)
+        verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
+                                    max_rel_error=v.max_rel_error, tolerance=v.tolerance)
+        verify_s = time.perf_counter() - t1
+    elif verify:
+        verification = Verification(performed=False,
+                                    tolerance=f"skipped: M*N*K*batch = {macs} > 2**{limit.bit_length() - 1}")
+    peak = hw.cube_fp16_peak_tflops
+    tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0
+    record = HgemmShapeResult(m=shape.m, n=shape.n, k=shape.k, batch=shape.batch, tiling=tiling.to_dict(),
+                              time_s=sim.time_s, tflops=tflops, fraction_of_peak=tflops / peak,
+                              phases_s=sim.phases_s, verification=verification)
+    return (record, dict(sim.counters), sim.utilisation(), sim if keep_sim else None,
+            out if keep_output else None, model_s, verify_s, sim.extrapolated)
+
+
+def _hgemm_chunk(indices, shapes, task):
+    return [_hgemm_shape(i, shape, *task) for i, shape in zip(indices, shapes, strict=True)]
 
 
 def _shape_from_files(mats: dict[str, np.ndarray]) -> tuple[int | None, int | None, int | None, int]:

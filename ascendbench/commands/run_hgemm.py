@@ -65,6 +65,8 @@ def hgemm(
                                          "M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes are "
                                          "timed only).")] = True,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A and B in L2.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Worker processes for a workload's shapes "
+                                             "(default: the CPU count for 64 shapes or more).")] = None,
     hardware: HardwareOption = "atlas-300t-a2",
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
@@ -80,6 +82,8 @@ def hgemm(
             fail(f"--{name}: must be a non-negative integer, got {value}")
     if batch < 1:
         fail(f"--batch: must be at least 1, got {batch}")
+    if jobs is not None and jobs < 1:
+        fail(f"--jobs: must be at least 1, got {jobs}")
     if variant not in VARIANTS:
         fail(f"--variant: must be one of {', '.join(VARIANTS)}, got {variant!r}")
     for name, value in (("alpha", alpha), ("beta", beta)):
@@ -109,7 +113,7 @@ def hgemm(
         with progress:
             run = run_hgemm(m, n, k, batch=batch, workload=workload, params=params, hardware=hardware, seed=seed,
                             a_file=a_file, b_file=b_file, c_file=c_file, verify=verify, warm_l2=warm_l2,
-                            command=command_line(), progress=report)
+                            jobs=jobs, command=command_line(), progress=report)
     except (ParamError, InputError, HardwareError, BufferCapacityError, WorkloadError) as exc:
         fail(str(exc))
     except ValueError as exc:  # the selector's argument checks

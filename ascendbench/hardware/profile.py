@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 __all__ = ["DEFAULT_SCAN_HARDWARE", "HardwareError", "HardwareProfile", "list_profiles", "load_profile"]
@@ -201,4 +200,4 @@ def _from_dict(data: dict[str, Any], label: str) -> HardwareProfile:
             value = float(value)
         values[f.name] = value
         sources[f.name] = str(source)
-    return HardwareProfile(**values, sources=MappingProxyType(sources), path=label)
+    return HardwareProfile(**values, sources=sources, path=label)

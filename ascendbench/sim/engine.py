@@ -67,11 +67,12 @@ class Op:
         self.pending = 0
         self.prev = None
         self.next = None
-        self.start = self.release = self.end = _NAN
         self.done = False
         self.seq = seq
 
     def __repr__(self) -> str:
+        if not self.done:
+            return f"Op({self.unit}.{self.pipe} {self.label}, not run)"
         return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
 
 
@@ -128,7 +129,7 @@ class Engine:
         self.group_cores = group_cores
         self.counters: dict[str, float] = {}
         self.ops: list[Op] = []
-        self._last_on_pipe: dict[tuple[str, str], Op] = {}
+        self._last_on_pipe: dict[str, Op] = {}  # unit + pipe -> last op
         self._buffers: dict[tuple[str, str], int] = {}
         self.weights: dict[str, int] = {}
         self.phase = "main"
@@ -138,8 +139,9 @@ class Engine:
 
     # ----- building -------------------------------------------------------------------------------
     def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None) -> Op:
-        op = Op(unit, pipe, label, self.phase, cycles, xfer, [], len(self.ops))
-        norm = op.deps
+        ops = self.ops
+        norm: list = []
+        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops))
         for d in deps:
             if d is None:
                 continue
@@ -149,14 +151,15 @@ class Engine:
             else:
                 norm.append(d)
                 d[0].succs.append(op)
-        key = (unit, pipe)
-        prev = self._last_on_pipe.get(key)
+        key = unit + pipe
+        last = self._last_on_pipe
+        prev = last.get(key)
         if prev is not None:
             prev.next = op
             op.prev = prev
-        self._last_on_pipe[key] = op
+        last[key] = op
         op.pending = len(norm)
-        self.ops.append(op)
+        ops.append(op)
         return op
 
     def groups(self, keys: list) -> list[tuple[int, int]]:

@@ -93,3 +93,12 @@ def test_disagreeing_files(tmp_path, cli):
     np.save(tmp_path / "f.npy", np.zeros((4, 5), np.float32))
     out = cli(["run", "hgemm", "--a", "f.npy", "--b", "b.npy"], tmp_path)
     assert out.exit_code == 2 and "--a: array dtype must be float16" in out.output
+
+
+def test_workload_on_worker_processes_gives_the_same_result():
+    from ascendbench.runner import run_hgemm
+
+    one = run_hgemm(workload="fig6", jobs=1, verify=False).result
+    two = run_hgemm(workload="fig6", jobs=2, verify=False).result
+    assert [s.time_s for s in one.shapes] == [s.time_s for s in two.shapes]
+    assert one.counters == two.counters and two.model["worker_processes"] == 2
