@@ -4,7 +4,8 @@ An *op* is one instruction (or one closed-form inner loop) on one pipe of one un
 concurrently; ops on one pipe start in program order. An op starts when the previous op on its pipe has
 released the pipe and every dependency has finished (plus the dependency's delay, e.g. a cross-core flag).
 GM transfers additionally reserve time on the chip-wide HBM and L2 servers, which serve requests in the
-order they start, so cores transferring at the same time share the bandwidth.
+order they start (first come, first served, whole transfers), so cores transferring at the same time share
+the bandwidth. A representative core standing for a group of identical cores reserves its group's bytes.
 
 Ops are processed in order of start time with one heap (the SimPy approach), so the shared servers see
 requests in time order.
@@ -23,10 +24,6 @@ __all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op"]
 
 # Pipe names, as Ascend's profiler shows them.
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
-_UNIT_PIPES = {
-    "aic": ("MTE2", "MTE1", "CUBE", "FIXPIPE", "SCALAR"),
-    "aiv": ("MTE2", "VECTOR", "MTE3", "SCALAR"),
-}
 
 
 class BufferCapacityError(ValueError):

@@ -142,13 +142,14 @@ def simulate(
     """Simulate a program whose cores run a regular loop of `iterations` tiles each.
 
     `build(engine, skip)` emits the program with `skip` regular iterations removed from every core's loops
-    (keeping at least two per loop) and adds their counters with `engine.add_counters`, so counters stay
+    (keeping at least three per loop) and adds their counters with `engine.add_counters`, so counters stay
     exact. Up to `exact_limit` iterations the whole program runs; force_exact also simulates every core
     instead of one representative per group of identical cores (Engine.set_weight). Beyond that, two
     truncated programs keeping `keep[0]` and `keep[1]` iterations are simulated and every time-like quantity
     is extended linearly by the per-iteration steady-state increment:
-    T(N) = T(k2) + (N - k2) * (T(k2) - T(k1)) / (k2 - k1).
-    A test checks that this agrees with the exact simulation within 1% on sizes that can run exactly.
+    T(N) = T(k2) + (N - k2) * (T(k2) - T(k1)) / (k2 - k1),
+    never below the extrapolated busy time of the busiest pipe or of HBM. A test checks that this agrees with
+    the exact simulation within 1% on sizes that can run exactly.
 
     `cache` with `cache_key(skip)` (a hashable description of the truncated program) lets calls whose
     truncated programs coincide (an L2 chunk and the shorter last chunk) share the simulated runs; the
