@@ -425,7 +425,7 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
                 else:
                     fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16 / parts, writeback=True,
                                          aligned=lay.aligned_c, deps=[mm, fp], label="C->GM (fp16)")
-                drained.append((fp, -hw.gm_write_latency_cycles))
+                drained.append(engine.moved_out(fp))
             l0c.push(drained[-1])
             if not epilogue_inline:
                 continue

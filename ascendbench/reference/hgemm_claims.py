@@ -9,17 +9,14 @@ TFLOPS = 2 M N K / time / 1e12. alpha = beta = 0.5 (the paper draws them in [-1,
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import sys
 
 import numpy as np
 
-from ascendbench.hardware import load_profile
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.hgemm_tiling import TABLE_1, TABLE_2, acc_loop, aicore_num, select_tiling
-from ascendbench.reference import print_rows
+from ascendbench.reference import claims_main
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import load_workload
 
@@ -152,17 +149,10 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hardware", default="atlas-300t-a2")
-    ap.add_argument("--random", type=int, default=5000, help="shapes of random-5000 for G-7")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    rows = evaluate(load_profile(args.hardware), args.random)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        print_rows(rows, 13)
-    return 0
+    def extra(ap):
+        ap.add_argument("--random", dest="random_count", type=int, default=5000, help="shapes of random-5000 for G-7")
+
+    return claims_main(argv, __doc__.splitlines()[0], "atlas-300t-a2", evaluate, 13, extra)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,10 @@ timing model. Bandwidth = (input bytes read once + output bytes written once) / 
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 
-from ascendbench.hardware import load_profile
 from ascendbench.kernels import SCAN_KERNELS, ScanParams, expected_matmuls
-from ascendbench.reference import print_rows
+from ascendbench.reference import claims_main
 
 # Large sizes as the paper swept them: n = i * 20 * s^2 (no padding pass).
 N_SINGLE = 100 * 20 * 128 * 128  # 32,768,000
@@ -87,16 +84,7 @@ def evaluate(hw) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hardware", default="ascend-910b4")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    rows = evaluate(load_profile(args.hardware))
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        print_rows(rows, 5)
-    return 0
+    return claims_main(argv, __doc__.splitlines()[0], "ascend-910b4", evaluate, 5)
 
 
 if __name__ == "__main__":

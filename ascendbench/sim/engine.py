@@ -319,6 +319,12 @@ class Engine:
         self._inc(counter, nbytes, unit)
         return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps)
 
+    def moved_out(self, op: Op) -> tuple[Op, float]:
+        """A dependency on the moment a GM write has moved its data out of the local buffer (the pipe's
+        release), before the write's latency has passed: the buffer slot is free from then on."""
+        latency = op.xfer[2] if op.xfer is not None else 0.0
+        return (op, -latency)
+
     def flag(self, op: Op) -> tuple[Op, float]:
         """A cross-core flag set when `op` finishes (AIC<->AIV exchange goes through GM)."""
         self._inc("cross_core_flags", 1, op.unit)
