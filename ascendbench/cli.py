@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ascendbench import __version__
-from ascendbench.commands import hardware, hgemm, run, run_hgemm  # noqa: F401 (run_hgemm registers `run hgemm`)
+from ascendbench.commands import hardware, hgemm, run, run_hgemm, tune  # noqa: F401 (run_hgemm registers `run hgemm`)
 
 app = typer.Typer(
     name="ascendbench",
@@ -18,6 +18,7 @@ app = typer.Typer(
 app.add_typer(run.app, name="run")
 app.add_typer(hardware.app, name="hardware")
 app.add_typer(hgemm.app, name="hgemm")
+app.add_typer(tune.app, name="tune")
 
 
 def _version(value: bool) -> None:

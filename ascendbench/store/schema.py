@@ -12,12 +12,14 @@ __all__ = [
     "HGEMM_SCHEMA_PATH",
     "SCHEMA_PATH",
     "SCHEMA_VERSION",
+    "TUNING_SCHEMA_PATH",
     "GemmProblem",
     "HgemmRunResult",
     "HgemmShapeResult",
     "Host",
     "Problem",
     "RunResult",
+    "TuningResult",
     "Verification",
     "json_schema",
     "write_schemas",
@@ -149,7 +151,86 @@ class HgemmRunResult(_Model):
 HGEMM_SCHEMA_PATH = Path(__file__).with_name("hgemm_result.schema.json")
 
 
+class TrialCounts(_Model):
+    """Trials of a study as stored after the run: finished = complete + infeasible (pruned with a reason)."""
+
+    finished: int
+    complete: int
+    infeasible: int
+    failed: int = Field(description="trials interrupted while running (Ctrl-C, a killed worker)")
+    running: int = Field(description="trials still marked running (another worker, or a worker killed with "
+                                     "SIGKILL on storage without heartbeats)")
+    target: int = Field(description="--trials: finished trials the study should hold")
+
+
+class Configuration(_Model):
+    """A configuration with its simulated time (seconds) and throughput (the result's `unit`)."""
+
+    config: dict[str, Any]
+    time_s: float | None
+    throughput: float | None
+    trial: int | None = Field(None, description="number of the trial that found it")
+    rank: int | None = Field(None, description="1 + number of distinct evaluated configurations that are faster")
+    ranked_among: int | None = Field(None, description="distinct configurations evaluated, this one included")
+    infeasible: str | None = Field(None, description="why the kernel cannot run it (the heuristic on this "
+                                                     "hardware)")
+
+
+class ExhaustiveCheck(_Model):
+    """The whole grid evaluated with the timing model: the true optimum and how close the study got."""
+
+    points: int
+    feasible: int
+    optimum: Configuration | None
+    regret: float | None = Field(description="best found / optimum - 1")
+    trials_to_1pct: int | None = Field(description="finished trials until the best was within 1% of the optimum")
+    trials_to_5pct: int | None
+
+
+class TunedProblem(_Model):
+    """One problem's study: best configuration, the paper's heuristic, and the speed-up between them."""
+
+    problem: dict[str, Any]
+    key: str
+    study_name: str
+    trials: TrialCounts
+    best: Configuration | None
+    heuristic: Configuration
+    speedup: float | None = Field(description="heuristic time / best time (> 1: tuning found a faster one)")
+    infeasible_reasons: dict[str, int] = Field(description="infeasible trials per reason (the buffer or option)")
+    exhaustive: ExhaustiveCheck | None = None
+
+
+class TuningResult(_Model):
+    """One `ascendbench tune` result (results/tuning/<kernel>/...): per problem the best configuration found,
+    the heuristic's, and in `summary` the workload view (fraction of problems where the heuristic is within 5%
+    of the best, mean and max speed-up)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["tuning"] = "tuning"
+    tool_version: str
+    created_at: str
+    command: list[str]
+    hardware: dict[str, Any]
+    kernel: str
+    unit: str = Field(description="throughput unit: TFLOPS (HGEMM) or GB/s (scans)")
+    sampler: str
+    seed: int
+    storage: str = Field(description="where the studies are kept (URL passwords hidden)")
+    space: dict[str, Any] = Field(description="search space file and its fingerprint")
+    interrupted: bool
+    problems: list[TunedProblem]
+    summary: dict[str, float | None]
+    claims: list[dict[str, Any]] = Field(default_factory=list, description="paper claims checked on the way "
+                                                                            "(G-6 on the fig6 shapes)")
+    host: dict[str, float]
+
+
+TUNING_SCHEMA_PATH = Path(__file__).with_name("tuning_result.schema.json")
+
+
 def write_schemas() -> None:
     """Regenerate the shipped JSON Schema files (tests check they are up to date)."""
     write_schema(SCHEMA_PATH)
     HGEMM_SCHEMA_PATH.write_text(json.dumps(HgemmRunResult.model_json_schema(), indent=2, sort_keys=True) + "\n")
+    TUNING_SCHEMA_PATH.write_text(json.dumps(TuningResult.model_json_schema(), indent=2, sort_keys=True) + "\n")

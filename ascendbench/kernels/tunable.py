@@ -1,0 +1,138 @@
+"""The tuning contract: what a kernel family offers the tuner (problems, heuristic, one timed evaluation).
+
+The tuner (ascendbench/tuning) reaches kernels only through this registry, so a new tunable kernel is one class
+here and one file of its search space under tuning_spaces/.
+
+A *problem* is a plain dict of Python ints/strings (JSON-ready): for HGEMM {"m", "n", "k", "batch"}, for scans
+{"n", "dtype", "exclusive"}. A *configuration* is a plain dict of the search space's parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError, get_kernel
+from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
+from ascendbench.kernels.scan import ScanParams, auto_chunk
+from ascendbench.sim.engine import BufferCapacityError
+
+__all__ = ["TUNABLES", "Evaluation", "Infeasible", "Tunable", "get_tunable"]
+
+
+class Infeasible(Exception):
+    """A configuration the kernel cannot run (a buffer overflows, a parameter out of range); `reason` says why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One timed configuration. time_s: simulated seconds; throughput in `unit` (TFLOPS or GB/s)."""
+
+    time_s: float
+    throughput: float
+    unit: str
+
+
+class Tunable(Protocol):
+    """A kernel family the tuner can search.
+
+    name: the family's name, also the search space file's stem (tuning_spaces/<name>.toml).
+    """
+
+    name: str
+
+    def problem_key(self, problem: Mapping[str, Any]) -> str: ...
+
+    def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]: ...
+
+    def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation: ...
+
+
+class HgemmTunable:
+    """HGEMM (proposed variant): M0, N0, K0, split_k, shuffle_k, padding, double_buffer.
+
+    Heuristic: the HGEMM paper's self-adaptive selector (§4.2.3) with every optimisation on, SplitK off.
+    Throughput in TFLOPS (2 M N K batch / time / 1e12)."""
+
+    name = "hgemm"
+    unit = "TFLOPS"
+
+    def problem_key(self, problem: Mapping[str, Any]) -> str:
+        key = f"{problem['m']}x{problem['n']}x{problem['k']}"
+        return key if problem.get("batch", 1) == 1 else f"{key}x{problem['batch']}"
+
+    @staticmethod
+    def _shape(problem: Mapping[str, Any]) -> GemmShape:
+        return GemmShape(int(problem["m"]), int(problem["n"]), int(problem["k"]), int(problem.get("batch", 1)))
+
+    def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
+        tiling = resolve_tiling(self._shape(problem), HgemmParams(), hw)
+        return {"m0": tiling.m0, "n0": tiling.n0, "k0": tiling.k0, "split_k": 1, "shuffle_k": True,
+                "padding": True, "double_buffer": True}
+
+    def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
+        """Simulated time of one configuration. Raises Infeasible with the kernel's reason (a tile that does
+        not fit L0A/L0B/L0C/L1/UB, an option out of range)."""
+        shape = self._shape(problem)
+        params = HgemmParams(**{k: config[k] for k in ("m0", "n0", "k0", "split_k", "shuffle_k", "padding",
+                                                       "double_buffer")})
+        try:
+            sim, _ = simulate_hgemm(shape, params, hw)
+        except (ParamError, BufferCapacityError) as exc:
+            raise Infeasible(str(exc)) from None
+        tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0
+        return Evaluation(sim.time_s, tflops, self.unit)
+
+
+class ScanTunable:
+    """Multi-core scans (MCScan, MCScanUL1): algorithm, s, blocks, chunk ("off" or elements per L2 chunk).
+
+    Heuristic: the scan paper's choices (§6.1): MCScanUL1 with s = 128 on all AI cores, L2 splitting by the
+    rule of §6.1.1. Throughput in GB/s (input read once plus output written once, 1e9 bytes/s)."""
+
+    name = "scan"
+    unit = "GB/s"
+
+    def problem_key(self, problem: Mapping[str, Any]) -> str:
+        kind = "exclusive" if problem.get("exclusive") else "inclusive"
+        return f"n={problem['n']},{problem.get('dtype', 'fp16')},{kind}"
+
+    def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
+        dtype = problem.get("dtype", "fp16")
+        algorithm = "mcscan" if dtype == "int8" else "mcscan-ul1"  # ScanUL1 variants are fp16 only
+        params = ScanParams(dtype=dtype)
+        split = int(problem["n"]) * (params.in_bytes + params.out_bytes) > hw.l2_bytes
+        return {"algorithm": algorithm, "s": 128, "blocks": hw.ai_cores,
+                "chunk": auto_chunk(hw, params) if split else "off"}
+
+    def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
+        """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
+        n = int(problem["n"])
+        chunk = config["chunk"]
+        params = ScanParams(s=int(config["s"]), blocks=int(config["blocks"]), chunk=0 if chunk == "off" else int(chunk),
+                            exclusive=bool(problem.get("exclusive", False)), dtype=problem.get("dtype", "fp16"))
+        kernel = get_kernel(config["algorithm"])
+        try:
+            kernel.check(n, params, hw)
+            sim = kernel.simulate(n, params, hw)
+        except (ParamError, BufferCapacityError) as exc:
+            raise Infeasible(str(exc)) from None
+        moved = n * (params.in_bytes + params.out_bytes)
+        return Evaluation(sim.time_s, moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0, self.unit)
+
+
+TUNABLES: dict[str, Tunable] = {t.name: t for t in (HgemmTunable(), ScanTunable())}
+
+
+def get_tunable(name: str) -> Tunable:
+    """Tunable kernel family by name ("hgemm", "scan"). Raises ParamError (param "kernel") for others."""
+    try:
+        return TUNABLES[name]
+    except KeyError:
+        raise ParamError("kernel", f"unknown tunable kernel {name!r}; choose from {', '.join(TUNABLES)}") from None

@@ -1,0 +1,197 @@
+"""Search spaces as data: tuning_spaces/<kernel>.toml, validated, turned into Optuna suggestions and grids.
+
+A space file has a `kernel` name, a `description`, a `[parameters.NAME]` table per tuned parameter and named
+problem sets under `[problems.NAME]`. Parameter types:
+
+- "categorical": `choices` (ints, floats, strings or booleans);
+- "bool": the choices false and true;
+- "int": `low`, `high`, optional `step` (default 1), sampled uniformly;
+- "log-int": `low`, `high` (powers of 2); the powers of 2 in range, searched as the exponent (Optuna sees the
+  integer parameter `log2_<name>`).
+  With `special = ["off", ...]` the parameter takes those values too, and it is searched as a categorical over
+  the specials and the grid.
+
+Every parameter has a `default`: a value of its domain, or "heuristic" where the paper's rule (which depends on
+the problem) gives it; and a `source` saying where its range comes from. Whether a point can run (buffer
+capacities, s fitting L0) is decided by the kernel, never by the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = ["SPACES_DIR", "Parameter", "SearchSpace", "SpaceError", "load_space", "space_path"]
+
+SPACES_DIR = Path(__file__).resolve().parents[2] / "tuning_spaces"
+
+Scalar = int | float | str | bool
+
+
+class SpaceError(ValueError):
+    """A search space file that is missing or malformed; the message names the file, the key and what is allowed."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Parameter(_Model):
+    """One tuned parameter (see the module docstring for the types)."""
+
+    type: Literal["categorical", "bool", "int", "log-int"]
+    choices: list[Scalar] | None = None
+    low: int | None = None
+    high: int | None = None
+    step: Annotated[int, Field(ge=1)] = 1
+    special: list[str] = []
+    default: Scalar
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> Parameter:
+        if self.type == "categorical":
+            if not self.choices:
+                raise ValueError("a categorical parameter needs a non-empty `choices` list")
+            if len(set(map(repr, self.choices))) != len(self.choices):
+                raise ValueError("`choices` has repeated values")
+        elif self.choices is not None:
+            raise ValueError(f"`choices` belongs to categorical parameters, not {self.type!r}")
+        if self.type in ("int", "log-int"):
+            if self.low is None or self.high is None:
+                raise ValueError(f"an {self.type} parameter needs `low` and `high`")
+            if not 1 <= self.low <= self.high:
+                raise ValueError(f"needs 1 <= low <= high, got low={self.low}, high={self.high}")
+            if self.type == "log-int" and (self.low & (self.low - 1) or self.high & (self.high - 1)):
+                raise ValueError(f"log-int `low` and `high` must be powers of 2, got {self.low} and {self.high}")
+        elif self.low is not None or self.high is not None:
+            raise ValueError(f"`low`/`high` belong to int and log-int parameters, not {self.type!r}")
+        if self.special and self.type != "log-int":
+            raise ValueError("`special` values belong to log-int parameters")
+        if self.default != "heuristic" and self.default not in self.values():
+            raise ValueError(f"`default` {self.default!r} is not a value of the parameter (or \"heuristic\")")
+        return self
+
+    def values(self) -> list[Scalar]:
+        """Every value of the parameter's grid, in order (specials first)."""
+        if self.type == "categorical":
+            return list(self.choices or [])
+        if self.type == "bool":
+            return [False, True]
+        if self.type == "int":
+            return list(range(self.low, self.high + 1, self.step))
+        powers = [1 << e for e in range(self.low.bit_length() - 1, self.high.bit_length())]
+        return [*self.special, *powers]
+
+    def optuna_name(self, name: str) -> str:
+        """The name Optuna sees: a log-int without specials is searched as its base-2 exponent `log2_<name>`
+        (an ordered integer, which TPE and CMA-ES model well)."""
+        return f"log2_{name}" if self.type == "log-int" and not self.special else name
+
+    def optuna_values(self) -> list[Scalar]:
+        if self.type == "log-int" and not self.special:
+            return [v.bit_length() - 1 for v in self.values()]
+        return self.values()
+
+    def suggest(self, trial: Any, name: str) -> Scalar:
+        """The value an Optuna trial suggests for this parameter."""
+        if self.type == "int":
+            return trial.suggest_int(name, self.low, self.high, step=self.step)
+        if self.type == "log-int" and not self.special:
+            exponents = self.optuna_values()
+            return 1 << trial.suggest_int(self.optuna_name(name), exponents[0], exponents[-1])
+        return trial.suggest_categorical(name, self.values())
+
+
+class _Problems(_Model):
+    description: str = ""
+    workloads: list[str] = []
+    shapes: list[list[Annotated[int, Field(ge=1)]]] = []
+    n: list[Annotated[int, Field(ge=0)]] = []
+    dtype: Literal["fp16", "int8"] = "fp16"
+    exclusive: bool = False
+
+
+class _SpaceFile(_Model):
+    kernel: str
+    description: str = ""
+    parameters: dict[str, Parameter]
+    problems: dict[str, _Problems] = {}
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """A validated search space. `path`: the file it came from; `parameters` in the file's order."""
+
+    kernel: str
+    description: str
+    path: Path
+    parameters: dict[str, Parameter]
+    problem_sets: dict[str, _Problems]
+
+    def suggest(self, trial: Any) -> dict[str, Scalar]:
+        """One configuration from an Optuna trial (every parameter suggested, in file order)."""
+        return {name: p.suggest(trial, name) for name, p in self.parameters.items()}
+
+    def grid(self) -> list[dict[str, Scalar]]:
+        """Every point of the grid (cartesian product of the parameters' grids), file order."""
+        names = list(self.parameters)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(p.values() for p in self.parameters.values()))]
+
+    @property
+    def grid_size(self) -> int:
+        size = 1
+        for p in self.parameters.values():
+            size *= len(p.values())
+        return size
+
+    def optuna_grid(self) -> dict[str, list[Scalar]]:
+        """The grid as Optuna's GridSampler takes it."""
+        return {p.optuna_name(name): p.optuna_values() for name, p in self.parameters.items()}
+
+    def fingerprint(self) -> str:
+        """SHA-256 (16 hex digits) of the parameters' definitions: a study is only resumed on the same space."""
+        doc = {name: p.model_dump(exclude={"source", "default"}) for name, p in self.parameters.items()}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+    def defaults(self) -> dict[str, Scalar]:
+        return {name: p.default for name, p in self.parameters.items()}
+
+
+def space_path(kernel: str) -> Path:
+    return SPACES_DIR / f"{kernel}.toml"
+
+
+def load_space(path: Path | str) -> SearchSpace:
+    """Read and validate a search space file.
+
+    Raises:
+        SpaceError: the file is missing or unreadable, not TOML, or a key is missing, unknown or out of range
+            (the message names the file, the key and what is allowed).
+    """
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpaceError(f"{path}: no such search space file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpaceError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpaceError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        parsed = _SpaceFile.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        message = err["msg"].removeprefix("Value error, ")
+        raise SpaceError(f"{path}: {key}: {message}") from None
+    if not parsed.parameters:
+        raise SpaceError(f"{path}: parameters: at least one parameter is needed")
+    return SearchSpace(parsed.kernel, parsed.description, path, dict(parsed.parameters), dict(parsed.problems))

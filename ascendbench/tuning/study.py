@@ -1,0 +1,417 @@
+"""Driving Optuna: one study per problem, kept in a storage so that no finished trial is ever lost.
+
+Each problem (one HGEMM shape, one scan size) gets its own study, named after the kernel, the problem and the
+hardware (or `<study name>/<problem>` when the user names the study), so running the same command again
+resumes it. The objective is the simulated time in seconds (minimised); a configuration the kernel cannot run
+ends as a PRUNED trial with the kernel's reason in its user attribute "infeasible", so that samplers learn to
+avoid it and it is never scored. `trials` is the number of finished (complete or infeasible) trials the study
+should hold: a resumed study runs only the missing ones. Several processes (`jobs`, or other machines on one
+RDB storage) share a study; each stops when the study holds enough finished trials.
+
+The default storage is an Optuna journal file (`results/tuning/studies.journal`), which takes several writer
+processes through file locks (plain SQLite does not: "database is locked").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import multiprocessing
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from ascendbench.hardware import HardwareProfile, load_profile
+from ascendbench.kernels.tunable import Evaluation, Infeasible, get_tunable
+from ascendbench.tuning.space import SearchSpace, load_space
+
+__all__ = [
+    "DEFAULT_STORAGE",
+    "SAMPLERS",
+    "ProblemOutcome",
+    "TuneError",
+    "TuneRequest",
+    "describe_storage",
+    "open_storage",
+    "study_name_for",
+    "tune_problem",
+]
+
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid")
+DEFAULT_STORAGE = Path("results") / "tuning" / "studies.journal"
+AUTO_EXHAUSTIVE_POINTS = 512  # spaces with at most this many grid points are evaluated whole automatically
+_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+_RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+class TuneError(ValueError):
+    """A user error in a tuning request (the message names the option and what is allowed)."""
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What to tune. problems: JSON-ready dicts (see kernels/tunable.py); storage: an RDB URL, a journal file
+    path or None (the default journal file); trials: finished trials each study should hold."""
+
+    kernel: str
+    space_path: Path
+    hardware: str
+    sampler: str = "tpe"
+    seed: int = 0
+    trials: int = 200
+    timeout_s: float | None = None
+    storage: str | None = None
+    study_name: str | None = None
+    jobs: int = 1
+    exhaustive: bool | None = None  # None: automatically when the grid is small
+
+
+@dataclass
+class ProblemOutcome:
+    """What tuning one problem found (times in seconds, throughput in the kernel's unit)."""
+
+    problem: dict[str, Any]
+    key: str
+    study_name: str
+    trials: dict[str, int]
+    best: dict[str, Any] | None
+    heuristic: dict[str, Any]
+    speedup: float | None
+    infeasible_reasons: dict[str, int]
+    exhaustive: dict[str, Any] | None = None
+    history: list[float] = field(default_factory=list, repr=False)  # best-so-far time after each finished trial
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Storage and samplers
+# ---------------------------------------------------------------------------------------------------------
+def _is_url(storage: str) -> bool:
+    return storage.split(":", 1)[0].split("+", 1)[0] in _RDB_SCHEMES and "://" in storage
+
+
+def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
+    """An Optuna storage: an RDB URL (sqlite:///..., postgresql://...) with heartbeats, so that trials of a
+    killed worker are marked failed; anything else is a journal file path (created with its folder).
+
+    Raises TuneError (--storage) when the database cannot be opened or the path cannot be written."""
+    target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
+    try:
+        if _is_url(target):
+            return optuna.storages.RDBStorage(target, heartbeat_interval=30, grace_period=90)
+        path = Path(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+    except ModuleNotFoundError as exc:
+        raise TuneError(f"--storage: the database driver {exc.name!r} is not installed "
+                        "(PostgreSQL: pip install 'ascendbench[postgres]')") from None
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy, OS and Optuna errors all mean "cannot open"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
+
+
+def describe_storage(storage: str | None) -> str:
+    """The storage as it may be printed or saved: passwords of URLs hidden."""
+    if storage is None:
+        return str(DEFAULT_STORAGE)
+    if _is_url(storage):
+        try:
+            from sqlalchemy.engine import make_url
+
+            return make_url(storage).render_as_string(hide_password=True)
+        except Exception:  # noqa: BLE001 - an unparsable URL is printed without its credentials part
+            return storage.split("://", 1)[0] + "://..."
+    return storage
+
+
+def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.BaseSampler:
+    """The sampler for --sampler NAME, seeded. Raises TuneError for unknown names or a missing package."""
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "grid":
+        return optuna.samplers.GridSampler(space.optuna_grid(), seed=seed)
+    if name == "cmaes":
+        if importlib.util.find_spec("cmaes") is None:
+            raise TuneError("--sampler: cmaes needs the 'cmaes' package (pip install cmaes)")
+        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+    if name == "gp":
+        missing = [m for m in ("torch", "scipy") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise TuneError(f"--sampler: gp needs {' and '.join(missing)} (pip install 'ascendbench[gp]')")
+        return optuna.samplers.GPSampler(seed=seed)
+    raise TuneError(f"--sampler: must be one of {', '.join(SAMPLERS)}, got {name!r}")
+
+
+def study_name_for(request: TuneRequest, key: str) -> str:
+    if request.study_name:
+        return f"{request.study_name}/{key}"
+    return f"{request.kernel}/{request.hardware}/{key}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The objective
+# ---------------------------------------------------------------------------------------------------------
+class _Objective:
+    """Simulated time of the suggested configuration; infeasible points are pruned with their reason.
+    Evaluations are cached by configuration (the timing model is deterministic)."""
+
+    def __init__(self, kernel: str, space: SearchSpace, problem: Mapping[str, Any], hw: HardwareProfile):
+        self.tunable = get_tunable(kernel)
+        self.space, self.problem, self.hw = space, dict(problem), hw
+        self.cache: dict[str, Evaluation | str] = {}
+
+    def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
+        key = json.dumps(config, sort_keys=True)
+        if key not in self.cache:
+            try:
+                self.cache[key] = self.tunable.evaluate(self.problem, config, self.hw)
+            except Infeasible as exc:
+                self.cache[key] = exc.reason
+        value = self.cache[key]
+        if isinstance(value, str):
+            raise Infeasible(value)
+        return value
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        config = self.space.suggest(trial)
+        trial.set_user_attr("config", config)
+        try:
+            ev = self.evaluate(config)
+        except Infeasible as exc:
+            trial.set_user_attr("infeasible", exc.reason)
+            raise optuna.TrialPruned(exc.reason) from None
+        trial.set_user_attr("throughput", ev.throughput)
+        return ev.time_s
+
+
+def _finished(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=_FINISHED))
+
+
+def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str, seed: int,
+                storage=None) -> optuna.Study:
+    storage = storage if storage is not None else open_storage(request.storage)
+    name = study_name_for(request, key)
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True,
+                                sampler=make_sampler(request.sampler, seed, space))
+    want = {"kernel": request.kernel, "problem": dict(problem), "hardware": request.hardware,
+            "space": space.fingerprint()}
+    have = study.user_attrs
+    if not have:
+        for attr, value in want.items():
+            study.set_user_attr(attr, value)
+        with warnings.catch_warnings():  # experimental in Optuna, harmless: names the objective in dashboards
+            warnings.simplefilter("ignore")
+            study.set_metric_names(["time_s"])
+    else:
+        for attr, value in want.items():
+            if have.get(attr) != value:
+                raise TuneError(f"--study-name: study {name!r} was made with another {attr} "
+                                f"({have.get(attr)!r}, now {value!r}); choose another --study-name")
+    return study
+
+
+def _sampler_seed(seed: int, worker: int, done: int) -> int:
+    """A different seed per worker and per resumption (a resumed random search must not repeat itself),
+    the same for the same command and history."""
+    return (seed * 1_000_003 + worker * 7919 + done) % (2**32)
+
+
+def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
+              progress: Callable[[int, float | None], None] | None = None) -> None:
+    """Run trials until the study holds request.trials finished ones (or the timeout / grid ends)."""
+    hw = load_profile(request.hardware)
+    storage = open_storage(request.storage)
+    probe = optuna.load_study(study_name=study_name_for(request, key), storage=storage)
+    done = _finished(probe)
+    if done >= request.trials:
+        return
+    study = _open_study(request, space, problem, key, _sampler_seed(request.seed, worker, done), storage)
+    objective = _Objective(request.kernel, space, problem, hw)
+    callbacks: list[Callable] = [optuna.study.MaxTrialsCallback(request.trials, states=_FINISHED)]
+    if progress is not None:
+        def report(st: optuna.Study, _trial) -> None:
+            trials = st.get_trials(deepcopy=False, states=_FINISHED)
+            times = [t.value for t in trials if t.state == TrialState.COMPLETE]
+            progress(len(trials), min(times) if times else None)
+
+        callbacks.append(report)
+    study.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
+
+
+def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key: str, worker: int) -> None:
+    """A worker process of --jobs: Ctrl-C ends it quietly (the parent reports)."""
+    try:
+        _optimize(request, load_space(space_path), problem, key, worker)
+    except KeyboardInterrupt:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Exhaustive evaluation
+# ---------------------------------------------------------------------------------------------------------
+def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points: list[dict[str, Any]]):
+    tunable, hw = get_tunable(kernel), load_profile(hardware)
+    out = []
+    for config in points:
+        try:
+            out.append(tunable.evaluate(problem, config, hw).time_s)
+        except Infeasible:
+            out.append(None)
+    return out
+
+
+def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
+                  progress: Callable[[int, int], None] | None = None) -> list[tuple[dict[str, Any], float | None]]:
+    """Simulated time of every grid point (None where infeasible), on request.jobs processes."""
+    points = space.grid()
+    chunks = [points[i:i + 64] for i in range(0, len(points), 64)]
+    times: list[float | None] = []
+    if request.jobs > 1 and len(chunks) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(request.jobs, mp_context=ctx) as pool:
+            futures = [pool.submit(_evaluate_points, request.kernel, request.hardware, problem, c) for c in chunks]
+            for fut in futures:
+                times.extend(fut.result())
+                if progress:
+                    progress(len(times), len(points))
+    else:
+        for c in chunks:
+            times.extend(_evaluate_points(request.kernel, request.hardware, problem, c))
+            if progress:
+                progress(len(times), len(points))
+    return list(zip(points, times))
+
+
+def _trials_to_within(history: list[float], optimum: float, fraction: float) -> int | None:
+    for i, best in enumerate(history, start=1):
+        if best <= optimum * (1 + fraction):
+            return i
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One problem
+# ---------------------------------------------------------------------------------------------------------
+def tune_problem(request: TuneRequest, problem: dict[str, Any],
+                 progress: Callable[[str, int, int, float | None], None] | None = None) -> ProblemOutcome:
+    """Tune one problem: run the study (resuming it), evaluate the heuristic, and with exhaustive evaluation
+    the true optimum of the grid. KeyboardInterrupt propagates after the trials already finished are stored.
+
+    progress(stage, done, total, best_time_s) is called as trials finish.
+    Raises TuneError for user errors (sampler, storage, a study made for another problem or space)."""
+    space = load_space(request.space_path)
+    tunable = get_tunable(request.kernel)
+    key = tunable.problem_key(problem)
+    storage = open_storage(request.storage)
+    study = _open_study(request, space, problem, key, request.seed, storage)
+    start_done = _finished(study)
+    if progress:
+        progress(key, start_done, request.trials, None)
+    if request.jobs <= 1:
+        _optimize(request, space, problem, key, 0,
+                  (lambda done, best: progress(key, done, request.trials, best)) if progress else None)
+    else:
+        _run_workers(request, problem, key, study, progress)
+    return summarise(request, space, problem, key, study)
+
+
+def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(request.jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(_worker, request, request.space_path, problem, key, w) for w in range(request.jobs)]
+        try:
+            while not all(f.done() for f in futures):
+                time.sleep(0.3)
+                if progress:
+                    trials = study.get_trials(deepcopy=False, states=_FINISHED)
+                    times = [t.value for t in trials if t.state == TrialState.COMPLETE]
+                    progress(key, len(trials), request.trials, min(times) if times else None)
+            for f in futures:
+                f.result()
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
+              study: optuna.Study) -> ProblemOutcome:
+    """The outcome of a study as stored now: best, heuristic with its rank, trial counts, exhaustive check."""
+    tunable = get_tunable(request.kernel)
+    hw = load_profile(request.hardware)
+    trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
+    finished = [t for t in trials if t.state in _FINISHED]
+    complete = [t for t in finished if t.state == TrialState.COMPLETE]
+    counts = {"finished": len(finished), "complete": len(complete),
+              "infeasible": sum(1 for t in finished if t.state == TrialState.PRUNED),
+              "failed": sum(1 for t in trials if t.state == TrialState.FAIL),
+              "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
+              "target": request.trials}
+    reasons: dict[str, int] = {}
+    for t in finished:
+        if t.state == TrialState.PRUNED:
+            reason = str(t.user_attrs.get("infeasible", "pruned"))
+            reason = reason.split(":")[0] if ":" in reason else reason
+            reasons[reason] = reasons.get(reason, 0) + 1
+    history: list[float] = []
+    best_so_far = math.inf
+    for t in finished:
+        if t.state == TrialState.COMPLETE:
+            best_so_far = min(best_so_far, t.value)
+        history.append(best_so_far)
+
+    best = None
+    if complete:
+        top = min(complete, key=lambda t: (t.value, t.number))
+        best = {"config": dict(top.user_attrs["config"]), "time_s": top.value,
+                "throughput": top.user_attrs.get("throughput"), "trial": top.number}
+
+    heur_config = tunable.heuristic(problem, hw)
+    try:
+        ev = tunable.evaluate(problem, heur_config, hw)
+        distinct = {json.dumps(t.user_attrs["config"], sort_keys=True): t.value for t in complete}
+        rank = 1 + sum(1 for v in distinct.values() if v < ev.time_s * (1 - 1e-9))
+        heuristic = {"config": heur_config, "time_s": ev.time_s, "throughput": ev.throughput, "rank": rank,
+                     "ranked_among": len(distinct | {json.dumps(heur_config, sort_keys=True): ev.time_s})}
+    except Infeasible as exc:  # the paper's choice may not fit a user's profile
+        heuristic = {"config": heur_config, "time_s": None, "throughput": None, "rank": None,
+                     "ranked_among": None, "infeasible": exc.reason}
+    speedup = heuristic["time_s"] / best["time_s"] if best and heuristic["time_s"] else None
+
+    outcome = ProblemOutcome(dict(problem), key, study.study_name, counts, best, heuristic, speedup, reasons,
+                             history=history)
+    exhaustive = request.exhaustive if request.exhaustive is not None else space.grid_size <= AUTO_EXHAUSTIVE_POINTS
+    if exhaustive:
+        outcome.exhaustive = exhaustive_report(request, space, problem, history, best)
+    return outcome
+
+
+def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], history: list[float],
+                      best: dict[str, Any] | None, progress: Callable[[int, int], None] | None = None
+                      ) -> dict[str, Any]:
+    """The true optimum of the grid and how close the study got: regret = best / optimum - 1, and the number
+    of finished trials it took to come within 1% and 5% of the optimum (None: not reached)."""
+    grid = evaluate_grid(request, space, problem, progress)
+    feasible = [(c, t) for c, t in grid if t is not None]
+    if not feasible:
+        return {"points": len(grid), "feasible": 0, "optimum": None, "regret": None,
+                "trials_to_1pct": None, "trials_to_5pct": None}
+    config, opt = min(feasible, key=lambda ct: ct[1])
+    tunable = get_tunable(request.kernel)
+    throughput = tunable.evaluate(problem, config, load_profile(request.hardware)).throughput
+    return {"points": len(grid), "feasible": len(feasible),
+            "optimum": {"config": config, "time_s": opt, "throughput": throughput},
+            "regret": best["time_s"] / opt - 1 if best else None,
+            "trials_to_1pct": _trials_to_within(history, opt, 0.01),
+            "trials_to_5pct": _trials_to_within(history, opt, 0.05)}
