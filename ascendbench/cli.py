@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ascendbench import __version__
-from ascendbench.commands import hardware, hgemm, run, run_hgemm, tune  # noqa: F401 (run_hgemm registers `run hgemm`)
+from ascendbench.commands import hardware, hgemm, results, run, run_hgemm, tune  # noqa: F401 (run_hgemm registers `run hgemm`)
 
 app = typer.Typer(
     name="ascendbench",
@@ -19,6 +19,7 @@ app.add_typer(run.app, name="run")
 app.add_typer(hardware.app, name="hardware")
 app.add_typer(hgemm.app, name="hgemm")
 app.add_typer(tune.app, name="tune")
+app.add_typer(results.app, name="results")
 
 
 def _version(value: bool) -> None:

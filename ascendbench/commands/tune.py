@@ -151,7 +151,10 @@ def scan(
         fail("--n: give --n or --problems, not both")
     space_obj = _space("scan", space)
     if n is not None:
-        sizes = [parse_count(n, "n")]
+        try:
+            sizes = [parse_count(n, "n")]
+        except ValueError as exc:
+            fail(str(exc))
         if sizes[0] < 1:
             fail(f"--n: must be at least 1, got {sizes[0]}")
         problem_list = [{"n": sizes[0], "dtype": dtype, "exclusive": exclusive}]

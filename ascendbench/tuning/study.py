@@ -107,7 +107,9 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
     target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
     try:
         if _is_url(target):
-            return optuna.storages.RDBStorage(target, heartbeat_interval=30, grace_period=90)
+            with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna, and what marks killed trials
+                warnings.simplefilter("ignore")
+                return optuna.storages.RDBStorage(target, heartbeat_interval=30, grace_period=90)
         path = Path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))

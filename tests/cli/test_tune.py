@@ -1,0 +1,157 @@
+"""`ascendbench tune` through the CLI: reports, result files, user errors, interrupts and resumption."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+
+from ascendbench.store.schema import TuningResult
+
+SHAPE = ["--m", "1024", "--n", "256", "--k", "512"]
+
+
+def test_tune_hgemm_one_shape_report_and_result(tmp_path, cli):
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "12", "--out", "t.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    for text in ("tune hgemm: 1 problem", "1024x256x512", "heuristic", "speed-up", "rank", "result written"):
+        assert text in out.output, text
+    doc = TuningResult.model_validate_json((tmp_path / "t.json").read_text())
+    p = doc.problems[0]
+    assert p.trials.finished == 12 and p.best is not None and p.heuristic.config["m0"] is not None
+    assert p.speedup == pytest.approx(p.heuristic.time_s / p.best.time_s)
+    assert doc.storage == "results/tuning/studies.journal" and (tmp_path / doc.storage).is_file()
+    assert not doc.interrupted and doc.unit == "TFLOPS"
+
+
+def test_tune_hgemm_workload_summary_and_claim_g6(tmp_path, cli):
+    out = cli(["tune", "hgemm", "--workload", "fig6", "--trials", "6", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert len(doc["problems"]) == 3 and doc["summary"]["problems"] == 3
+    speedups = [p["speedup"] for p in doc["problems"]]
+    assert doc["summary"]["max_speedup"] == max(speedups)
+    assert doc["summary"]["fraction_heuristic_within_5pct"] == sum(s <= 1.05 for s in speedups) / 3
+    (claim,) = doc["claims"]
+    assert claim["id"] == "G-6" and claim["holds"] == all(1 / s >= 0.95 for s in speedups)
+    assert not list(tmp_path.glob("results/tuning/hgemm/*.json"))
+
+
+def test_tune_scan_resumes_with_the_same_command(tmp_path, cli):
+    args = ["tune", "scan", "--n", "1e6", "--trials", "5", "--json", "--no-save", "--sampler", "random"]
+    first = json.loads(cli(args, tmp_path).stdout)
+    args[5] = "9"
+    second = json.loads(cli(args, tmp_path).stdout)
+    assert first["problems"][0]["trials"]["finished"] == 5 and second["problems"][0]["trials"]["finished"] == 9
+    assert second["unit"] == "GB/s" and second["problems"][0]["heuristic"]["config"]["s"] == 128
+
+
+def test_exhaustive_flag(tmp_path, cli):
+    space = tmp_path / "tiny.toml"
+    space.write_text('kernel = "scan"\n[parameters.algorithm]\ntype = "categorical"\nchoices = ["mcscan"]\n'
+                     'default = "mcscan"\n[parameters.s]\ntype = "categorical"\nchoices = [64, 128]\ndefault = 128\n'
+                     '[parameters.blocks]\ntype = "int"\nlow = 10\nhigh = 20\nstep = 10\ndefault = 20\n'
+                     '[parameters.chunk]\ntype = "categorical"\nchoices = ["off"]\ndefault = "off"\n')
+    out = cli(["tune", "scan", "--n", "1e6", "--space", str(space), "--trials", "2", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    ex = json.loads(out.stdout)["problems"][0]["exhaustive"]
+    assert ex["points"] == 4 and ex["feasible"] == 4
+    out = cli(["tune", "scan", "--n", "1e6", "--space", str(space), "--trials", "2", "--no-exhaustive", "--json",
+               "--no-save", "--study-name", "x"], tmp_path)
+    assert json.loads(out.stdout)["problems"][0]["exhaustive"] is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["hgemm", *SHAPE, "--trials", "0"], "--trials: must be at least 1, got 0"),
+    (["hgemm", *SHAPE, "--sampler", "annealing"], "--sampler: must be one of tpe, random, cmaes, gp, grid"),
+    (["hgemm", *SHAPE, "--jobs", "0"], "--jobs: must be at least 1"),
+    (["hgemm", *SHAPE, "--timeout", "-1"], "--timeout: must be a positive number of seconds"),
+    (["hgemm", *SHAPE, "--seed", "-3"], "--seed: must be a non-negative integer"),
+    (["hgemm", "--m", "10"], "--m: give --m, --n and --k together"),
+    (["hgemm", *SHAPE, "--workload", "fig6"], "--workload: give one of"),
+    (["hgemm", "--workload", "nope"], "--workload: unknown workload 'nope'"),
+    (["hgemm", "--problems", "nope"], "--problems: "),
+    (["hgemm", *SHAPE, "--space", "missing.toml"], "--space: missing.toml: no such search space file"),
+    (["hgemm", *SHAPE, "--out", "r.txt"], "--out: must end in .json"),
+    (["hgemm", *SHAPE, "--out", "r.json", "--no-save"], "--out: cannot be combined with --no-save"),
+    (["hgemm", *SHAPE, "--hardware", "tpu"], "tpu"),
+    (["hgemm", *SHAPE, "--study-name", " "], "--study-name: must not be empty"),
+    (["hgemm", *SHAPE, "--storage", "blocker/s.journal"], "--storage: cannot open"),
+    (["hgemm", *SHAPE, "--storage", "postgresql://u:pw@127.0.0.1:1/db"], "--storage: "),
+    (["scan", "--n", "-5"], "--n: "),
+    (["scan", "--n", "1e6", "--dtype", "fp64"], "--dtype: must be fp16 or int8"),
+    (["scan", "--n", "1e6", "--problems", "sizes"], "--n: give --n or --problems, not both"),
+    (["scan", "--space", str(__file__)], "--space: "),
+])
+def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, message):
+    (tmp_path / "blocker").write_text("")
+    out = cli(["tune", *args], tmp_path)
+    assert out.exit_code == 2, out.output
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], out.output
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))
+
+
+def test_hgemm_space_file_for_scan_is_refused(tmp_path, cli):
+    from ascendbench.tuning.space import space_path
+
+    out = cli(["tune", "scan", "--n", "1e6", "--space", str(space_path("hgemm"))], tmp_path)
+    assert out.exit_code == 2 and "is a space for 'hgemm', not 'scan'" in out.output
+
+
+def _tune_process(tmp_path, *extra):
+    return subprocess.Popen([sys.executable, "-m", "ascendbench.cli", "tune", "hgemm", "--m", "4096", "--n", "4096",
+                             "--k", "4096", "--trials", "100000", "--study-name", "long", *extra],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finished(tmp_path):
+    journal = tmp_path / "results" / "tuning" / "studies.journal"
+    if not journal.exists():
+        return 0
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+    try:
+        study = optuna.load_study(study_name="long/4096x4096x4096", storage=storage)
+    except KeyError:
+        return 0
+    return len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)))
+
+
+def _wait_for_trials(tmp_path, count, proc, limit_s=60.0):
+    deadline = time.monotonic() + limit_s
+    while _finished(tmp_path) < count:
+        assert proc.poll() is None and time.monotonic() < deadline, "the tuner did not get going"
+        time.sleep(0.2)
+
+
+def test_ctrl_c_writes_the_result_so_far_and_says_how_to_resume(tmp_path):
+    proc = _tune_process(tmp_path, "--out", "r.json")
+    _wait_for_trials(tmp_path, 5, proc)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "resume with: ascendbench tune hgemm" in err and "--study-name long" in err
+    doc = TuningResult.model_validate_json((tmp_path / "r.json").read_text())
+    kept = _finished(tmp_path)
+    assert doc.interrupted and doc.problems[0].trials.finished == kept >= 5
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json")]  # no temporary left
+
+
+def test_sigkill_loses_at_most_the_trial_in_flight_and_the_next_run_resumes(tmp_path):
+    proc = _tune_process(tmp_path, "--no-save")
+    _wait_for_trials(tmp_path, 5, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    kept = _finished(tmp_path)
+    assert kept >= 5
+    resumed = subprocess.run([sys.executable, "-m", "ascendbench.cli", "tune", "hgemm", "--m", "4096", "--n", "4096",
+                              "--k", "4096", "--trials", str(kept + 3), "--study-name", "long", "--json",
+                              "--no-save"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    trials = json.loads(resumed.stdout)["problems"][0]["trials"]
+    assert trials["finished"] == kept + 3  # the killed run's finished trials are counted, not redone
+    assert trials["running"] <= 1  # the trial in flight at the kill (journal storage has no heartbeat)

@@ -1,0 +1,67 @@
+"""Search spaces as data: the shipped files, and clear errors for malformed ones."""
+
+import optuna
+import pytest
+
+from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
+
+
+def test_shipped_spaces_load_with_the_issue_ranges():
+    hgemm = load_space(space_path("hgemm"))
+    assert hgemm.kernel == "hgemm"
+    assert {16, 32, 64, 128, 256} <= set(hgemm.parameters["m0"].values())  # Table 1
+    assert hgemm.parameters["k0"].values() == [8, 16, 32, 64, 128, 256, 512, 1024]  # Table 2 plus 8 ... 64
+    assert hgemm.parameters["split_k"].values() == [1, 2, 4, 8]
+    assert hgemm.grid_size == 8 * 8 * 8 * 4 * 2 * 2 * 2
+    assert hgemm.problem_sets["default"].workloads == ["fig6", "llama2-qk"]
+    scan = load_space(space_path("scan"))
+    assert scan.parameters["chunk"].values()[0] == "off" and scan.parameters["chunk"].values()[1] == 16384
+    assert scan.parameters["algorithm"].values() == ["mcscan", "mcscan-ul1"]
+    assert scan.problem_sets["default"].n == [100_000_000]
+
+
+def test_suggest_maps_log_int_exponents_back_to_powers_of_two():
+    space = load_space(space_path("hgemm"))
+    trial = optuna.trial.FixedTrial({"m0": 128, "n0": 64, "log2_k0": 7, "split_k": 2, "shuffle_k": True,
+                                     "padding": False, "double_buffer": True})
+    assert space.suggest(trial) == {"m0": 128, "n0": 64, "k0": 128, "split_k": 2, "shuffle_k": True,
+                                    "padding": False, "double_buffer": True}
+    assert space.optuna_grid()["log2_k0"] == [3, 4, 5, 6, 7, 8, 9, 10]
+
+
+def test_grid_is_the_cartesian_product(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('kernel = "scan"\n[parameters.s]\ntype = "categorical"\nchoices = [64, 128]\ndefault = 128\n'
+                    '[parameters.chunk]\ntype = "log-int"\nlow = 1024\nhigh = 4096\nspecial = ["off"]\n'
+                    'default = "off"\n')
+    space = load_space(path)
+    assert space.grid() == [{"s": s, "chunk": c} for s in (64, 128) for c in ("off", 1024, 2048, 4096)]
+    assert space.grid_size == 8
+    assert isinstance(space, SearchSpace) and space.defaults() == {"s": 128, "chunk": "off"}
+
+
+@pytest.mark.parametrize("body, needle", [
+    ('kernel = "x"\n', "parameters: Field required"),
+    ('kernel = "x"\n[parameters.a]\ntype = "float"\ndefault = 1\n', "parameters.a.type"),
+    ('kernel = "x"\n[parameters.a]\ntype = "categorical"\ndefault = 1\n', "non-empty `choices`"),
+    ('kernel = "x"\n[parameters.a]\ntype = "categorical"\nchoices = [1, 1]\ndefault = 1\n', "repeated"),
+    ('kernel = "x"\n[parameters.a]\ntype = "int"\nlow = 5\nhigh = 2\ndefault = 3\n', "low <= high"),
+    ('kernel = "x"\n[parameters.a]\ntype = "log-int"\nlow = 3\nhigh = 64\ndefault = 8\n', "powers of 2"),
+    ('kernel = "x"\n[parameters.a]\ntype = "int"\nlow = 1\nhigh = 4\ndefault = 9\n', "`default` 9"),
+    ('kernel = "x"\n[parameters.a]\ntype = "bool"\ndefault = true\nspecial = ["off"]\n', "`special`"),
+    ('kernel = "x"\n[parameters.a]\ntype = "bool"\ndefault = true\ncolour = 1\n', "parameters.a.colour"),
+    ('kernel = "x"\n[parameters.a]\ntype = "int"\nlow = "1"\nhigh = 4\ndefault = 1\n', "parameters.a.low"),
+    ('kernel = "x"\n[parameters]\n', "at least one parameter"),
+    ('kernel = "x"\nparameters = [\n', "not valid TOML"),
+])
+def test_malformed_space_names_file_and_key(tmp_path, body, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    with pytest.raises(SpaceError) as err:
+        load_space(path)
+    assert str(path) in str(err.value) and needle in str(err.value), str(err.value)
+
+
+def test_missing_space_file(tmp_path):
+    with pytest.raises(SpaceError, match="no such search space file"):
+        load_space(tmp_path / "none.toml")

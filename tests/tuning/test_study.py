@@ -1,0 +1,176 @@
+"""Optuna studies over the timing model: resume, determinism, infeasible trials, exhaustive optimum, workers."""
+
+import optuna
+import pytest
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels.tunable import Infeasible, get_tunable
+from ascendbench.tuning.space import load_space, space_path
+from ascendbench.tuning.study import (
+    TuneError,
+    TuneRequest,
+    describe_storage,
+    open_storage,
+    study_name_for,
+    tune_problem,
+)
+
+PROBLEM = {"m": 1024, "n": 256, "k": 512, "batch": 1}
+SMALL_SPACE = """kernel = "hgemm"
+[parameters.m0]
+type = "categorical"
+choices = [64, 128, 256]
+default = "heuristic"
+[parameters.n0]
+type = "categorical"
+choices = [64, 128]
+default = "heuristic"
+[parameters.k0]
+type = "log-int"
+low = 64
+high = 512
+default = "heuristic"
+[parameters.split_k]
+type = "categorical"
+choices = [1]
+default = 1
+[parameters.shuffle_k]
+type = "categorical"
+choices = [true]
+default = true
+[parameters.padding]
+type = "categorical"
+choices = [true]
+default = true
+[parameters.double_buffer]
+type = "categorical"
+choices = [true]
+default = true
+"""
+
+
+@pytest.fixture
+def small_space(tmp_path):
+    path = tmp_path / "hgemm-small.toml"
+    path.write_text(SMALL_SPACE)
+    return path
+
+
+def request(tmp_path, space, **kw):
+    base = {"kernel": "hgemm", "space_path": space, "hardware": "atlas-300t-a2", "trials": 10,
+                "storage": str(tmp_path / "s.journal")}
+    return TuneRequest(**{**base, **kw})
+
+
+def stored(req, key):
+    return optuna.load_study(study_name=study_name_for(req, key), storage=open_storage(req.storage))
+
+
+def configs(study):
+    return [t.user_attrs["config"] for t in sorted(study.trials, key=lambda t: t.number)]
+
+
+def test_resume_keeps_finished_trials_and_runs_only_the_missing_ones(tmp_path):
+    space = space_path("hgemm")
+    first = tune_problem(request(tmp_path, space, trials=8, exhaustive=False), PROBLEM)
+    before = configs(stored(request(tmp_path, space), first.key))
+    again = tune_problem(request(tmp_path, space, trials=8, exhaustive=False), PROBLEM)
+    assert again.trials["finished"] == 8  # nothing to do: the study already holds 8
+    more = tune_problem(request(tmp_path, space, trials=20, exhaustive=False), PROBLEM)
+    after = configs(stored(request(tmp_path, space), first.key))
+    assert more.trials["finished"] == 20 and len(after) == 20 and after[:8] == before
+
+
+def test_same_seed_sampler_and_space_give_the_same_trials(tmp_path):
+    space = space_path("hgemm")
+    runs = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        req = request(tmp_path / folder, space, trials=15, seed=7, exhaustive=False)
+        tune_problem(req, PROBLEM)
+        runs.append(configs(stored(req, "1024x256x512")))
+    assert runs[0] == runs[1]
+    other = request(tmp_path / "c", space, trials=15, seed=8, exhaustive=False)
+    (tmp_path / "c").mkdir()
+    tune_problem(other, PROBLEM)
+    assert configs(stored(other, "1024x256x512")) != runs[0]
+
+
+def test_infeasible_points_are_pruned_with_the_kernels_reason(tmp_path):
+    req = request(tmp_path, space_path("hgemm"), trials=40, sampler="random", exhaustive=False)
+    out = tune_problem(req, {"m": 4096, "n": 4096, "k": 4096, "batch": 1})
+    study = stored(req, out.key)
+    pruned = [t for t in study.trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned and out.trials["infeasible"] == len(pruned)
+    hw = load_profile("atlas-300t-a2")
+    for t in pruned:  # the reason is the kernel's own, and the point really cannot run
+        with pytest.raises(Infeasible) as err:
+            get_tunable("hgemm").evaluate(out.problem, t.user_attrs["config"], hw)
+        assert t.user_attrs["infeasible"] == err.value.reason
+        assert t.user_attrs["infeasible"].split(":")[0] in ("L0A", "L0B", "L0C", "L1", "UB")
+    assert sum(out.infeasible_reasons.values()) == len(pruned)
+    assert all(t.value is None for t in pruned)  # never scored
+
+
+def test_small_space_is_evaluated_whole_and_regret_is_measured(tmp_path, small_space):
+    req = request(tmp_path, small_space, trials=6, sampler="random")
+    out = tune_problem(req, PROBLEM)
+    ex = out.exhaustive
+    assert ex is not None and ex["points"] == 3 * 2 * 4  # grid of 24 <= 512: automatic
+    space = load_space(small_space)
+    hw = load_profile("atlas-300t-a2")
+    times = []
+    for config in space.grid():
+        try:
+            times.append((get_tunable("hgemm").evaluate(PROBLEM, config, hw).time_s, config))
+        except Infeasible:
+            pass
+    best_time, best_config = min(times, key=lambda tc: tc[0])
+    assert ex["feasible"] == len(times) and ex["optimum"]["time_s"] == best_time
+    assert ex["optimum"]["config"] == best_config
+    assert ex["regret"] == pytest.approx(out.best["time_s"] / best_time - 1) and ex["regret"] >= 0
+    hits = [i for i, t in enumerate(out.history, 1) if t <= best_time * 1.01]
+    assert ex["trials_to_1pct"] == (hits[0] if hits else None)
+
+
+def test_grid_sampler_covers_the_grid_and_finds_the_optimum(tmp_path, small_space):
+    req = request(tmp_path, small_space, trials=100, sampler="grid")
+    out = tune_problem(req, PROBLEM)
+    assert out.trials["finished"] == 24  # the grid sampler stops when every point is done
+    assert out.exhaustive["regret"] == 0
+    assert out.heuristic["rank"] >= 1 and out.heuristic["ranked_among"] <= 24
+
+
+def test_heuristic_rank_and_speedup(tmp_path, small_space):
+    out = tune_problem(request(tmp_path, small_space, trials=24, sampler="grid"), PROBLEM)
+    assert out.speedup == pytest.approx(out.heuristic["time_s"] / out.best["time_s"])
+    assert out.speedup >= 1  # the grid holds the selector's tiling (128 x 128 x 256), so tuned >= heuristic
+    exhaustive_faster = out.heuristic["rank"] - 1
+    assert exhaustive_faster == sum(1 for t in stored(request(tmp_path, small_space), out.key).trials
+                                    if t.value is not None and t.value < out.heuristic["time_s"] * (1 - 1e-9))
+
+
+def test_two_worker_processes_share_the_journal_without_losing_trials(tmp_path):
+    req = request(tmp_path, space_path("hgemm"), trials=24, jobs=2, exhaustive=False)
+    out = tune_problem(req, PROBLEM)
+    study = stored(req, out.key)
+    numbers = [t.number for t in study.trials]
+    assert len(numbers) == len(set(numbers))
+    assert out.trials["failed"] == 0 and out.trials["running"] == 0
+    assert 24 <= out.trials["finished"] <= 25  # each worker stops once the study holds 24
+
+
+def test_study_made_for_another_problem_or_space_is_refused(tmp_path, small_space):
+    req = request(tmp_path, space_path("hgemm"), trials=2, exhaustive=False, study_name="mine")
+    tune_problem(req, PROBLEM)
+    with pytest.raises(TuneError, match="--study-name: study 'mine/1024x256x512' was made with another space"):
+        tune_problem(request(tmp_path, small_space, trials=2, study_name="mine"), PROBLEM)
+
+
+def test_storage_errors_and_descriptions(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(TuneError, match="--storage: cannot open"):
+        open_storage(str(blocker / "sub" / "s.journal"))
+    assert describe_storage("postgresql://user:secret@host/db") == "postgresql://user:***@host/db"
+    assert describe_storage(None) == "results/tuning/studies.journal"

@@ -1,0 +1,52 @@
+"""The tuning contract of the kernels: heuristics, evaluations and infeasibility reasons."""
+
+import pytest
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
+from ascendbench.kernels.tunable import Infeasible, get_tunable
+
+ATLAS = load_profile("atlas-300t-a2")
+B4 = load_profile("ascend-910b4")
+BASE = {"split_k": 1, "shuffle_k": True, "padding": True, "double_buffer": True}
+
+
+def test_hgemm_heuristic_is_the_papers_selector():
+    # claim G-1: the selector picks 128 x 128 x 256 for 2048 x 128 x 2048
+    assert get_tunable("hgemm").heuristic({"m": 2048, "n": 128, "k": 2048, "batch": 1}, ATLAS) == {
+        "m0": 128, "n0": 128, "k0": 256, **BASE}
+
+
+def test_hgemm_evaluation_is_the_timing_model():
+    problem = {"m": 1000, "n": 700, "k": 300, "batch": 1}
+    config = {"m0": 64, "n0": 128, "k0": 64, **BASE, "split_k": 2}
+    ev = get_tunable("hgemm").evaluate(problem, config, ATLAS)
+    sim, _ = simulate_hgemm(GemmShape(1000, 700, 300), HgemmParams(m0=64, n0=128, k0=64, split_k=2), ATLAS)
+    assert ev.time_s == sim.time_s and ev.unit == "TFLOPS"
+    assert ev.throughput == pytest.approx(2 * 1000 * 700 * 300 / sim.time_s / 1e12)
+
+
+def test_hgemm_tile_that_overflows_l0a_is_infeasible_with_the_buffer_named():
+    with pytest.raises(Infeasible) as err:
+        get_tunable("hgemm").evaluate({"m": 512, "n": 512, "k": 512, "batch": 1},
+                                      {"m0": 256, "n0": 128, "k0": 512, **BASE}, ATLAS)
+    assert err.value.reason.startswith("L0A")
+
+
+def test_scan_heuristic_and_int8_infeasible_for_scanul1():
+    scan = get_tunable("scan")
+    small = scan.heuristic({"n": 10**6}, B4)
+    assert small == {"algorithm": "mcscan-ul1", "s": 128, "blocks": B4.ai_cores, "chunk": "off"}  # fits L2
+    big = scan.heuristic({"n": 10**8}, B4)
+    assert big["chunk"] != "off" and big["chunk"] % 256 == 0  # §6.1.1 split when the data exceeds L2
+    assert scan.heuristic({"n": 10**6, "dtype": "int8"}, B4)["algorithm"] == "mcscan"
+    with pytest.raises(Infeasible, match="fp16 only"):
+        scan.evaluate({"n": 10**6, "dtype": "int8"}, {"algorithm": "mcscan-ul1", "s": 128, "blocks": 20,
+                                                      "chunk": "off"}, B4)
+    ev = scan.evaluate({"n": 10**6}, small, B4)
+    assert ev.unit == "GB/s" and ev.throughput == pytest.approx(10**6 * 6 / ev.time_s / 1e9)
+
+
+def test_unknown_tunable():
+    with pytest.raises(ValueError, match="--kernel: unknown tunable kernel 'fft'"):
+        get_tunable("fft")
