@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ascendbench import __version__
-from ascendbench.commands import hardware, hgemm, run, run_hgemm  # noqa: F401 (run_hgemm registers `run hgemm`)
+from ascendbench.commands import hardware, hgemm, run, run_compress, run_hgemm, run_sort, run_split, run_topk  # noqa: F401 (run_hgemm registers `run hgemm`)  # noqa: F401 (register `run <op>`)
 
 app = typer.Typer(
     name="ascendbench",
