@@ -452,7 +452,8 @@ def simulate_compress(n: int, dtype: str, hw: HardwareProfile, *, variant: str =
 def _scalar_masked_select(n: int, vb: int, hw: HardwareProfile, n_true: int, values_hit: bool) -> SimResult:
     """Scalar-only masked_select: every AIV reads pieces of mask and values into UB and selects element by
     element on its SCALAR pipe (MASKED_SELECT_SCALAR_OPS scalar ops per element), then writes the selected run."""
-    piece = _MASKED_SELECT_PIECE
+    # pieces of mask, values and selected values, double-buffered, must fit the UB (32-bit values: fewer)
+    piece = min(_MASKED_SELECT_PIECE, int(hw.ub_bytes // (2 * (1 + 2 * vb)) // 256 * 256))
     pieces = math.ceil(n / piece)
     per_aiv = split_front(pieces, hw.ai_cores * hw.aiv_per_core)
     firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
