@@ -8,7 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ascendbench.hardware import load_profile
-from ascendbench.kernels.split import MASKED_SELECT_SCALAR_OPS, compress, simulate_compress, simulate_flag_scan
+from ascendbench.kernels.split import (
+    MASKED_SELECT_SCALAR_OPS,
+    compress,
+    simulate_compress,
+    simulate_flag_scan,
+)
 
 HW = load_profile("ascend-910b4")
 

@@ -1,5 +1,7 @@
 """Top-k by value bisection on SplitInd (scan paper §5.4): the first k of NumPy's stable order, k = 0 ... n."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -35,7 +37,7 @@ def test_topk_is_the_first_k_of_the_stable_order(dtype, n, seed, kfrac, largest,
     else:
         info = np.iinfo(dtype)
         x = rng.integers(0, 3, n).astype(dtype) if few else rng.integers(info.min, info.max, n, dtype=dtype)
-    k = int(round(kfrac * n))
+    k = round(kfrac * n)
     values, indices = topk(x, k, largest)
     ref = reference(x, k, largest)
     np.testing.assert_array_equal(indices, ref)
@@ -54,7 +56,7 @@ def test_bisection_rounds_are_bounded_by_the_key_width():
     x = np.random.default_rng(1).standard_normal(50_000).astype(np.float16)
     picked, sizes = topk_bisection(x, 2048)
     assert picked.shape == (2048,) and len(sizes) <= 17
-    assert sizes[0] == 50_000 and all(a >= b for a, b in zip(sizes, sizes[1:]))
+    assert sizes[0] == 50_000 and all(a >= b for a, b in itertools.pairwise(sizes))
 
 
 @pytest.mark.parametrize("k", [-1, 6, 2.0])
