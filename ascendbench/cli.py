@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+import ascendbench.commands.run_sample  # registers `run sample`
+import ascendbench.commands.run_topp  # noqa: F401 (registers `run topp`)
 from ascendbench import __version__
 from ascendbench.commands import hardware, hgemm, run, run_compress, run_hgemm, run_sort, run_split, run_topk  # noqa: F401 (run_hgemm registers `run hgemm`)  # noqa: F401 (register `run <op>`)
 

@@ -131,7 +131,7 @@ class OperatorRun:
     variant: str
     sim: SimResult
     baseline_variant: str
-    baseline: SimResult
+    baseline: SimResult | None  # None: the baseline cannot run this problem (e.g. run sample beyond 2**24)
     bandwidth_bytes: float
     dtypes: dict[str, str]
     params: dict[str, Any]
@@ -181,8 +181,8 @@ def _result(run: OperatorRun, hw: HardwareProfile, wall0: float) -> OperatorRunR
             variant=run.variant, time_s=sim.time_s, bandwidth_gbps=bw, bandwidth_bytes=float(run.bandwidth_bytes),
             phases_s=sim.phases_s, counters={k: float(v) for k, v in sorted(sim.counters.items())},
             utilisation=sim.utilisation(),
-            baseline={"variant": run.baseline_variant, "time_s": base.time_s,
-                      "speedup": base.time_s / sim.time_s if sim.time_s > 0 else None},
+            baseline=None if base is None else {"variant": run.baseline_variant, "time_s": base.time_s,
+                                                "speedup": base.time_s / sim.time_s if sim.time_s > 0 else None},
         ),
         outputs=run.outputs,
         verification=run.verification,
