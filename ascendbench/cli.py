@@ -5,7 +5,22 @@ from __future__ import annotations
 import typer
 
 from ascendbench import __version__
-from ascendbench.commands import hardware, hgemm, results, run, run_hgemm, tune  # noqa: F401 (run_hgemm registers `run hgemm`)
+
+# Modules that add subcommands to `run` register themselves on import.
+from ascendbench.commands import (  # noqa: F401
+    hardware,
+    hgemm,
+    results,
+    run,
+    run_compress,
+    run_hgemm,
+    run_sample,
+    run_sort,
+    run_split,
+    run_topk,
+    run_topp,
+    tune,
+)
 
 app = typer.Typer(
     name="ascendbench",

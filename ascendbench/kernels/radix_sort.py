@@ -1,0 +1,160 @@
+"""LSB radix sort by repeated SplitInd on one bit (the scan paper §5.3, §6.3, B.5).
+
+Public API:
+
+- ``radix_sort(keys, descending=False, stable=True) -> (values, indices)``
+- ``encode_keys(keys, descending=False) -> np.ndarray`` (the order-preserving unsigned transform)
+- ``simulate_radix_sort(n, dtype, hw, *, variant="mcscan", with_indices=True, passes=None, warm_l2=False,
+  descending=False) -> SimResult``
+
+Key transform (§5.3, Exercises 8-9 of Knuth §5.2.5 as the paper cites): signed integers flip the sign bit; fp16
+inverts all bits of negative numbers and sets the sign bit of the others. Two fixes make the order equal NumPy's:
+-0.0 is encoded as +0.0 (NumPy treats them as equal, so ties keep input order) and every NaN is encoded as the
+largest key (NumPy puts NaNs last, in input order). Descending order inverts the encoded key: the result is the
+stable descending order (ties in input order, which is not the reverse of the ascending result), i.e. the order of
+``np.argsort(~encode_keys(keys), kind="stable")``; NaNs then come first, as torch.sort(descending=True) puts them.
+
+Each pass splits on one bit of the encoded key: elements whose bit is 0 first (the flags are "bit == 0"), both
+parts stable, so after all passes (key width: 8, 16 or 32) the keys are sorted. Returned values are the input
+keys gathered by the final indices, so signed zeros and NaN payloads come back bit for bit.
+
+Timing per pass (KERNELS.md "Radix sort"): extract the bit on every AIV (read the key, write the int8 flag),
+SyncAll, SplitInd (the int8 MCScan of the flags, SyncAll, the gather of keys and int32 indices), SyncAll. Signed and
+float keys (and descending order) add an encode pass before and a decode pass after. Variant "vector" is the
+baseline: the same sort with the vector-only scan (kernels/split.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.programs import copy_pass
+from ascendbench.kernels.split import index_dtype, simulate_split, split_ind
+from ascendbench.sim.result import SimResult, fixed_cost, sequence
+
+__all__ = ["KEY_DTYPES", "SORT_VARIANTS", "encode_keys", "radix_sort", "simulate_radix_sort"]
+
+# Key dtypes: name -> (NumPy dtype, bits)
+KEY_DTYPES = {
+    "uint8": (np.uint8, 8), "uint16": (np.uint16, 16), "uint32": (np.uint32, 32),
+    "int8": (np.int8, 8), "int16": (np.int16, 16), "int32": (np.int32, 32),
+    "fp16": (np.float16, 16), "float16": (np.float16, 16),
+}
+SORT_VARIANTS = ("mcscan", "vector")
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+def _key_name(dtype: np.dtype) -> str:
+    for name, (t, _) in KEY_DTYPES.items():
+        if np.dtype(t) == dtype:
+            return name
+    raise ValueError(f"keys: dtype must be one of uint8, uint16, uint32, int8, int16, int32, float16, got {dtype}")
+
+
+def encode_keys(keys: np.ndarray, descending: bool = False) -> np.ndarray:
+    """The order-preserving unsigned transform of `keys` (see the module docstring): (n,) uint8/16/32 of the
+    key's width whose unsigned order (ties: input order) is NumPy's stable order of `keys` (inverted for
+    descending). Raises ValueError for other dtypes or non-1-D keys."""
+    keys = np.asarray(keys)
+    if keys.ndim != 1:
+        raise ValueError(f"keys: must be 1-D, got shape {tuple(keys.shape)}")
+    name = _key_name(keys.dtype)
+    bits = KEY_DTYPES[name][1]
+    u = _UNSIGNED[bits]
+    sign = u(1 << (bits - 1))
+    raw = keys.view(u)
+    if name.startswith("uint"):
+        enc = raw.copy()
+    elif name.startswith("int"):
+        enc = raw ^ sign
+    else:
+        # fp16: -0.0 -> +0.0 and NaN -> the largest key (NumPy's order), then the sign-magnitude flip.
+        canon = np.where(raw == sign, u(0), raw)
+        negative = (canon & sign) != 0
+        enc = np.where(negative, ~canon, canon | sign).astype(u)
+        enc[np.isnan(keys)] = np.iinfo(u).max
+    if descending:
+        np.invert(enc, out=enc)
+    return enc
+
+
+def radix_sort(keys: np.ndarray, descending: bool = False, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Sort 1-D keys by LSB radix sort on one bit per pass (SplitInd per bit), like torch.sort(stable=True).
+
+    Args:
+        keys: (n,) uint8/16/32, int8/16/32 or float16.
+        descending: stable descending order (ties in input order; NaNs first).
+        stable: accepted for torch.sort's signature; the radix sort is always stable.
+    Returns:
+        (values, indices): values (n,) of the keys' dtype, indices (n,) int32 (int64 when n > 2**31 - 1) with
+        values = keys[indices]; ascending order equals np.argsort(keys, kind="stable").
+    Raises:
+        ValueError: keys not 1-D or of another dtype.
+    """
+    keys = np.asarray(keys)
+    enc = encode_keys(keys, descending)
+    n = keys.shape[0]
+    indices = np.arange(n, dtype=index_dtype(n))
+    for bit in range(enc.dtype.itemsize * 8):
+        flags = ((enc >> enc.dtype.type(bit)) & 1) == 0
+        step = split_ind(enc, flags, indices=indices)
+        enc, indices = step.values, step.indices
+    return keys[indices], indices
+
+
+def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "mcscan",
+                        with_indices: bool = True, passes: int | None = None, warm_l2: bool = False,
+                        descending: bool = False) -> SimResult:
+    """Simulated radix sort of n keys of `dtype` (a KEY_DTYPES name) on `hw`.
+
+    variant: "mcscan" (SplitInd with the int8 MCScan, the paper's) or "vector" (vector-only scan, the baseline).
+    passes: split passes (default: the key width in bits); fewer passes model the paper's B.5 estimate (keys
+    still read and written at full width, the result not sorted). Phases: launch, encode, radix (bit extraction),
+    scan, sync, gather, decode. Counter "scans" = passes.
+    Raises ValueError naming n, dtype, variant or passes.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n: must be a non-negative integer, got {n!r}")
+    if dtype not in KEY_DTYPES:
+        raise ValueError(f"dtype: must be one of {', '.join(KEY_DTYPES)}, got {dtype!r}")
+    if variant not in SORT_VARIANTS:
+        raise ValueError(f"variant: must be one of {', '.join(SORT_VARIANTS)}, got {variant!r}")
+    t, bits = KEY_DTYPES[dtype]
+    passes = bits if passes is None else passes
+    if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or not 1 <= passes <= bits:
+        raise ValueError(f"passes: must be an integer in [1, {bits}], got {passes!r}")
+    kb = np.dtype(t).itemsize
+    launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
+    if n == 0:
+        res = sequence([(launch, 1)])
+        res.counters["scans"] = 0
+        return res
+    sync = fixed_cost(hw, hw.sync_all_cycles, "sync", sync_all=1)
+    idx = 4 if with_indices else 0
+    # Working set of one pass: keys and indices in two slots, the flags and the int32 scan.
+    fits = n * (2 * (kb + idx) + 1 + 4) <= hw.l2_bytes
+    keys_hit = warm_l2 and n * kb <= hw.l2_bytes
+    parts: list[tuple[SimResult, int]] = [(launch, 1)]
+    transform = not dtype.startswith("uint") or descending
+    if transform:
+        parts.append((copy_pass(hw, n, kb, kb, keys_hit, "encode", False, writeback=not fits), 1))
+        parts.append((sync, 1))
+        keys_hit = keys_hit or fits
+    scan = "mcscan" if variant == "mcscan" else "vector"
+
+    def one_pass(first: bool) -> SimResult:
+        extract = copy_pass(hw, n, kb, 1, keys_hit if first else fits, "radix", False, writeback=not fits)
+        split = simulate_split(n, dtype, hw, variant="splitind" if scan == "mcscan" else "vector",
+                               with_indices=with_indices, indices_in=with_indices and not first,
+                               resident=fits or (first and keys_hit), launch=False)
+        return sequence([(extract, 1), (sync, 1), (split, 1), (sync, 1)])
+
+    parts.append((one_pass(True), 1))
+    if passes > 1:
+        parts.append((one_pass(False), passes - 1))
+    if transform:
+        parts.append((copy_pass(hw, n, kb, kb, fits, "decode", False), 1))
+    res = sequence(parts)
+    res.counters["scans"] = passes
+    return res

@@ -1,0 +1,288 @@
+"""Top-p (nucleus) sampling, exactly the rule of Llama 3's `sample_top_p` (the scan paper §5.5, §6.5).
+
+Per row of probabilities (float16, the key dtype of the paper's fp16 radix sort):
+
+1. sort descending, stable (ties keep index order): values s and original indices idx;
+2. inclusive cumulative sum in float32, sequentially: c[i] = fl32(c[i-1] + s[i]);
+3. mask the tokens with fl32(c[i] - s[i]) > p (p as float32);
+4. renormalise what remains: r[i] = fl32(s[i] / S) with S = c[m-1], the float32 sum of the m kept tokens;
+5. draw one position j with probability r[j] / sum(r): the first j with R[j] > u * R[m-1], R the float64
+   running sum of r, u uniform in [0, 1) (one u per row, drawn in row order);
+6. return idx[j].
+
+The kept tokens always form a prefix of the sorted row: c never decreases (non-negative summands, monotone
+rounding) and fl32(c[i] - s[i]) never decreases either, since c[i+1] - s[i+1] >= c[i] - s[i] before rounding.
+So m = the number of unmasked tokens, S is exactly Llama's `probs_sort.sum()` in sequential float32, the top
+token is always kept (c[0] - s[0] = 0 <= p), p = 0 keeps only the top token(s) of zero prefix sum, and a
+zero-probability token is never drawn (R repeats its previous value exactly).
+
+Variants: "radix" sorts with the LSB radix sort of the scan paper §5.3 (fp16 keys, with indices) and
+cumsums with MCScan; "baseline" is the vector-only sort and the vector-only cumsum (PyTorch's sort and
+cumsum in the paper's Fig. 6.8). Both return the same tokens (the sort is stable and the rule is fixed); only
+the simulated time differs. See `simulate_top_p` for the timing and what it assumes about batches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.sampling import DistributionError
+from ascendbench.sim.result import SimResult, fixed_cost, sequence
+
+__all__ = ["TOPP_VARIANTS", "TopPResult", "TopPTiming", "check_probs", "simulate_top_p", "top_p_draw", "top_p_sample"]
+
+TOPP_VARIANTS = ("radix", "baseline")
+_BLOCK_ELEMENTS = 1 << 22  # rows are processed in blocks of about this many elements (bounded temporaries)
+
+
+@dataclass
+class TopPResult:
+    """tokens: the drawn token per row, int64, shape probs.shape[:-1] (0-d for one row); kept: the nucleus
+    size m per row (int64, same shape); u: the uniforms used (float64, same shape)."""
+
+    tokens: np.ndarray
+    kept: np.ndarray
+    u: np.ndarray
+
+
+def _rows(probs) -> np.ndarray:
+    if isinstance(probs, np.ma.MaskedArray):
+        raise ParamError("probs", "masked arrays are not supported; pass the data you mean")
+    probs = np.asarray(probs)
+    if probs.ndim not in (1, 2):
+        raise ParamError("probs", f"must have shape (vocab,) or (batch, vocab), got {tuple(probs.shape)}")
+    if probs.dtype != np.float16:
+        raise ParamError("probs", f"dtype must be float16 (the fp16 keys of the radix sort), got {probs.dtype}; "
+                                  "convert with probs.astype(numpy.float16)")
+    return probs
+
+
+def check_probs(probs: np.ndarray) -> None:
+    """Check that every row is a probability row: finite, non-negative, not all zero, at least one token.
+    (Rows need not sum to 1: the rule compares the running sum with p as Llama does.)
+
+    Raises:
+        DistributionError: naming the row (for 2-D input) and the token.
+    """
+    probs = _rows(probs)
+    two_d = probs.ndim == 2
+    rows = probs if two_d else probs[None]
+
+    def where(r: int) -> str:
+        return f"probs: row {r}" if two_d else "probs"
+
+    if rows.shape[1] == 0 and rows.shape[0] > 0:
+        raise DistributionError(f"{where(0)} has no tokens (vocab size 0)")
+    step = max(1, _BLOCK_ELEMENTS // max(rows.shape[1], 1))
+    for lo in range(0, rows.shape[0], step):
+        block = rows[lo: lo + step]
+        for test, kind in ((np.isnan, "NaN"), (np.isinf, "infinite"), (lambda b: b < 0, "negative")):
+            bad = test(block)
+            if bad.any():
+                r, t = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                value = f" ({block[r, t]!s})" if kind == "negative" else ""
+                raise DistributionError(f"{where(lo + r)}: token {t} is {kind}{value}; probabilities must be "
+                                        "finite and non-negative")
+        zero = ~(block > 0).any(axis=1)
+        if zero.any():
+            r = int(np.argmax(zero))
+            raise DistributionError(f"{where(lo + r)} is all zero; a probability row needs a positive entry")
+
+
+def _check_p(p) -> np.float32:
+    try:
+        value = float(p)
+    except (TypeError, ValueError):
+        raise ParamError("p", f"must be a number in [0, 1], got {p!r}") from None
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise ParamError("p", f"must be in [0, 1], got {p!r}")
+    return np.float32(value)
+
+
+def _sort_desc(rows: np.ndarray, variant: str) -> np.ndarray:
+    """Stable descending order of each row (int64 indices)."""
+    if variant == "radix":
+        from ascendbench.kernels.radix_sort import radix_sort
+
+        return np.stack([np.asarray(radix_sort(row, descending=True, stable=True)[1], dtype=np.int64)
+                         for row in rows]) if rows.shape[0] else np.empty(rows.shape, np.int64)
+    # Negation is exact in fp16 and keeps ties tied (-0.0 == 0.0), so a stable ascending sort of -x is the
+    # stable descending order of x.
+    return np.argsort(-rows, axis=1, kind="stable")
+
+
+def top_p_draw(probs: np.ndarray, p: float, u: np.ndarray, *, variant: str = "radix") -> TopPResult:
+    """Top-p sampling with given uniforms (the rule of the module docstring).
+
+    Args:
+        probs: (vocab,) or (batch, vocab) float16 probability rows.
+        p: the nucleus threshold in [0, 1].
+        u: uniforms in [0, 1), shape probs.shape[:-1] (one per row).
+        variant: "radix" (sorts with radix_sort) or "baseline" (NumPy's stable sort); same tokens.
+
+    Returns:
+        TopPResult (tokens, kept, u).
+
+    Raises:
+        ParamError: p outside [0, 1] or NaN, wrong shape/dtype, unknown variant, u of the wrong shape or outside
+            [0, 1). DistributionError: a row that is not a probability row (names the row).
+    """
+    if variant not in TOPP_VARIANTS:
+        raise ParamError("variant", f"must be one of {', '.join(TOPP_VARIANTS)}, got {variant!r}")
+    probs = _rows(probs)
+    p32 = _check_p(p)
+    check_probs(probs)
+    rows = probs if probs.ndim == 2 else probs[None]
+    u = np.asarray(u, dtype=np.float64).reshape(-1)
+    if u.shape[0] != rows.shape[0]:
+        raise ParamError("u", f"needs one uniform per row ({rows.shape[0]}), got {u.shape[0]}")
+    if u.size and not ((u >= 0) & (u < 1)).all():
+        raise ParamError("u", "uniforms must lie in [0, 1)")
+    batch, vocab = rows.shape
+    tokens = np.empty(batch, dtype=np.int64)
+    kept = np.empty(batch, dtype=np.int64)
+    step = max(1, _BLOCK_ELEMENTS // max(vocab, 1))
+    for lo in range(0, batch, step):
+        block = rows[lo: lo + step]
+        order = _sort_desc(block, variant)
+        s = np.take_along_axis(block, order, axis=1).astype(np.float32)
+        c = np.cumsum(s, axis=1, dtype=np.float32)
+        keep = (c - s) <= p32  # a prefix of each row (module docstring)
+        m = keep.sum(axis=1)
+        total = c[np.arange(block.shape[0]), m - 1]
+        r = np.where(keep, s / total[:, None], np.float32(0))
+        big = np.cumsum(r, axis=1, dtype=np.float64)
+        target = u[lo: lo + step] * big[:, -1]
+        # first j with R[j] > target; R never decreases, so that is the count of R[j] <= target
+        j = (big <= target[:, None]).sum(axis=1)
+        tokens[lo: lo + step] = order[np.arange(block.shape[0]), j]
+        kept[lo: lo + step] = m
+    shape = probs.shape[:-1]
+    return TopPResult(tokens.reshape(shape), kept.reshape(shape), u.reshape(shape))
+
+
+def top_p_sample(probs: np.ndarray, p: float, *, rng: np.random.Generator | None = None, seed: int | None = None,
+                 variant: str = "radix") -> TopPResult:
+    """Llama 3's sample_top_p on float16 probability rows with a seeded generator: u = rng.random(batch) (or
+    seed 0 when neither rng nor seed is given), then `top_p_draw`. Raises as top_p_draw does."""
+    probs = _rows(probs)
+    if rng is None:
+        rng = np.random.default_rng(0 if seed is None else seed)
+    batch = probs.shape[0] if probs.ndim == 2 else 1
+    _check_p(p)
+    u = rng.random(batch)
+    return top_p_draw(probs, p, u, variant=variant)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------------
+@dataclass
+class TopPTiming:
+    """The simulated top-p call on a (batch, vocab) input.
+
+    sim: the whole call; row: one row alone (phases sort, cumsum, mask, renormalise, multinomial, gather);
+    scans_per_row: the scans one row runs (counter "scans": one per radix pass plus the cumsum, 17 for fp16);
+    cores_per_row, rows_per_wave, waves: how the batch is spread over the AI cores (see simulate_top_p).
+    """
+
+    sim: SimResult
+    row: SimResult
+    scans_per_row: int
+    cores_per_row: int
+    rows_per_wave: int
+    waves: int
+
+
+def _row_steps(vocab: int, hw: HardwareProfile, variant: str, s: int, warm_l2: bool) -> list[SimResult]:
+    from ascendbench.kernels.radix_sort import simulate_radix_sort
+    from ascendbench.kernels.sampling import as_phase, elementwise_pass, launch
+    from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams
+
+    sort = simulate_radix_sort(vocab, "fp16", hw, variant="mcscan" if variant == "radix" else "vector",
+                               with_indices=True, descending=True, warm_l2=warm_l2)
+    sorted_hit = vocab * 2 <= hw.l2_bytes  # the sorted probabilities were just written
+    if variant == "radix":
+        cumsum = SCAN_KERNELS["mcscan"].simulate(vocab, ScanParams(s=s), hw, warm_l2=sorted_hit)
+    else:
+        cumsum = SCAN_KERNELS["vec-cumsum"].simulate(vocab, ScanParams(), hw, warm_l2=sorted_hit)
+    cumsum.counters["scans"] = cumsum.counters.get("scans", 0) + 1
+    hit = vocab * (2 + 4 + 2) <= hw.l2_bytes
+    # Llama's remaining operators, each a kernel on all AIVs: mask = (c - s > p), s[mask] = 0 (read s and c,
+    # write s); renormalise = a sum (partial sums, SyncAll) and a divide; multinomial over the row = partial
+    # sums of the probabilities, SyncAll, then the AIV holding the target walks one piece; gather = one index.
+    mask = elementwise_pass(hw, vocab, in_bytes=2 + 4, out_bytes=2, vector_passes=3, phase="mask", hit=hit)
+    total = elementwise_pass(hw, vocab, in_bytes=2, out_bytes=0, vector_passes=2, phase="renormalise", hit=hit,
+                             reduce=True)
+    divide = elementwise_pass(hw, vocab, in_bytes=2, out_bytes=2, vector_passes=1, phase="renormalise", hit=hit)
+    sums = elementwise_pass(hw, vocab, in_bytes=2, out_bytes=0, vector_passes=2, phase="multinomial", hit=hit,
+                            reduce=True)
+    walk = elementwise_pass(hw, min(vocab, 16384), in_bytes=2, out_bytes=0, vector_passes=3, phase="multinomial",
+                            hit=hit)
+    walk = sequence([(walk, 1)])  # the walk is one piece on one AIV: its own launch is not a new kernel
+    gather = sequence([(launch(hw), 1), (fixed_cost(hw, hw.gm_read_latency_cycles + hw.gm_write_latency_cycles,
+                                                    "gather"), 1)])
+    return [as_phase(sort, "sort"), as_phase(cumsum, "cumsum"), as_phase(mask, "mask"),
+            as_phase(sequence([(total, 1), (divide, 1)]), "renormalise"),
+            as_phase(sequence([(sums, 1), (walk, 1)]), "multinomial"), as_phase(gather, "gather")]
+
+
+def _concurrent(row: SimResult, rows: int) -> SimResult:
+    """`rows` copies of a row's run on disjoint cores at once: counters, HBM busy time and unit weights times
+    `rows`; the wave lasts the row's time or, if longer, the HBM time of all its rows (they share HBM)."""
+    if rows == 1:
+        return row
+    time = max(row.time_cycles, rows * row.hbm_busy_cycles)
+    phases = dict(row.phases)
+    if time > row.time_cycles:
+        phases["HBM contention"] = time - row.time_cycles
+    return SimResult(row.hw, time, phases, dict(row.busy), {k: v * rows for k, v in row.counters.items()},
+                     list(row.segments), row.extrapolated, row.hbm_busy_cycles * rows,
+                     {u: w * rows for u, w in row.unit_weights.items()})
+
+
+def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: str = "radix", s: int = 128,
+                   warm_l2: bool = False) -> TopPTiming:
+    """Simulated top-p sampling of `batch` rows of `vocab` fp16 probabilities (one sample per row).
+
+    One row, as the scan paper's Fig. 6.8 measured it (Llama 3's operator sequence, each a kernel launch):
+    sort descending with indices (variant "radix": the LSB radix sort of kernels/radix_sort.py with the int8
+    MCScan, 16 passes for fp16 keys, plus its encode/decode passes; "baseline": the same sort with the
+    vector-only scan), the cumsum of the sorted probabilities ("radix": MCScan with tile side s, fp16 -> fp32;
+    "baseline": the vector-only CumSum on one AIV, scan paper §4.1), then mask, renormalise, multinomial and
+    gather as all-AIV kernels (the same in both variants). Counter "scans": 16 + 1 = 17 per row (claim S-16).
+
+    Batch (our assumption; the paper measured one row): a row's kernels use at most
+    min(#AIC, ceil(vocab / tile)) AI cores (tile = s*s for "radix", 128*128 for "baseline": every kernel above
+    works on tiles of that size, at most one per core at a time), so floor(#AIC / that) rows run at once on
+    disjoint cores; a wave of rows lasts a row's time, or longer when the rows' HBM traffic together needs
+    more (they share HBM). Waves run one after another.
+
+    Raises:
+        ParamError: vocab or batch negative, unknown variant, s not in 16/32/64/128.
+    """
+    from ascendbench.kernels.scan import S_VALUES
+
+    for name, value, low in (("vocab", vocab, 0), ("batch", batch, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ParamError(name, f"must be a non-negative integer, got {value!r}")
+    if variant not in TOPP_VARIANTS:
+        raise ParamError("variant", f"must be one of {', '.join(TOPP_VARIANTS)}, got {variant!r}")
+    if s not in S_VALUES:
+        raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {s}")
+    row = sequence([(step, 1) for step in _row_steps(int(vocab), hw, variant, s, warm_l2)])
+    tile = s * s if variant == "radix" else 128 * 128
+    cores = max(1, min(hw.ai_cores, math.ceil(vocab / tile)))
+    per_wave = max(1, min(batch, hw.ai_cores // cores)) if batch else 1
+    waves = math.ceil(batch / per_wave)
+    full, last = divmod(batch, per_wave)
+    parts = [(_concurrent(row, per_wave), full)]
+    if last:
+        parts.append((_concurrent(row, last), 1))
+    sim = sequence(parts) if batch else fixed_cost(hw, 0.0, "sort")
+    return TopPTiming(sim, row, int(row.counters.get("scans", 0)), cores, per_wave, waves)

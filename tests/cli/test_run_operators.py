@@ -1,0 +1,116 @@
+"""`run split`, `run compress`, `run sort`, `run topk` through typer's CliRunner: success paths, output files and
+every user-error path (one line, exit status 2, nothing written)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from ascendbench.store.operators import OperatorRunResult
+
+
+def files(cwd):
+    return sorted(p for p in cwd.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("args,op", [
+    (["run", "split", "--n", "20000"], "split"),
+    (["run", "compress", "--n", "2e4", "--variant", "scalar"], "compress"),
+    (["run", "sort", "--n", "2**12", "--dtype", "int16", "--descending"], "sort"),
+    (["run", "topk", "--n", "5000", "--k", "100", "--smallest"], "topk"),
+])
+def test_operator_runs_verify_and_save_a_result(tmp_path, cli, args, op):
+    out = cli(args, tmp_path)
+    assert out.exit_code == 0, out.output
+    assert "simulated time" in out.output and "passed" in out.output and "baseline" in out.output
+    saved = sorted((tmp_path / "results" / "runs" / op).glob("*.json"))
+    assert len(saved) == 1
+    doc = OperatorRunResult.model_validate_json(saved[0].read_text())
+    assert doc.problem.operator == op and doc.verification.passed and doc.simulated.time_s > 0
+    assert doc.simulated.baseline["time_s"] > 0
+
+
+def test_split_reads_named_arrays_and_writes_npz(tmp_path, cli):
+    values = np.array([1.5, -0.0, np.nan, 2.0], np.float16)
+    flags = np.array([0, 7, 0, 1], np.int8)
+    np.savez(tmp_path / "in.npz", values=values, flags=flags)
+    out = cli(["run", "split", "--input", "in.npz", "--output-file", "o.npz", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["outputs"]["n_true"] == 2 and doc["problem"]["data"] == "file" and doc["problem"]["input_sha256"]
+    with np.load(tmp_path / "o.npz") as z:
+        assert z["indices"].tolist() == [1, 3, 0, 2] and int(z["n_true"]) == 2
+        assert z["values"].view(np.uint16).tolist() == values[[1, 3, 0, 2]].view(np.uint16).tolist()
+
+
+def test_compress_output_is_one_npy(tmp_path, cli):
+    np.savez(tmp_path / "in.npz", values=np.arange(5, dtype=np.int32), mask=np.array([1, 0, 1, 1, 0], bool))
+    out = cli(["run", "compress", "--input", "in.npz", "--output-file", "sel.npy", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert np.load(tmp_path / "sel.npy").tolist() == [0, 2, 3]
+
+
+def test_sort_and_topk_of_a_npy_input(tmp_path, cli):
+    keys = np.array([3, -1, 3, 0, -1], np.int8)
+    np.save(tmp_path / "k.npy", keys)
+    out = cli(["run", "sort", "--input", "k.npy", "--output-file", "s.npz", "--no-save", "--trace", "t.json"],
+              tmp_path)
+    assert out.exit_code == 0, out.output
+    with np.load(tmp_path / "s.npz") as z:
+        assert z["indices"].tolist() == [1, 4, 3, 0, 2] and z["values"].tolist() == [-1, -1, 0, 3, 3]
+    assert json.loads((tmp_path / "t.json").read_text())
+    out = cli(["run", "topk", "--input", "k.npy", "--k", "3", "--output-file", "t.npz", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    with np.load(tmp_path / "t.npz") as z:
+        assert z["indices"].tolist() == [0, 2, 3]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "split", "--n", "ten"], "--n:"),
+    (["run", "split"], "--n: is required"),
+    (["run", "split", "--n", "5", "--variant", "cub"], "--variant:"),
+    (["run", "split", "--n", "5", "--dtype", "fp8"], "--dtype:"),
+    (["run", "split", "--n", "5", "--seed", "-1"], "--seed:"),
+    (["run", "split", "--n", "5", "--output-file", "o.npy"], "--output-file: must end in .npz"),
+    (["run", "split", "--n", "5", "--out", "r.json", "--no-save"], "--out:"),
+    (["run", "split", "--input", "missing.npz"], "--input: file not found"),
+    (["run", "split", "--n", "5", "--hardware", "nope"], "nope"),
+    (["run", "compress", "--n", "5", "--variant", "mcscan-ul1"], "--variant:"),
+    (["run", "compress", "--n", "5", "--output-file", "o.npz"], "--output-file: must end in .npy"),
+    (["run", "sort", "--n", "5", "--dtype", "fp32"], "--dtype:"),
+    (["run", "sort", "--n", "5", "--trace", "t.txt"], "--trace:"),
+    (["run", "topk", "--n", "5", "--k", "6"], "--k: must be at most"),
+    (["run", "topk", "--n", "5", "--k", "-1"], "--k:"),
+    (["run", "topk", "--n", "5", "--k", "2", "--variant", "radix"], "--variant:"),
+])
+def test_user_errors_are_one_line_with_status_2(tmp_path, cli, args, message):
+    out = cli(args, tmp_path)
+    assert out.exit_code == 2, out.output
+    assert message in out.output
+    assert "Traceback" not in out.output
+    assert files(tmp_path) == []
+
+
+@pytest.mark.parametrize("setup,args,message", [
+    (lambda p: np.save(p / "a.npy", np.zeros((2, 2), np.float16)), ["run", "sort", "--input", "a.npy"], "1-D"),
+    (lambda p: np.save(p / "a.npy", np.zeros(3, np.float64)), ["run", "sort", "--input", "a.npy"], "must be one of"),
+    (lambda p: np.savez(p / "a.npz", values=np.zeros(3, np.float16), flags=np.zeros(3, np.float32)),
+     ["run", "split", "--input", "a.npz"], "bool, int8 or uint8"),
+    (lambda p: np.savez(p / "a.npz", values=np.zeros(3, np.float16), mask=np.zeros(4, bool)),
+     ["run", "compress", "--input", "a.npz"], "one length"),
+    (lambda p: np.savez(p / "a.npz", probs=np.zeros(3, np.float16)), ["run", "split", "--input", "a.npz"],
+     "unexpected array 'probs'"),
+    (lambda p: np.savez(p / "a.npz", flags=np.zeros(3, bool)), ["run", "split", "--input", "a.npz"], "'values'"),
+    (lambda p: (p / "a.npy").write_bytes(b"junk"), ["run", "topk", "--input", "a.npy", "--k", "1"], "not a readable"),
+    (lambda p: np.save(p / "a.npy", np.zeros(3, np.int16)), ["run", "sort", "--input", "a.npy", "--n", "4"],
+     "disagrees"),
+    (lambda p: np.save(p / "a.npy", np.zeros(3, np.int16)), ["run", "sort", "--input", "a.npy", "--dtype", "fp16"],
+     "disagrees"),
+])
+def test_bad_input_files(tmp_path, cli, setup, args, message):
+    setup(tmp_path)
+    before = files(tmp_path)
+    out = cli(args, tmp_path)
+    assert out.exit_code == 2, out.output
+    assert message in out.output and "Traceback" not in out.output
+    assert files(tmp_path) == before

@@ -1,0 +1,107 @@
+"""`ascendbench run topp` through typer's CliRunner: success paths and every user-error path."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ascendbench.kernels.topp import top_p_sample
+from ascendbench.store.operators import OperatorRunResult
+
+
+def result_files(cwd: Path) -> list[Path]:
+    return sorted((cwd / "results").rglob("*.json")) if (cwd / "results").exists() else []
+
+
+def test_generated_rows_report_and_result(tmp_path, cli):
+    out = cli(["run", "topp", "--vocab", "32000", "--batch", "3", "--p", "0.5"], tmp_path)
+    assert out.exit_code == 0, out.output
+    for text in ("simulated time", "baseline (baseline)", "sort", "cumsum", "multinomial", "scans_per_row", "passed"):
+        assert text in out.output
+    files = result_files(tmp_path)
+    assert len(files) == 1 and files[0].parent == tmp_path / "results" / "runs" / "topp"
+    doc = OperatorRunResult.model_validate_json(files[0].read_text())
+    assert doc.problem.operator == "topp" and doc.problem.n == 32000 and doc.problem.params["batch"] == 3
+    assert doc.outputs["scans_per_row"] == 17 and doc.simulated.counters["scans"] == 3 * 17
+    assert len(doc.outputs["tokens"]) == 3 and doc.verification.passed
+    assert doc.simulated.baseline["speedup"] > 1
+
+
+def test_input_file_and_outputs_match_the_python_api(tmp_path, cli):
+    probs = np.random.default_rng(3).random((5, 300)).astype(np.float16)
+    probs[:, 10:] = 0
+    np.savez(tmp_path / "p.npz", probs=probs)
+    out = cli(["run", "topp", "--input", "p.npz", "--p", "0.3", "--seed", "9", "--output-file", "t.npz", "--out",
+               "r.json", "--variant", "baseline"], tmp_path)
+    assert out.exit_code == 0, out.output
+    saved = np.load(tmp_path / "t.npz")
+    expected = top_p_sample(probs, 0.3, seed=9)
+    np.testing.assert_array_equal(saved["tokens"], expected.tokens)
+    np.testing.assert_array_equal(saved["kept"], expected.kept)
+    assert (saved["tokens"] < 10).all()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["problem"]["data"] == "file" and len(doc["problem"]["input_sha256"]) == 64
+    np.save(tmp_path / "one.npy", probs[0])
+    out = cli(["run", "topp", "--input", "one.npy", "--output-file", "t.npy", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert np.load(tmp_path / "t.npy").shape == ()
+
+
+def test_json_model_only_and_trace(tmp_path, cli):
+    out = cli(["run", "topp", "--n", "2**24", "--batch", "64", "--model-only", "--json", "--no-save", "--trace",
+               "t.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["problem"]["data"] == "none" and doc["verification"]["performed"] is False
+    assert doc["simulated"]["counters"]["scans"] == 64 * 17
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert result_files(tmp_path) == []
+
+
+ERRORS = [
+    (["--vocab", "-3"], "--vocab: expected a non-negative integer"),
+    (["--vocab", "100", "--p", "1.5"], "--p: must be in [0, 1], got 1.5"),
+    (["--vocab", "100", "--p", "nan"], "--p: must be in [0, 1]"),
+    (["--vocab", "100", "--batch", "-1"], "--batch: must be a non-negative integer"),
+    (["--vocab", "100", "--variant", "bitonic"], "--variant: must be one of radix, baseline"),
+    (["--vocab", "100", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
+    (["--vocab", "100", "--seed", "-1"], "--seed: must be a non-negative integer"),
+    (["--vocab", "100", "--output-file", "t.txt"], "--output-file: must end in .npy or .npz"),
+    (["--vocab", "100", "--model-only", "--output-file", "t.npy"], "--output-file: there is no output"),
+    (["--vocab", "100", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
+    (["--p", "0.5"], "--vocab: is required without --input"),
+    (["--vocab", "0"], "--vocab: a probability row needs at least one token"),
+    (["--vocab", "2**40", "--batch", "1000"], "--vocab: the functional run of"),
+    (["--input", "missing.npy"], "--input: file not found"),
+    (["--input", "neg.npy"], "--input: probs: row 1: token 2 is negative (-0.5)"),
+    (["--input", "nan.npy"], "--input: probs: row 0: token 0 is NaN"),
+    (["--input", "zero.npy"], "--input: probs: row 1 is all zero"),
+    (["--input", "f32.npy"], "--input: probs must be float16"),
+    (["--input", "three.npy"], "--input: probs must have shape (vocab,) or (batch, vocab)"),
+    (["--input", "other.npz"], "--input: a .npz must hold one array named 'probs'"),
+    (["--input", "junk.npy"], "--input: junk.npy is not a readable .npy or .npz file"),
+    (["--input", "ok.npy", "--vocab", "7"], "--vocab: 7 disagrees with the input's 4 tokens per row"),
+    (["--input", "ok.npy", "--batch", "3"], "--batch: 3 disagrees with the input's 2 rows"),
+    (["--input", "ok.npy", "--output-file", "ok.npy"], "is also the --input file"),
+]
+
+
+@pytest.mark.parametrize("args, message", ERRORS)
+def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, message):
+    ok = np.full((2, 4), 0.25, np.float16)
+    np.save(tmp_path / "ok.npy", ok)
+    np.save(tmp_path / "neg.npy", np.array([[0.5, 0.5, 0], [0.5, 1, -0.5]], np.float16))
+    np.save(tmp_path / "nan.npy", np.array([[np.nan, 0.5]], np.float16))
+    np.save(tmp_path / "zero.npy", np.array([[0.5, 0.5], [0, 0]], np.float16))
+    np.save(tmp_path / "f32.npy", ok.astype(np.float32))
+    np.save(tmp_path / "three.npy", np.ones((2, 2, 2), np.float16))
+    np.savez(tmp_path / "other.npz", weights=ok)
+    (tmp_path / "junk.npy").write_bytes(b"not numpy")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = cli(["run", "topp", *args], tmp_path)
+    assert out.exit_code == 2, out.output
+    lines = [line for line in out.output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], out.output
+    assert "Traceback" not in out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written

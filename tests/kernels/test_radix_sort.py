@@ -1,0 +1,119 @@
+"""LSB radix sort by SplitInd (scan paper §5.3): NumPy's stable order for every key dtype and special value,
+exact pass/scan counts and the timing structure."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels.radix_sort import encode_keys, radix_sort, simulate_radix_sort
+
+HW = load_profile("ascend-910b4")
+INT_DTYPES = [np.uint8, np.uint16, np.uint32, np.int8, np.int16, np.int32]
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 65504, -65504, 6e-8, -6e-8, 1.0, -1.0],
+                   dtype=np.float16)
+
+
+def descending_reference(keys):
+    """NaNs first in input order, then np.argsort(-keys) (stable: ties in input order)."""
+    wide = keys.astype(np.float64)
+    nan = np.isnan(wide)
+    rest = np.flatnonzero(~nan)
+    return np.concatenate([np.flatnonzero(nan), rest[np.argsort(-wide[rest], kind="stable")]])
+
+
+def keys_for(dtype, n, rng, few):
+    if dtype == np.float16:
+        if few:
+            return rng.choice(SPECIAL, n)
+        return rng.standard_normal(n).astype(np.float16)
+    info = np.iinfo(dtype)
+    lo, hi = (-3, 3) if few and info.min < 0 else (0, 5) if few else (info.min, info.max)
+    return rng.integers(lo, hi, n, dtype=dtype, endpoint=True)
+
+
+@settings(max_examples=50, deadline=None)
+@given(dtype=st.sampled_from([*INT_DTYPES, np.float16]), n=st.sampled_from([0, 1, 2, 3, 100, 8193, 20000]),
+       seed=st.integers(0, 2**16), few=st.booleans(), descending=st.booleans())
+def test_radix_sort_equals_numpy_stable_order(dtype, n, seed, few, descending):
+    keys = keys_for(dtype, n, np.random.default_rng(seed), few)
+    values, indices = radix_sort(keys, descending=descending)
+    ref = descending_reference(keys) if descending else np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(indices, ref)
+    assert values.dtype == keys.dtype and indices.dtype == np.int32
+    assert values.view(np.uint8).tobytes() == keys[ref].view(np.uint8).tobytes()
+
+
+def test_descending_is_not_the_reverse_of_ascending_with_ties():
+    keys = np.array([2, 1, 2, 1], dtype=np.int16)
+    _, asc = radix_sort(keys)
+    _, desc = radix_sort(keys, descending=True)
+    assert asc.tolist() == [1, 3, 0, 2] and desc.tolist() == [0, 2, 1, 3]
+
+
+def test_signed_zeros_tie_and_nans_go_last_ascending_first_descending():
+    keys = np.array([0.0, -0.0, np.nan, -1.0, -np.nan, 0.0], dtype=np.float16)
+    _, asc = radix_sort(keys)
+    _, desc = radix_sort(keys, descending=True)
+    assert asc.tolist() == [3, 0, 1, 5, 2, 4]
+    assert desc.tolist() == [2, 4, 0, 1, 5, 3]
+
+
+def test_encode_keys_is_order_preserving_for_all_fp16():
+    allbits = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = allbits[~np.isnan(allbits)]
+    enc = encode_keys(finite).astype(np.int64)
+    order = np.argsort(finite.astype(np.float64), kind="stable")
+    assert np.all(np.diff(enc[order]) >= 0)
+    # equal keys (only +0.0 and -0.0) encode equal
+    assert encode_keys(np.array([0.0, -0.0], np.float16)).tolist() == [0x8000, 0x8000]
+
+
+def test_radix_sort_rejects_other_dtypes():
+    with pytest.raises(ValueError, match="^keys: "):
+        radix_sort(np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="^keys: "):
+        radix_sort(np.zeros((2, 2), np.int16))
+
+
+# ----- timing ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype,bits", [("uint8", 8), ("int16", 16), ("fp16", 16), ("uint32", 32)])
+def test_one_scan_per_key_bit(dtype, bits):
+    n = 100_000
+    sim = simulate_radix_sort(n, dtype, HW)
+    assert sim.counters["scans"] == bits
+    assert sim.counters["matmuls"] == bits * -(-n // 16384)
+    # per pass: after the bit extraction, MCScan's pad pass and its phase I/II SyncAll, after the scan and after
+    # the gather (n is not a multiple of s^2, so the scan pads); signed and float keys add one after the encode
+    assert sim.counters["sync_all"] == 5 * bits + (0 if dtype.startswith("uint") else 1)
+    assert ("encode" in sim.phases) == (dtype != "uint8" and dtype != "uint32")
+
+
+def test_passes_scale_the_sort_and_the_vector_variant_has_no_cube():
+    n = 2**20
+    t16 = simulate_radix_sort(n, "fp16", HW).time_s
+    t8 = simulate_radix_sort(n, "fp16", HW, passes=8).time_s
+    t4 = simulate_radix_sort(n, "fp16", HW, passes=4).time_s
+    assert t16 > t8 > t4
+    vec = simulate_radix_sort(n, "fp16", HW, variant="vector")
+    assert vec.counters.get("matmuls", 0) == 0 and vec.counters["scans"] == 16
+
+
+def test_first_pass_generates_indices_later_passes_read_them():
+    n = 8192 * 40
+    one = simulate_radix_sort(n, "uint16", HW, passes=1)
+    two = simulate_radix_sort(n, "uint16", HW, passes=2)
+    extra = two.counters["bytes_gm_read"] - one.counters["bytes_gm_read"]
+    # the second pass reads its keys twice (extract, gather), flags (scan, gather) and int32 indices
+    assert extra >= n * (2 + 2 + 4)
+
+
+def test_simulate_radix_sort_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="^passes: "):
+        simulate_radix_sort(10, "uint8", HW, passes=9)
+    with pytest.raises(ValueError, match="^dtype: "):
+        simulate_radix_sort(10, "float32", HW)
+    with pytest.raises(ValueError, match="^variant: "):
+        simulate_radix_sort(10, "fp16", HW, variant="cub")
+    assert simulate_radix_sort(0, "fp16", HW).counters["scans"] == 0
