@@ -161,6 +161,8 @@ class TrialCounts(_Model):
     running: int = Field(description="trials still marked running (another worker, or a worker killed with "
                                      "SIGKILL on storage without heartbeats)")
     target: int = Field(description="--trials: finished trials the study should hold")
+    this_run: int = Field(description="finished trials this command ran (the rest were there already, or ran "
+                                      "on other workers sharing the study)")
 
 
 class Configuration(_Model):

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import math
 import multiprocessing
+import secrets
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -74,6 +75,7 @@ class TuneRequest:
     study_name: str | None = None
     jobs: int = 1
     exhaustive: bool | None = None  # None: automatically when the grid is small
+    run_id: str = field(default_factory=lambda: secrets.token_hex(4))  # marks the trials this command ran
 
 
 @dataclass
@@ -107,18 +109,36 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
     target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
     try:
         if _is_url(target):
-            with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna, and what marks killed trials
-                warnings.simplefilter("ignore")
-                return optuna.storages.RDBStorage(target, heartbeat_interval=30, grace_period=90)
+            return _rdb_storage(target)
         path = Path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
-    except ModuleNotFoundError as exc:
-        raise TuneError(f"--storage: the database driver {exc.name!r} is not installed "
+        # A writer killed while holding the file lock leaves it behind; others break it after the grace period
+        # (a write holds the lock for milliseconds, so 10 s is safe and keeps a resumed run from waiting long).
+        lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=10)
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path), lock))
+    except ImportError:
+        raise TuneError(f"--storage: no database driver for {describe_storage(storage)} is installed "
                         "(PostgreSQL: pip install 'ascendbench[postgres]')") from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy, OS and Optuna errors all mean "cannot open"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
+
+
+def _rdb_storage(url: str, attempts: int = 5) -> optuna.storages.RDBStorage:
+    """RDBStorage with heartbeats. Workers that start together on an empty database race to create Optuna's
+    tables (one gets a unique-key violation); a short retry sees the tables the other one made."""
+    for attempt in range(attempts):
+        try:
+            with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna; they mark killed trials
+                warnings.simplefilter("ignore")
+                return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=90)
+        except ImportError:
+            raise
+        except Exception:  # noqa: BLE001 - re-raised on the last attempt
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def describe_storage(storage: str | None) -> str:
@@ -168,8 +188,9 @@ class _Objective:
     """Simulated time of the suggested configuration; infeasible points are pruned with their reason.
     Evaluations are cached by configuration (the timing model is deterministic)."""
 
-    def __init__(self, kernel: str, space: SearchSpace, problem: Mapping[str, Any], hw: HardwareProfile):
-        self.tunable = get_tunable(kernel)
+    def __init__(self, kernel: str, space: SearchSpace, problem: Mapping[str, Any], hw: HardwareProfile,
+                 run_id: str = ""):
+        self.tunable, self.run_id = get_tunable(kernel), run_id
         self.space, self.problem, self.hw = space, dict(problem), hw
         self.cache: dict[str, Evaluation | str] = {}
 
@@ -188,6 +209,7 @@ class _Objective:
     def __call__(self, trial: optuna.Trial) -> float:
         config = self.space.suggest(trial)
         trial.set_user_attr("config", config)
+        trial.set_user_attr("run", self.run_id)
         try:
             ev = self.evaluate(config)
         except Infeasible as exc:
@@ -240,7 +262,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     if done >= request.trials:
         return
     study = _open_study(request, space, problem, key, _sampler_seed(request.seed, worker, done), storage)
-    objective = _Objective(request.kernel, space, problem, hw)
+    objective = _Objective(request.kernel, space, problem, hw, request.run_id)
     callbacks: list[Callable] = [optuna.study.MaxTrialsCallback(request.trials, states=_FINISHED)]
     if progress is not None:
         def report(st: optuna.Study, _trial) -> None:
@@ -359,6 +381,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               "infeasible": sum(1 for t in finished if t.state == TrialState.PRUNED),
               "failed": sum(1 for t in trials if t.state == TrialState.FAIL),
               "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
+              "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
               "target": request.trials}
     reasons: dict[str, int] = {}
     for t in finished:

@@ -150,7 +150,7 @@ def test_sigkill_loses_at_most_the_trial_in_flight_and_the_next_run_resumes(tmp_
     assert kept >= 5
     resumed = subprocess.run([sys.executable, "-m", "ascendbench.cli", "tune", "hgemm", "--m", "4096", "--n", "4096",
                               "--k", "4096", "--trials", str(kept + 3), "--study-name", "long", "--json",
-                              "--no-save"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+                              "--no-save"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert resumed.returncode == 0, resumed.stderr
     trials = json.loads(resumed.stdout)["problems"][0]["trials"]
     assert trials["finished"] == kept + 3  # the killed run's finished trials are counted, not redone
