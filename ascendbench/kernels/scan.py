@@ -361,8 +361,7 @@ class VecCumSumTile:
     """AIV program of the vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128).
     Per 128 x 128 tile: cast to the accumulation type and transpose (3 passes), the inner-axis cumsum as
     127 dependent adds of 128 elements with a vector pipe barrier between them, then the row carries (and
-    the tile carry) as 128 dependent adds, each followed by a scalar read of the row's last element.
-    `restart()` starts a new carry chain (a new row of a batched scan)."""
+    the tile carry) as 128 dependent adds, each followed by a scalar read of the row's last element."""
 
     def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool):
         outer, inner = _CUMSUM_INFO
@@ -372,9 +371,6 @@ class VecCumSumTile:
                      "CumSum 128x128 tile (2 input buffers, work and transpose buffers)")
         self.ring = _Ring(2)
         self.prev: Op | None = None
-
-    def restart(self) -> None:
-        self.prev = None
 
     def tile(self) -> Op:
         outer, inner = _CUMSUM_INFO
