@@ -85,8 +85,13 @@ class BatchedScanParams:
         return self.scan.out
 
     def to_dict(self) -> dict:
-        return {"algorithm": self.algorithm, "s": self.s, "exclusive": self.exclusive, "dtype": self.dtype,
-                "out_dtype": self.out}
+        return {
+            "algorithm": self.algorithm,
+            "s": self.s,
+            "exclusive": self.exclusive,
+            "dtype": self.dtype,
+            "out_dtype": self.out,
+        }
 
 
 def check(batch: int, length: int, params: BatchedScanParams) -> None:
@@ -101,8 +106,11 @@ def check(batch: int, length: int, params: BatchedScanParams) -> None:
     if params.dtype not in DTYPES:
         raise ParamError("dtype", f"must be one of {', '.join(DTYPES)}, got {params.dtype!r}")
     if params.algorithm == "scanul1" and params.dtype == "int8":
-        raise ParamError("dtype", "scanul1 supports fp16 only (C1 = A@1 is fed back to the cube); use scanu, "
-                                  "auto or vector for int8")
+        raise ParamError(
+            "dtype",
+            "scanul1 supports fp16 only (C1 = A@1 is fed back to the cube); use scanu, "
+            "auto or vector for int8",
+        )
 
 
 @dataclass(frozen=True)
@@ -137,29 +145,67 @@ def _round_robin(items: int, workers: int) -> list[int]:
     return [items // workers + (1 if w < items % workers else 0) for w in range(workers)]
 
 
-def layout(batch: int, length: int, params: BatchedScanParams, hw: HardwareProfile, algorithm: str) -> BatchedLayout:
+def layout(
+    batch: int, length: int, params: BatchedScanParams, hw: HardwareProfile, algorithm: str
+) -> BatchedLayout:
     """The layout of `algorithm` ("scanu", "scanul1" or "vector"; not "auto") for a (batch, length) problem."""
     s = params.s
     if algorithm == "vector":
         tile = _CUMSUM_INFO[0] * _CUMSUM_INFO[1]
         per_row = math.ceil(length / tile)
         rows = _round_robin(batch, hw.ai_cores * hw.aiv_per_core)
-        return BatchedLayout(algorithm, batch, length, tile, per_row, False, length % tile != 0, batch,
-                             tuple(r * per_row for r in rows))
+        return BatchedLayout(
+            algorithm,
+            batch,
+            length,
+            tile,
+            per_row,
+            False,
+            length % tile != 0,
+            batch,
+            tuple(r * per_row for r in rows),
+        )
     tile = s * s
     if 0 < length <= s:
         tiles = math.ceil(batch / s)
-        return BatchedLayout(algorithm, batch, length, tile, tiles, True, length != s or batch % s != 0,
-                             tiles * s, tuple(_round_robin(tiles, hw.ai_cores)))
+        return BatchedLayout(
+            algorithm,
+            batch,
+            length,
+            tile,
+            tiles,
+            True,
+            length != s or batch % s != 0,
+            tiles * s,
+            tuple(_round_robin(tiles, hw.ai_cores)),
+        )
     per_row = math.ceil(length / tile)
     if algorithm == "scanu":
         pairs = math.ceil(batch / 2)
         padded = length % tile != 0 or batch % 2 != 0
-        return BatchedLayout(algorithm, batch, length, tile, per_row, False, padded, 2 * pairs,
-                             tuple(p * per_row for p in _round_robin(pairs, hw.ai_cores)))
+        return BatchedLayout(
+            algorithm,
+            batch,
+            length,
+            tile,
+            per_row,
+            False,
+            padded,
+            2 * pairs,
+            tuple(p * per_row for p in _round_robin(pairs, hw.ai_cores)),
+        )
     rows = _round_robin(batch, hw.ai_cores)
-    return BatchedLayout(algorithm, batch, length, tile, per_row, False, length % tile != 0, batch,
-                         tuple(r * per_row for r in rows))
+    return BatchedLayout(
+        algorithm,
+        batch,
+        length,
+        tile,
+        per_row,
+        False,
+        length % tile != 0,
+        batch,
+        tuple(r * per_row for r in rows),
+    )
 
 
 @dataclass
@@ -173,8 +219,14 @@ class BatchedSim:
     candidates: dict[str, float]
 
 
-def simulate_batched(batch: int, length: int, params: BatchedScanParams, hw: HardwareProfile,
-                     warm_l2: bool = False, force_exact: bool = False) -> BatchedSim:
+def simulate_batched(
+    batch: int,
+    length: int,
+    params: BatchedScanParams,
+    hw: HardwareProfile,
+    warm_l2: bool = False,
+    force_exact: bool = False,
+) -> BatchedSim:
     """Simulated run of the batched scan: time, phases, pipe busy time, counters (extrapolated loops; runs in
     milliseconds at any size). "auto" simulates scanu and (fp16 only) scanul1 and keeps the faster; ties go to
     scanu.
@@ -192,7 +244,9 @@ def simulate_batched(batch: int, length: int, params: BatchedScanParams, hw: Har
     return BatchedSim(runs[best][0], best, runs[best][1], {a: r[0].time_s for a, r in runs.items()})
 
 
-def _simulate_one(batch, length, params, hw, algorithm, warm_l2, force_exact) -> tuple[SimResult, BatchedLayout]:
+def _simulate_one(
+    batch, length, params, hw, algorithm, warm_l2, force_exact
+) -> tuple[SimResult, BatchedLayout]:
     lay = layout(batch, length, params, hw, algorithm)
     p = params.scan
     n = batch * length
@@ -214,8 +268,20 @@ def _simulate_one(batch, length, params, hw, algorithm, warm_l2, force_exact) ->
     def key(skip: int) -> tuple:
         return tuple(c - clamp_skip(c, skip) for c in lay.per_worker)
 
-    parts.append((simulate(hw, build, max(lay.per_worker), warm_l2=warm_l2, force_exact=force_exact,
-                           cache={}, cache_key=key), 1))
+    parts.append(
+        (
+            simulate(
+                hw,
+                build,
+                max(lay.per_worker),
+                warm_l2=warm_l2,
+                force_exact=force_exact,
+                cache={},
+                cache_key=key,
+            ),
+            1,
+        )
+    )
     return sequence(parts), lay
 
 
@@ -290,8 +356,9 @@ def _shift(y: np.ndarray) -> np.ndarray:
 
 
 @np.errstate(invalid="ignore", over="ignore")  # NaN/inf propagate as on the hardware; int32 wraps
-def compute_batched(x: np.ndarray, params: BatchedScanParams, algorithm: str,
-                    progress: Callable[[int], None] | None = None) -> np.ndarray:
+def compute_batched(
+    x: np.ndarray, params: BatchedScanParams, algorithm: str, progress: Callable[[int], None] | None = None
+) -> np.ndarray:
     """The batched scan of x computed in `algorithm`'s structure ("scanu", "scanul1" or "vector").
 
     x: (batch, length) float16 or int8 (as params.dtype). Returns (batch, length) float32 or int32 (int8
@@ -363,7 +430,9 @@ def reference_batched(x: np.ndarray, exclusive: bool, dtype: str) -> np.ndarray:
 def tolerance_formula(params: BatchedScanParams, algorithm: str) -> str:
     if params.dtype == "int8":
         return "exact (int32 with wrap-around)"
-    return "4*sqrt(s+1+i/s)*2^-24*sum|x[row,:i]|" + (" + |C1 fp16 rounding effect_i|" if algorithm == "scanul1" else "")
+    return "4*sqrt(s+1+i/s)*2^-24*sum|x[row,:i]|" + (
+        " + |C1 fp16 rounding effect_i|" if algorithm == "scanul1" else ""
+    )
 
 
 def verify_batched(x: np.ndarray, y: np.ndarray, params: BatchedScanParams, algorithm: str) -> Verification:
