@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ascendbench import __version__
-from ascendbench.commands import hardware, hgemm, run, run_batched, run_hgemm  # noqa: F401 (run_* register `run` subcommands)
+from ascendbench.commands import hardware, hgemm, run, run_batched, run_hgemm, run_segmented  # noqa: F401 (run_* register)
 
 app = typer.Typer(
     name="ascendbench",
