@@ -153,3 +153,6 @@ def write_schemas() -> None:
     """Regenerate the shipped JSON Schema files (tests check they are up to date)."""
     write_schema(SCHEMA_PATH)
     HGEMM_SCHEMA_PATH.write_text(json.dumps(HgemmRunResult.model_json_schema(), indent=2, sort_keys=True) + "\n")
+    from ascendbench.store.rows import write_row_schemas
+
+    write_row_schemas()
