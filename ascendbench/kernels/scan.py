@@ -30,7 +30,10 @@ from ascendbench.kernels.programs import split_front as _split
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
-__all__ = ["DTYPES", "SCAN_KERNELS", "S_VALUES", "ScanKernel", "ScanParams", "auto_chunk", "expected_matmuls"]
+__all__ = [
+    "DTYPES", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanParams", "VecCumSumTile",
+    "aiv_carry_tile", "auto_chunk", "expected_matmuls",
+]
 
 S_VALUES = (16, 32, 64, 128)
 DTYPES = {"fp16": np.float16, "int8": np.int8}
@@ -182,6 +185,11 @@ class _CubeUL1:
                         label="C2->GM")
         self.c2.push(fp)
         return fp
+
+
+# Public names for the kernels built from the same program pieces (batched and segmented scans).
+CubeRowScan = _CubeRowScan
+CubeUL1 = _CubeUL1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -349,32 +357,56 @@ class ScanKernel:
 
 
 # ----- programs -------------------------------------------------------------------------------------
-def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, plan: _Plan, tiles: int) -> None:
-    """Vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128) on one AIV.
+class VecCumSumTile:
+    """AIV program of the vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128).
     Per 128 x 128 tile: cast to the accumulation type and transpose (3 passes), the inner-axis cumsum as
     127 dependent adds of 128 elements with a vector pipe barrier between them, then the row carries (and
     the tile carry) as 128 dependent adds, each followed by a scalar read of the row's last element."""
-    outer, inner = _CUMSUM_INFO
-    unit = "core0.aiv0"
+
+    def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool):
+        outer, inner = _CUMSUM_INFO
+        self.e, self.unit, self.p, self.x_hit = engine, unit, p, x_hit
+        self.tile_elems = outer * inner
+        engine.alloc(unit, "UB", 2 * self.tile_elems * p.in_bytes + 2 * self.tile_elems * _ACC_BYTES,
+                     "CumSum 128x128 tile (2 input buffers, work and transpose buffers)")
+        self.ring = _Ring(2)
+        self.prev: Op | None = None
+
+    def tile(self) -> Op:
+        outer, inner = _CUMSUM_INFO
+        e, unit, p, tile = self.e, self.unit, self.p, self.tile_elems
+        rd = e.gm_read(unit, "MTE2", tile * p.in_bytes, l2_hit=self.x_hit, deps=[self.ring.wait()], label="x->UB")
+        prep = e.vector(unit, tile * _ACC_BYTES, deps=[rd], label="cast+transpose", passes=3)
+        scan = e.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "barrier", deps=[prep], label="CumSum")
+        carry = e.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[scan, self.prev],
+                               label="row carries")
+        self.prev = carry
+        wr = e.gm_write(unit, "MTE3", tile * p.out_bytes, writeback=True, aligned=not p.exclusive,
+                        deps=[carry], label="y->GM")
+        self.ring.push(wr)
+        return wr
+
+
+def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, plan: _Plan, tiles: int) -> None:
+    """Vector-only baseline (scan paper §4.1) on one AIV; see VecCumSumTile."""
     engine.phase = "scan"
-    tile = outer * inner
-    engine.alloc(unit, "UB", 2 * tile * p.in_bytes + 2 * tile * _ACC_BYTES,
-                 "CumSum 128x128 tile (2 input buffers, work and transpose buffers)")
-    ring = _Ring(2)
-    prev_chain: list[Op | None] = [None]
+    prog = VecCumSumTile(engine, "core0.aiv0", p, plan.x_first_hit)
+    _loop(engine, tiles, skip, lambda i: prog.tile())
 
-    def emit(i: int) -> None:
-        rd = engine.gm_read(unit, "MTE2", tile * p.in_bytes, l2_hit=plan.x_first_hit, deps=[ring.wait()], label="x->UB")
-        prep = engine.vector(unit, tile * _ACC_BYTES, deps=[rd], label="cast+transpose", passes=3)
-        scan = engine.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "barrier", deps=[prep], label="CumSum")
-        carry = engine.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[scan, prev_chain[0]],
-                                    label="row carries")
-        prev_chain[0] = carry
-        wr = engine.gm_write(unit, "MTE3", tile * p.out_bytes, writeback=True, aligned=not p.exclusive,
-                             deps=[carry], label="y->GM")
-        ring.push(wr)
 
-    _loop(engine, tiles, skip, emit)
+def aiv_carry_tile(engine: Engine, aiv: str, p: ScanParams, cube_kind: str, cube_done: Op, prev: Op | None) -> Op:
+    """AIV side of ScanU / ScanUL1 for one s*s tile the cube wrote to GM (op `cube_done`): wait for its flag
+    and for the previous tile (`prev`), read it, add the carry (per row of s for ScanU, Algorithm 1 lines 10-14;
+    once per tile for ScanUL1, Algorithm 2 lines 15-18), write it back in place. Returns the write."""
+    s, L = p.s, p.s * p.s
+    rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[engine.flag(cube_done), prev],
+                        label="C->UB")
+    if cube_kind == "rowscan":
+        vec = engine.vector_chain(aiv, s, s * _ACC_BYTES, "scalar", deps=[rd], label="rows += carry")
+    else:
+        vec = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[rd], label="tile += carry")
+    return engine.gm_write(aiv, "MTE3", L * p.out_bytes, writeback=True, aligned=not p.exclusive, deps=[vec],
+                           label="y->GM")
 
 
 def _build_single_core(engine: Engine, skip: int, p: ScanParams, plan: _Plan, tiles: int, cube_kind: str) -> None:
@@ -391,15 +423,7 @@ def _build_single_core(engine: Engine, skip: int, p: ScanParams, plan: _Plan, ti
     def emit(i: int) -> None:
         publish = engine.flag(done[-1]) if done else None  # AIV finished tile i-1
         fp = cube.tile(publish)
-        rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[engine.flag(fp), done[-1] if done else None],
-                            label="C->UB")
-        if cube_kind == "rowscan":
-            vec = engine.vector_chain(aiv, s, s * _ACC_BYTES, "scalar", deps=[rd], label="rows += carry")
-        else:
-            vec = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[rd], label="tile += carry")
-        wr = engine.gm_write(aiv, "MTE3", L * p.out_bytes, writeback=True, aligned=not p.exclusive, deps=[vec],
-                             label="y->GM")
-        done.append(wr)
+        done.append(aiv_carry_tile(engine, aiv, p, cube_kind, fp, done[-1] if done else None))
 
     _loop(engine, tiles, skip, emit)
 

@@ -19,7 +19,7 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import Verification
 
-__all__ = ["compute", "reference", "tolerance_formula", "verify"]
+__all__ = ["compute", "reference", "tile_scans", "tolerance_formula", "verify"]
 
 _BATCH_ELEMS = 1 << 22  # elements per NumPy batch: bounds temporaries and drives the progress bar
 _U32 = 2.0**-24  # unit roundoff of fp32
@@ -44,6 +44,24 @@ def _times_u(tiles: np.ndarray, u: np.ndarray) -> np.ndarray:
     per-tile matmuls, without one BLAS call (and thread hand-off) per tile."""
     b, s, _ = tiles.shape
     return (tiles.reshape(b * s, s) @ u).reshape(b, s, s)
+
+
+def tile_scans(A: np.ndarray, kind: str, U: np.ndarray | None = None, Lm: np.ndarray | None = None) -> np.ndarray:
+    """Local scans of (b, s, s) float32 tiles A in one algorithm's structure, as (b, s, s) float32:
+    "rowscan" A @ U_s (ScanU, MCScan: every row scanned), "ul1" A @ U_s + L^-_s @ fp16(A @ 1_s) (ScanUL1,
+    equation 4.1: the whole tile scanned, C1 rounded to fp16 on its way to L1), "cumsum" sequential adds
+    along each row (the vector-only CumSum). U, Lm: the constants of _constants(s) (built when omitted)."""
+    if kind == "cumsum":
+        return np.cumsum(A, axis=2, dtype=np.float32)  # CumSum along the inner axis, sequential adds
+    if U is None or Lm is None:
+        U, Lm = _constants(A.shape[1])
+    C = _times_u(A, U)
+    if kind == "ul1":
+        C1 = _row_sums_fp32(A)  # A @ 1_s: every column holds the row sum
+        C1 = C1.astype(np.float16).astype(np.float32)  # FIXPIPE L0C -> L1 rounds C1 to fp16
+        # L^-_s @ C1 accumulated into C2 in L0C (the columns of C1 are equal): one GEMM for all tiles
+        C += (Lm @ C1[:, :, 0].T).T[:, :, None]
+    return C
 
 
 def _acc_dtype(dtype: str):
@@ -85,16 +103,7 @@ def compute(name: str, x: np.ndarray, params, progress: Callable[[int], None] | 
         A = np.zeros(((t1 - t0) * L,), dtype=np.float32)
         A[: hi - lo] = x[lo:hi]
         A = A.reshape(t1 - t0, s, s)
-        if name == "vec-cumsum":
-            C = np.cumsum(A, axis=2, dtype=np.float32)  # CumSum along the inner axis, sequential adds
-        elif ul1:
-            C1 = _row_sums_fp32(A)  # A @ 1_s: every column holds the row sum
-            C1 = C1.astype(np.float16).astype(np.float32)  # FIXPIPE L0C -> L1 rounds C1 to fp16
-            C = _times_u(A, U)
-            # L^-_s @ C1 accumulated into C2 in L0C (the columns of C1 are equal): one GEMM for all tiles
-            C += (Lm @ C1[:, :, 0].T).T[:, :, None]
-        else:
-            C = _times_u(A, U)
+        C = tile_scans(A, "cumsum" if name == "vec-cumsum" else "ul1" if ul1 else "rowscan", U, Lm)
         C = C.astype(acc, copy=False)
         y[t0 * L: t1 * L] = C.reshape(-1)
         if ul1:

@@ -236,3 +236,8 @@ def write_schemas() -> None:
     write_schema(SCHEMA_PATH)
     HGEMM_SCHEMA_PATH.write_text(json.dumps(HgemmRunResult.model_json_schema(), indent=2, sort_keys=True) + "\n")
     TUNING_SCHEMA_PATH.write_text(json.dumps(TuningResult.model_json_schema(), indent=2, sort_keys=True) + "\n")
+    from ascendbench.store.operators import write_operator_schema
+    from ascendbench.store.rows import write_row_schemas
+
+    write_row_schemas()
+    write_operator_schema()

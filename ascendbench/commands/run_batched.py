@@ -1,0 +1,295 @@
+"""`ascendbench run batched-scan`: scan every row of a (batch, length) array on the simulated NPU."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    Outputs,
+    check_target,
+    command_line,
+    default_result_path,
+    dump_json,
+    fail,
+    human_bytes,
+    out_console,
+    parse_count,
+    print_utilisation,
+    progress_bar,
+)
+from ascendbench.commands.run import _available_memory, _fmt_s, app
+from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
+from ascendbench.kernels import ParamError
+from ascendbench.kernels.batched_scan import ALGORITHMS
+from ascendbench.kernels.scan import S_VALUES
+from ascendbench.runner import InputError
+from ascendbench.sim.engine import BufferCapacityError
+
+
+def check_memory(elements: int | None, option: str, bytes_per_element: int = 16) -> None:
+    """Refuse a functional run that would not fit the host's memory (one line naming the option)."""
+    if not elements:
+        return
+    needed = elements * bytes_per_element + 2**30  # input, output, reference and block temporaries
+    available = _available_memory()
+    if available is not None and needed > 0.9 * available:
+        fail(
+            f"--{option}: the functional run of {elements} elements needs about {needed / 2**30:.1f} GiB, "
+            f"{available / 2**30:.1f} GiB available; use --model-only for timings at this size"
+        )
+
+
+def header_elements(path: Path) -> int | None:
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        return int(np.prod(getattr(arr, "shape", (0,))))
+    except (OSError, ValueError, EOFError):  # the run reports unreadable inputs with their reason
+        return None
+
+
+@app.command("batched-scan")
+def batched_scan(
+    batch: Annotated[
+        str | None, typer.Option("--batch", help="Rows (independent arrays), e.g. 40. Optional with --input.")
+    ] = None,
+    length: Annotated[
+        str | None,
+        typer.Option("--length", help="Elements per row: 65536, 64e3 or 2**16. Optional with --input."),
+    ] = None,
+    algorithm: Annotated[
+        str,
+        typer.Option(
+            "--algorithm",
+            "-a",
+            help="scanu (ScanU, 2:1 vector/cube), scanul1 "
+            "(ScanUL1, one AI core per row), auto (the faster by the timing model) "
+            "or vector (vector-only baseline).",
+        ),
+    ] = "auto",
+    s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
+    exclusive: Annotated[
+        bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")
+    ] = False,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="Input dtype: fp16 (fp32 output) or int8 (int32 "
+            "output); default fp16 or the --input array's.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated input.")] = 0,
+    input_file: Annotated[
+        Path | None,
+        typer.Option("--input", help="Scan the rows of this 2-D (batch, length) float16 or int8 .npy array."),
+    ] = None,
+    output_file: Annotated[
+        Path | None, typer.Option("--output-file", help="Save the scanned rows as .npy.")
+    ] = None,
+    verify: Annotated[
+        bool, typer.Option("--verify/--no-verify", help="Check every row against NumPy.")
+    ] = True,
+    model_only: Annotated[
+        bool, typer.Option("--model-only", help="Timings and counters only, no data.")
+    ] = False,
+    warm_l2: Annotated[
+        bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
+    ] = False,
+    hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Result JSON path (default: results/runs/batched-<algorithm>/<time>-<id>.json)."
+        ),
+    ] = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Scan every row of a (batch, length) array (scan paper appendix B.1): simulated time, bandwidth,
+    the algorithm auto chose, phases, pipe utilisation and counters, checked against NumPy row by row."""
+    from ascendbench.runner_rows import run_batched_scan
+
+    wall0 = time.perf_counter()
+    try:
+        rows = parse_count(batch, "batch") if batch is not None else None
+        cols = parse_count(length, "length") if length is not None else None
+    except ValueError as exc:
+        fail(str(exc))
+    if algorithm not in ALGORITHMS:
+        fail(f"--algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if s not in S_VALUES:
+        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
+    if dtype is not None and dtype not in ("fp16", "int8"):
+        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if input_file is None and (rows is None or cols is None):
+        fail(f"--{'batch' if rows is None else 'length'}: is required without --input")
+    if output_file is not None and model_only:
+        fail("--output-file: there is no output with --model-only; drop one of them")
+    if input_file is not None and not input_file.exists():
+        fail(f"--input: file not found: {input_file}")
+    if out is not None and no_save:
+        fail("--out: cannot be combined with --no-save")
+    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
+    check_target(output_file, "output-file", ".npy", taken)
+    check_target(trace, "trace", ".json", taken)
+    check_target(out, "out", ".json", taken)
+    if not model_only:
+        if input_file is not None:
+            check_memory(header_elements(input_file), "input")
+        else:
+            check_memory(rows * cols, "length")
+
+    progress, report = progress_bar(json_out)
+    try:
+        with progress:
+            run = run_batched_scan(
+                rows,
+                cols,
+                algorithm=algorithm,
+                s=s,
+                exclusive=exclusive,
+                dtype=dtype,
+                seed=seed,
+                input_file=input_file,
+                hardware=hardware,
+                model_only=model_only,
+                verify=verify,
+                warm_l2=warm_l2,
+                command=command_line(),
+                progress=report,
+            )
+    except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
+        fail(str(exc))
+    except MemoryError:
+        fail("--length: not enough memory for the functional run at this size; use --model-only")
+    result = run.result
+    result.host.wall_time_s = time.perf_counter() - wall0
+    saved_to = write_outputs(result, run.sim, run.output, output_file, trace, out, no_save, json_out)
+    if not json_out:
+        _print_report(result)
+        print_paths(saved_to, output_file, trace)
+    if result.verification.performed and not result.verification.passed:
+        raise typer.Exit(1)
+
+
+def write_outputs(result, sim, output, output_file, trace, out, no_save, json_out) -> Path | None:
+    """Write the run's files all or nothing (the output array, the trace, the result JSON), and print the JSON
+    document with --json. Returns where the result went (None with --no-save)."""
+    from ascendbench.sim.trace import write_chrome_trace
+    from ascendbench.store.io import atomic_save_npy, atomic_write_text
+
+    doc = result.model_dump(mode="json")
+    saved_to = None if no_save else (out or default_result_path("runs", result.kernel))
+    outputs = Outputs()
+    if output_file is not None and output is not None:
+        outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, output))
+    if trace is not None:
+        outputs.write("trace", trace, lambda path: write_chrome_trace(sim, path, name=result.kernel))
+    if saved_to is not None:
+        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+    if json_out:
+        out_console.file.write(dump_json(doc) + "\n")
+    return saved_to
+
+
+def print_paths(saved_to, output_file, trace) -> None:
+    for label, path in (("result", saved_to), ("output", output_file), ("trace", trace)):
+        if path is not None:
+            out_console.print(f"{label} written to {path}")
+
+
+def report_rows(t: Table, r) -> None:
+    """The rows every row-scan report shares: counters, verification, host time."""
+    counters = r.counters
+    t.add_row(
+        "matmuls",
+        f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)",
+    )
+    t.add_row(
+        "vector instructions",
+        f"{int(counters.get('vector_instructions', 0)):,}  "
+        f"({int(counters.get('vector_repeats', 0)):,} repeats)",
+    )
+    t.add_row(
+        "GM traffic",
+        f"read {human_bytes(counters.get('bytes_gm_read', 0))} "
+        f"(HBM {human_bytes(counters.get('bytes_hbm_read', 0))}), write {human_bytes(counters.get('bytes_gm_write', 0))} "
+        f"(to HBM {human_bytes(counters.get('bytes_hbm_write', 0))})",
+    )
+    t.add_row(
+        "syncs",
+        f"{int(counters.get('sync_all', 0))} SyncAll, {int(counters.get('cross_core_flags', 0)):,} "
+        "cross-core flags",
+    )
+    from rich.markup import escape
+
+    v = r.verification
+    tolerance = escape(v.tolerance or "")
+    if not v.performed:
+        t.add_row("verification", "[yellow]not run (--model-only or --no-verify)[/]")
+    elif v.passed:
+        t.add_row(
+            "verification",
+            f"[green]passed[/]  max abs error {v.max_abs_error:.3g}, max rel error "
+            f"{v.max_rel_error:.3g}  (tolerance {tolerance})",
+        )
+    else:
+        t.add_row(
+            "verification",
+            f"[bold red]FAILED[/]  max abs error {v.max_abs_error:.3g}, max rel error "
+            f"{v.max_rel_error:.3g}  (tolerance {tolerance})",
+        )
+    host = r.host
+    t.add_row(
+        "host wall time",
+        f"{host.wall_time_s:.2f} s  (timing model {host.model_time_s * 1e3:.0f} ms"
+        + (f", functional {host.functional_time_s:.2f} s)" if host.functional_time_s is not None else ")"),
+    )
+
+
+def _print_report(r) -> None:
+    m, p, c = r.metrics, r.problem, out_console
+    chosen = r.params["algorithm_run"]
+    title = (
+        f"batched-scan {chosen}{' (auto)' if r.algorithm == 'auto' else ''}  {p.batch:,} x {p.length:,}  "
+        f"{p.dtype}->{p.out_dtype}  {'exclusive' if p.exclusive else 'inclusive'}  s={r.params['s']}  "
+        f"on {r.hardware['name']}"
+    )
+    c.rule(f"[bold]{title}")
+    t = Table(show_header=False, box=None, padding=(0, 2))
+    t.add_row("simulated time", _fmt_s(m["time_s"]))
+    if len(r.candidates_time_s) > 1:
+        t.add_row(
+            "auto compared",
+            ", ".join(f"{k} {_fmt_s(v)}" for k, v in r.candidates_time_s.items()) + f"  -> {chosen}",
+        )
+    t.add_row(
+        "bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (input read once + output written once; 1 GB = 1e9 B)"
+    )
+    t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
+    t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
+    for name, secs in r.phases_s.items():
+        t.add_row(f"  {name}", _fmt_s(secs))
+    report_rows(t, r)
+    c.print(t)
+    print_utilisation(r.utilisation)
+    if r.model.get("padded"):
+        c.print(
+            "[dim]pad: rows are not a multiple of the tile (or the batch is odd for scanu), so the input is first "
+            "copied into a zero-padded workspace, as the measured kernels do[/]"
+        )
+    if r.model.get("row_scan_only_path"):
+        c.print("[dim]rows no longer than s: s rows per tile, one A @ U_s each, no carries[/]")

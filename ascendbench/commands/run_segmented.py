@@ -1,0 +1,210 @@
+"""`ascendbench run segmented-scan`: scan every segment of an array (head flags) on the simulated NPU."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    check_target,
+    command_line,
+    fail,
+    out_console,
+    parse_count,
+    print_utilisation,
+    progress_bar,
+)
+from ascendbench.commands.run import _fmt_s, app
+from ascendbench.commands.run_batched import (
+    check_memory,
+    header_elements,
+    print_paths,
+    report_rows,
+    write_outputs,
+)
+from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
+from ascendbench.kernels import ParamError
+from ascendbench.kernels.scan import S_VALUES
+from ascendbench.kernels.segmented_scan import ALGORITHMS
+from ascendbench.runner import InputError
+from ascendbench.sim.engine import BufferCapacityError
+
+
+@app.command("segmented-scan")
+def segmented_scan(
+    n: Annotated[
+        str | None, typer.Option("--n", help="Elements: 1000000, 1e6 or 2**20. Optional with --input.")
+    ] = None,
+    input_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--input",
+            help="A .npz with 1-D arrays 'values' (float16 or "
+            "int8) and 'flags' (bool/int8/uint8, non-zero starts a "
+            "segment), or a .npy of values (flags then generated).",
+        ),
+    ] = None,
+    segment_length: Annotated[
+        str,
+        typer.Option(
+            "--segment-length", help="Generated flags: mean (random) or exact (regular) segment length."
+        ),
+    ] = "1024",
+    heads: Annotated[
+        str,
+        typer.Option(
+            "--heads",
+            help="Generated flags: random (each element a head with "
+            "probability 1/segment-length, seeded) or regular (a head every "
+            "segment-length elements).",
+        ),
+    ] = "random",
+    algorithm: Annotated[
+        str,
+        typer.Option(
+            "--algorithm",
+            "-a",
+            help="mcscan or mcscan-ul1 (on the matrix scans) or vector (vector-only baseline).",
+        ),
+    ] = "mcscan",
+    s: Annotated[int, typer.Option("--s", help="Tile side s of the matrix scans: 16, 32, 64 or 128.")] = 128,
+    exclusive: Annotated[
+        bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")
+    ] = False,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="Values dtype: fp16 (fp32 output) or int8 (int32 output); default fp16 or the input's.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated values and flags.")] = 0,
+    output_file: Annotated[
+        Path | None, typer.Option("--output-file", help="Save the result as .npy.")
+    ] = None,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy.")] = True,
+    model_only: Annotated[
+        bool,
+        typer.Option(
+            "--model-only",
+            help="Timings and counters only (generated random flags: the expected segment count).",
+        ),
+    ] = False,
+    warm_l2: Annotated[
+        bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
+    ] = False,
+    hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Result JSON path (default: results/runs/segmented-scan/<time>-<id>.json)."
+        ),
+    ] = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Segmented scan (values and head flags) built on the matrix scans: simulated time, bandwidth, the time of
+    each kernel of the sequence, pipe utilisation and counters, checked against NumPy."""
+    from ascendbench.runner_rows import run_segmented_scan
+
+    wall0 = time.perf_counter()
+    try:
+        count = parse_count(n, "n") if n is not None else None
+        seg_len = parse_count(segment_length, "segment-length")
+    except ValueError as exc:
+        fail(str(exc))
+    if seg_len < 1:
+        fail(f"--segment-length: must be at least 1, got {segment_length!r}")
+    if heads not in ("random", "regular"):
+        fail(f"--heads: must be random or regular, got {heads!r}")
+    if algorithm not in ALGORITHMS:
+        fail(f"--algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if s not in S_VALUES:
+        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
+    if dtype is not None and dtype not in ("fp16", "int8"):
+        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if input_file is None and count is None:
+        fail("--n: is required without --input")
+    if input_file is not None and input_file.suffix not in (".npz", ".npy"):
+        fail(f"--input: must be a .npz (values and flags) or a .npy (values), got {str(input_file)!r}")
+    if input_file is not None and not input_file.exists():
+        fail(f"--input: file not found: {input_file}")
+    if output_file is not None and model_only:
+        fail("--output-file: there is no output with --model-only; drop one of them")
+    if out is not None and no_save:
+        fail("--out: cannot be combined with --no-save")
+    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
+    check_target(output_file, "output-file", ".npy", taken)
+    check_target(trace, "trace", ".json", taken)
+    check_target(out, "out", ".json", taken)
+    if not model_only:
+        if input_file is not None and input_file.suffix == ".npy":
+            check_memory(header_elements(input_file), "input", 64)
+        elif input_file is None:
+            check_memory(count, "n", 64)  # values, flags, the two scans and float64 references
+
+    progress, report = progress_bar(json_out)
+    try:
+        with progress:
+            run = run_segmented_scan(
+                count,
+                algorithm=algorithm,
+                s=s,
+                exclusive=exclusive,
+                dtype=dtype,
+                segment_length=seg_len,
+                heads=heads,
+                seed=seed,
+                input_file=input_file,
+                hardware=hardware,
+                model_only=model_only,
+                verify=verify,
+                warm_l2=warm_l2,
+                command=command_line(),
+                progress=report,
+            )
+    except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
+        fail(str(exc))
+    except MemoryError:
+        fail("--n: not enough memory for the functional run at this size; use --model-only")
+    result = run.result
+    result.host.wall_time_s = time.perf_counter() - wall0
+    saved_to = write_outputs(result, run.sim, run.output, output_file, trace, out, no_save, json_out)
+    if not json_out:
+        _print_report(result)
+        print_paths(saved_to, output_file, trace)
+    if result.verification.performed and not result.verification.passed:
+        raise typer.Exit(1)
+
+
+def _print_report(r) -> None:
+    m, p, c = r.metrics, r.problem, out_console
+    title = (
+        f"segmented-scan {r.algorithm}  n={p.n:,}  {p.segments:,} segments  {p.dtype}->{p.out_dtype}  "
+        f"{'exclusive' if p.exclusive else 'inclusive'}  s={r.params['s']}  on {r.hardware['name']}"
+    )
+    c.rule(f"[bold]{title}")
+    t = Table(show_header=False, box=None, padding=(0, 2))
+    t.add_row("simulated time", _fmt_s(m["time_s"]))
+    t.add_row(
+        "bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (values and flags read once + output written once)"
+    )
+    t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
+    t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
+    for name, secs in r.phases_s.items():
+        t.add_row(f"  {name}", _fmt_s(secs))
+    report_rows(t, r)
+    c.print(t)
+    print_utilisation(r.utilisation)
+    c.print(f"[dim]{r.model['formulation']}[/]")

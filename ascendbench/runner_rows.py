@@ -1,0 +1,480 @@
+"""The public Python API behind `ascendbench run batched-scan` and `run segmented-scan`: run the scan on real
+data through the simulated machine, verify it against NumPy, and build the result document.
+
+    >>> from ascendbench.runner_rows import run_batched_scan
+    >>> run = run_batched_scan(40, 65536, algorithm="auto", s=128)
+    >>> run.result.kernel, run.result.metrics["bandwidth_gbps"], run.result.verification.passed
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from ascendbench import __version__
+from ascendbench.hardware import HardwareProfile, load_profile
+from ascendbench.kernels.base import ParamError
+from ascendbench.runner import InputError, _check_int, generate_input
+from ascendbench.sim.result import SimResult
+from ascendbench.store.rows import BatchedProblem, BatchedScanResult, SegmentedProblem, SegmentedScanResult
+from ascendbench.store.schema import Host, Verification
+
+__all__ = [
+    "BatchedRun",
+    "SegmentedRun",
+    "generate_flags",
+    "load_rows",
+    "load_segmented",
+    "run_batched_scan",
+    "run_segmented_scan",
+]
+
+_DTYPES = {np.dtype(np.float16): "fp16", np.dtype(np.int8): "int8"}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_rows(path: Path) -> tuple[np.ndarray, str, str]:
+    """Load a (batch, length) .npy array of float16 or int8. Returns (array, dtype name, sha256 of the file).
+
+    Raises:
+        InputError: unreadable, not one .npy array, not 2-D, or another dtype (the message says which).
+    """
+    path = Path(path)
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--input: file not found: {path}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
+    if not isinstance(x, np.ndarray):
+        raise InputError(f"--input: {path} holds several arrays; give one 2-D .npy array (batch, length)")
+    if x.ndim != 2:
+        raise InputError(f"--input: array must be 2-D (batch, length), got shape {tuple(x.shape)}")
+    if x.dtype not in _DTYPES:
+        raise InputError(f"--input: array dtype must be float16 or int8, got {x.dtype}")
+    return np.ascontiguousarray(x), _DTYPES[x.dtype], _sha256(path)
+
+
+@dataclass
+class BatchedRun:
+    """A batched scan run: the result document, the simulated run of the chosen algorithm, the output (None
+    for model-only runs)."""
+
+    result: BatchedScanResult
+    sim: SimResult
+    output: np.ndarray | None
+
+
+def _host(wall0: float, functional_s: float | None, model_s: float) -> Host:
+    return Host(
+        wall_time_s=time.perf_counter() - wall0,
+        functional_time_s=functional_s,
+        model_time_s=model_s,
+        machine=platform.machine() or "unknown",
+        python=sys.version.split()[0],
+        numpy=np.__version__,
+    )
+
+
+def _resolve_data(x, input_file, dtype, loader):
+    """(x, dtype, sha, data_from_file) with --dtype checked against the array's dtype."""
+    sha = None
+    if input_file is not None:
+        x, data_dtype, sha = loader(input_file)
+    elif x is not None:
+        x = np.asarray(x)
+        if x.dtype not in _DTYPES:
+            raise InputError("x: must be a float16 or int8 array")
+    if x is not None:
+        data_dtype = _DTYPES[x.dtype]
+        if dtype is not None and dtype != data_dtype:
+            raise ParamError("dtype", f"{dtype} disagrees with the input array's {data_dtype}; drop --dtype")
+        dtype = data_dtype
+    return x, dtype or "fp16", sha
+
+
+def run_batched_scan(
+    batch: int | None = None,
+    length: int | None = None,
+    *,
+    algorithm: str = "auto",
+    s: int = 128,
+    exclusive: bool = False,
+    dtype: str | None = None,
+    seed: int = 0,
+    x: np.ndarray | None = None,
+    input_file: Path | None = None,
+    hardware: str | HardwareProfile = "ascend-910b4",
+    model_only: bool = False,
+    verify: bool = True,
+    warm_l2: bool = False,
+    command: list[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> BatchedRun:
+    """Scan every row of a (batch, length) array on the simulated machine (scan paper appendix B.1).
+
+    Args:
+        batch, length: the shape (optional with x / input_file; must agree).
+        algorithm: "scanu", "scanul1", "auto" (the faster of the two by the timing model) or "vector".
+        s: tile side 16/32/64/128. exclusive: exclusive scan of every row. dtype: "fp16" or "int8".
+        seed: seed of the generated input (fp16 uniform in [0, 1), int8 uniform in [-128, 127]).
+        x: the user's own (batch, length) float16/int8 array; input_file: a .npy file holding one.
+        model_only: timings and counters only. verify: compare with NumPy (per row, float64 / int64).
+        progress: called as progress(stage, done, total).
+
+    Returns:
+        BatchedRun: bandwidth in GB/s (1e9 B/s) counts the input read once and the output written once.
+
+    Raises:
+        ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
+    """
+    from ascendbench.kernels import batched_scan as bs
+
+    wall0 = time.perf_counter()
+    _check_int("batch", batch, 0, optional=True)
+    _check_int("length", length, 0, optional=True)
+    _check_int("seed", seed, 0)
+    if x is not None and input_file is not None:
+        raise ParamError("input", "give either x or input_file, not both")
+    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    x, dtype, sha = _resolve_data(x, input_file, dtype, load_rows)
+    if x is not None:
+        if x.ndim != 2:
+            raise InputError(f"x: must be 2-D (batch, length), got shape {tuple(x.shape)}")
+        for name, given, found in (("batch", batch, x.shape[0]), ("length", length, x.shape[1])):
+            if given is not None and given != found:
+                raise ParamError(
+                    name, f"{given} disagrees with the input's shape {tuple(x.shape)}; drop --{name}"
+                )
+        batch, length = int(x.shape[0]), int(x.shape[1])
+    for name, value in (("batch", batch), ("length", length)):
+        if value is None:
+            raise ParamError(name, "is required without --input")
+    params = bs.BatchedScanParams(algorithm=algorithm, s=s, exclusive=exclusive, dtype=dtype)
+    t0 = time.perf_counter()
+    run = bs.simulate_batched(batch, length, params, hw, warm_l2=warm_l2)
+    model_s = time.perf_counter() - t0
+    n = batch * length
+    output, functional_s, data = None, None, "none"
+    verification = Verification(performed=False)
+    if not model_only:
+        t1 = time.perf_counter()
+        data = "file" if input_file is not None else "generated"
+        if x is None:
+            if progress:
+                progress("generating input", 0, n)
+            x = generate_input(n, dtype, seed).reshape(batch, length)
+        done = [0]
+
+        def tick(k: int) -> None:
+            done[0] += k
+            if progress:
+                progress("scanning", min(done[0], n), n)
+
+        output = bs.compute_batched(x, params, run.algorithm, tick)
+        if verify:
+            if progress:
+                progress("verifying", n, n)
+            v = bs.verify_batched(x, output, params, run.algorithm)
+            verification = Verification(
+                performed=True,
+                passed=v.passed,
+                max_abs_error=v.max_abs_error,
+                max_rel_error=v.max_rel_error,
+                tolerance=v.tolerance,
+            )
+        functional_s = time.perf_counter() - t1
+    sim = run.sim
+    p = params.scan
+    moved = n * (p.in_bytes + p.out_bytes)
+    bandwidth = moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0
+    phases = sim.phases_s
+    metrics = {
+        "time_s": sim.time_s,
+        "bandwidth_gbps": bandwidth,
+        "fraction_of_peak": bandwidth / hw.hbm_bandwidth_gbps,
+        "elements_per_s": n / sim.time_s if sim.time_s > 0 else 0.0,
+        "bytes_moved": float(moved),
+        "rows_per_s": batch / sim.time_s if sim.time_s > 0 else 0.0,
+    }
+    result = BatchedScanResult(
+        tool_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=command if command is not None else ["python-api", "run_batched_scan"],
+        hardware=hw.to_dict(),
+        kernel=f"batched-{run.algorithm}",
+        algorithm=algorithm,
+        candidates_time_s=run.candidates,
+        params=params.to_dict() | {"warm_l2": warm_l2, "algorithm_run": run.algorithm},
+        problem=BatchedProblem(
+            batch=batch,
+            length=length,
+            dtype=dtype,
+            out_dtype=params.out,
+            exclusive=exclusive,
+            seed=seed if data == "generated" else None,
+            input_file=str(input_file) if input_file is not None else None,
+            input_sha256=sha,
+            data=data,
+        ),
+        metrics=metrics,
+        phases_s=phases,
+        utilisation=sim.utilisation(),
+        counters={k: float(v) for k, v in sorted(sim.counters.items())},
+        verification=verification,
+        host=_host(wall0, functional_s, model_s),
+        model={
+            "extrapolated": sim.extrapolated,
+            "warm_l2": warm_l2,
+            "tiles_per_row": run.layout.tiles_per_row,
+            "row_scan_only_path": run.layout.short,
+            "padded": run.layout.padded,
+            "workers": run.layout.workers,
+            "note": "long loops are simulated for a few iterations per core and extrapolated; every core simulated",
+        },
+    )
+    return BatchedRun(result, sim, output)
+
+
+# ----- segmented scan ---------------------------------------------------------------------------------
+@dataclass
+class SegmentedRun:
+    """A segmented scan run: the result document, the simulated run, the output (None for model-only runs)."""
+
+    result: SegmentedScanResult
+    sim: SimResult
+    output: np.ndarray | None
+
+
+def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]:
+    """Load the input of a segmented scan: a .npz with 1-D arrays `values` (float16/int8) and `flags` (bool, int8
+    or uint8, same length), or a single 1-D .npy taken as `values` (flags then generated). Returns (values,
+    flags or None, dtype name, sha256 of the file).
+
+    Raises:
+        InputError: unreadable, missing or extra arrays, wrong shapes or dtypes (the message says which).
+    """
+    from ascendbench.kernels.segmented_scan import FLAG_DTYPES
+
+    path = Path(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--input: file not found: {path}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(
+            f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})"
+        ) from None
+    flags = None
+    if isinstance(data, np.ndarray):
+        values = data
+    else:
+        with data:
+            names = set(data.files)
+            if names != {"values", "flags"}:
+                raise InputError(
+                    f"--input: the .npz must hold exactly the arrays 'values' and 'flags', got "
+                    f"{', '.join(sorted(names)) or 'none'}"
+                )
+            values, flags = data["values"], data["flags"]
+    if values.ndim != 1:
+        raise InputError(f"--input: values must be 1-D, got shape {tuple(values.shape)}")
+    if values.dtype not in _DTYPES:
+        raise InputError(f"--input: values dtype must be float16 or int8, got {values.dtype}")
+    if flags is not None:
+        if flags.shape != values.shape:
+            raise InputError(
+                f"--input: flags shape {tuple(flags.shape)} differs from values shape {tuple(values.shape)}"
+            )
+        if flags.dtype not in FLAG_DTYPES:
+            raise InputError(f"--input: flags dtype must be bool, int8 or uint8, got {flags.dtype}")
+    return np.ascontiguousarray(values), flags, _DTYPES[values.dtype], _sha256(path)
+
+
+def generate_flags(n: int, segment_length: int, heads: str, seed: int) -> np.ndarray:
+    """Head flags as uint8: "regular" puts a head every `segment_length` elements; "random" makes each element
+    a head with probability 1 / segment_length (seeded, independent of the values' generator)."""
+    if heads == "regular":
+        flags = np.zeros(n, dtype=np.uint8)
+        flags[::segment_length] = 1
+        return flags
+    rng = np.random.default_rng([seed, 1])
+    return (rng.random(n) < 1.0 / segment_length).astype(np.uint8)
+
+
+def expected_segments(n: int, segment_length: int, heads: str) -> int:
+    """Segments of generated flags without generating them (model-only runs): exact for "regular", the
+    expectation 1 + (n - 1) / segment_length rounded for "random"."""
+    if n == 0:
+        return 0
+    if heads == "regular":
+        return math.ceil(n / segment_length)
+    return min(n, 1 + round((n - 1) / segment_length))
+
+
+def run_segmented_scan(
+    n: int | None = None,
+    *,
+    algorithm: str = "mcscan",
+    s: int = 128,
+    exclusive: bool = False,
+    dtype: str | None = None,
+    segment_length: int = 1024,
+    heads: str = "random",
+    seed: int = 0,
+    values: np.ndarray | None = None,
+    flags: np.ndarray | None = None,
+    input_file: Path | None = None,
+    hardware: str | HardwareProfile = "ascend-910b4",
+    model_only: bool = False,
+    verify: bool = True,
+    warm_l2: bool = False,
+    command: list[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> SegmentedRun:
+    """Segmented scan of values with head flags on the simulated machine (see kernels.segmented_scan).
+
+    Args:
+        n: elements (optional with values / input_file; must agree).
+        algorithm: "mcscan-ul1", "mcscan" (the matrix-scan formulation) or "vector" (vector-only baseline).
+        s, exclusive, dtype: as for run scan (fp16 -> fp32, int8 -> int32).
+        segment_length, heads: how flags are generated when none are given: "random" (each element a head
+            with probability 1/segment_length, seeded) or "regular" (a head every segment_length elements).
+        values, flags: the user's own arrays; input_file: a .npz with `values` and `flags`, or a .npy of values.
+
+    Returns:
+        SegmentedRun; bandwidth_gbps counts the values and flags read once and the output written once.
+
+    Raises:
+        ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
+    """
+    from ascendbench.kernels import segmented_scan as ss
+
+    wall0 = time.perf_counter()
+    _check_int("n", n, 0, optional=True)
+    _check_int("segment-length", segment_length, 1)
+    _check_int("seed", seed, 0)
+    if heads not in ("random", "regular"):
+        raise ParamError("heads", f"must be random or regular, got {heads!r}")
+    if values is not None and input_file is not None:
+        raise ParamError("input", "give either values or input_file, not both")
+    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    sha = None
+    if input_file is not None:
+        values, flags, _, sha = load_segmented(input_file)
+    values, dtype, _ = _resolve_data(values, None, dtype, None)
+    if values is not None:
+        if values.ndim != 1:
+            raise InputError(f"values: must be 1-D, got shape {tuple(values.shape)}")
+        if n is not None and n != values.shape[0]:
+            raise ParamError("n", f"{n} disagrees with the input's length {values.shape[0]}; drop --n")
+        n = int(values.shape[0])
+    if flags is not None:
+        flags = np.asarray(flags)
+        if values is None or flags.shape != values.shape:
+            raise InputError("flags: must come with values of the same 1-D shape")
+    if n is None:
+        raise ParamError("n", "is required without --input")
+    params = ss.SegmentedScanParams(algorithm=algorithm, s=s, exclusive=exclusive, dtype=dtype)
+    ss.check(n, params)
+    flag_source = "file" if flags is not None else ("segment-length" if heads == "regular" else "random")
+    data = "none"
+    if not model_only or flags is not None:
+        if flags is None:
+            flags = generate_flags(n, segment_length, heads, seed)
+        segments = ss.count_segments(flags)
+    else:
+        segments = expected_segments(n, segment_length, heads)
+    t0 = time.perf_counter()
+    sim = ss.simulate_segmented(n, segments, params, hw, warm_l2=warm_l2)
+    model_s = time.perf_counter() - t0
+    output, functional_s = None, None
+    verification = Verification(performed=False)
+    if not model_only:
+        t1 = time.perf_counter()
+        data = "file" if input_file is not None else "generated"
+        if values is None:
+            if progress:
+                progress("generating input", 0, n)
+            values = generate_input(n, dtype, seed)
+        if progress:
+            progress("scanning", 0, n)
+        output = ss.compute_segmented(values, flags, params, hw)
+        if verify:
+            if progress:
+                progress("verifying", n, n)
+            v = ss.verify_segmented(values, flags, output, params, hw)
+            verification = Verification(
+                performed=True,
+                passed=v.passed,
+                max_abs_error=v.max_abs_error,
+                max_rel_error=v.max_rel_error,
+                tolerance=v.tolerance,
+            )
+        functional_s = time.perf_counter() - t1
+    vp = params.values_scan
+    moved = n * (vp.in_bytes + 1 + vp.out_bytes)
+    bandwidth = moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0
+    metrics = {
+        "time_s": sim.time_s,
+        "bandwidth_gbps": bandwidth,
+        "fraction_of_peak": bandwidth / hw.hbm_bandwidth_gbps,
+        "elements_per_s": n / sim.time_s if sim.time_s > 0 else 0.0,
+        "bytes_moved": float(moved),
+    }
+    result = SegmentedScanResult(
+        tool_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=command if command is not None else ["python-api", "run_segmented_scan"],
+        hardware=hw.to_dict(),
+        algorithm=algorithm,
+        params=params.to_dict() | {"warm_l2": warm_l2},
+        problem=SegmentedProblem(
+            n=n,
+            segments=segments,
+            dtype=dtype,
+            out_dtype=params.out,
+            exclusive=exclusive,
+            flags=flag_source,
+            segment_length=None if flag_source == "file" else segment_length,
+            seed=seed if data == "generated" or flag_source != "file" else None,
+            input_file=str(input_file) if input_file is not None else None,
+            input_sha256=sha,
+            data=data,
+        ),
+        metrics=metrics,
+        phases_s=sim.phases_s,
+        utilisation=sim.utilisation(),
+        counters={k: float(v) for k, v in sorted(sim.counters.items())},
+        verification=verification,
+        host=_host(wall0, functional_s, model_s),
+        model={
+            "extrapolated": sim.extrapolated,
+            "warm_l2": warm_l2,
+            "segments_expected": flags is None,
+            "formulation": (
+                "vector-only segmented CumSum on one AIV"
+                if algorithm == "vector"
+                else "flags normalised; int8 MCScan of the flags (segment numbers); scan of the values; "
+                "heads' exclusive sums compacted, then subtracted"
+            ),
+            "note": "long loops are simulated for a few iterations per core and extrapolated",
+        },
+    )
+    return SegmentedRun(result, sim, output)
