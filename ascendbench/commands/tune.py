@@ -246,8 +246,8 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         for problem in problems:
             task = progress.add_task(get_tunable(kernel).problem_key(problem), total=trials, best="")
 
-            def report(key: str, done: int, total: int, best: float | None, task=task) -> None:
-                progress.update(task, completed=min(done, total), total=total,
+            def report(stage: str, done: int, total: int, best: float | None, task=task) -> None:
+                progress.update(task, description=stage, completed=min(done, total), total=total,
                                 best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
 
             try:

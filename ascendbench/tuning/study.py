@@ -134,7 +134,7 @@ def _rdb_storage(url: str, attempts: int = 5) -> optuna.storages.RDBStorage:
                 return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=90)
         except ImportError:
             raise
-        except Exception:  # noqa: BLE001 - re-raised on the last attempt
+        except Exception:  # re-raised on the last attempt
             if attempt == attempts - 1:
                 raise
             time.sleep(0.5 * (attempt + 1))
@@ -348,7 +348,8 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
                   (lambda done, best: progress(key, done, request.trials, best)) if progress else None)
     else:
         _run_workers(request, problem, key, study, progress)
-    return summarise(request, space, problem, key, study)
+    grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
+    return summarise(request, space, problem, key, study, grid_progress)
 
 
 def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress) -> None:
@@ -370,7 +371,7 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
 
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
-              study: optuna.Study) -> ProblemOutcome:
+              study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None) -> ProblemOutcome:
     """The outcome of a study as stored now: best, heuristic with its rank, trial counts, exhaustive check."""
     tunable = get_tunable(request.kernel)
     hw = load_profile(request.hardware)
@@ -418,7 +419,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
                              history=history)
     exhaustive = request.exhaustive if request.exhaustive is not None else space.grid_size <= AUTO_EXHAUSTIVE_POINTS
     if exhaustive:
-        outcome.exhaustive = exhaustive_report(request, space, problem, history, best)
+        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, grid_progress)
     return outcome
 
 
