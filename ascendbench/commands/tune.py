@@ -167,6 +167,53 @@ def scan(
           exhaustive, out, no_save, json_out)
 
 
+@app.command("batched-scan")
+def batched_scan(
+    batch: Annotated[int | None, typer.Option("--batch", help="Rows (with --length: one problem).")] = None,
+    length: Annotated[int | None, typer.Option("--length", help="Elements per row.")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
+    exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
+    problems: ProblemsOption = None,
+    trials: TrialsOption = 200,
+    timeout: TimeoutOption = None,
+    sampler: SamplerOption = "tpe",
+    seed: SeedOption = 0,
+    storage: StorageOption = None,
+    study_name: StudyOption = None,
+    jobs: JobsOption = 1,
+    exhaustive: ExhaustiveOption = None,
+    space: SpaceOption = None,
+    hardware: HardwareOption = "ascend-910b4",
+    out: OutOption = None,
+    no_save: NoSaveOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Tune batched scans (ScanU or ScanUL1, s) for batch x length rows (default: the space's problem set)
+    and compare with the scan paper's crossover rule (ScanU for more than 18 rows shorter than 4096)."""
+    if dtype not in ("fp16", "int8"):
+        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
+    if (batch is None) != (length is None):
+        fail("--batch: give --batch and --length together (or --problems)")
+    for name, value in (("batch", batch), ("length", length)):
+        if value is not None and value < 1:
+            fail(f"--{name}: must be a positive integer, got {value}")
+    if batch is not None and problems is not None:
+        fail("--batch: give --batch/--length or --problems, not both")
+    space_obj = _space("batched-scan", space)
+    if batch is not None:
+        rows = [(batch, length)]
+    else:
+        entry = _problem_set_entry(space_obj, problems)
+        rows = [tuple(shape) for shape in entry.shapes]
+        if not rows or any(len(r) != 2 for r in rows):
+            fail(f"--problems: set {problems or 'default'!r} of {space_obj.path}: shapes must be [batch, length] "
+                 "pairs")
+        dtype, exclusive = entry.dtype, entry.exclusive
+    problem_list = [{"batch": b, "length": n, "dtype": dtype, "exclusive": exclusive} for b, n in rows]
+    _tune("batched-scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name,
+          jobs, exhaustive, out, no_save, json_out)
+
+
 # ---------------------------------------------------------------------------------------------------------
 def _space(kernel: str, path: Path | None) -> SearchSpace:
     try:
@@ -334,6 +381,8 @@ def _g6_claim(outcomes: list[ProblemOutcome]) -> list[dict[str, Any]]:
 def _config_text(kernel: str, config: dict[str, Any] | None) -> str:
     if not config:
         return "-"
+    if kernel == "batched-scan":
+        return f"{config['algorithm']} s={config['s']}"
     if kernel == "hgemm":
         text = f"{config['m0']}x{config['n0']}x{config['k0']}"
         if config.get("split_k", 1) != 1:

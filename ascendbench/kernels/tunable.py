@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
+from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.scan import ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
@@ -127,11 +128,44 @@ class ScanTunable:
         return Evaluation(sim.time_s, moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0, self.unit)
 
 
-TUNABLES: dict[str, Tunable] = {t.name: t for t in (HgemmTunable(), ScanTunable())}
+class BatchedScanTunable:
+    """Batched scans (appendix B.1 of the scan paper): algorithm (scanu, scanul1) and s.
+
+    Heuristic: the scan paper's crossover (claim S-14): ScanU with its 2:1 vector/cube scheduling for more than
+    18 rows shorter than 4096, ScanUL1 with one AI core per row otherwise (ScanU for int8), s = 128.
+    Throughput in GB/s (input read once plus output written once)."""
+
+    name = "batched-scan"
+    unit = "GB/s"
+
+    def problem_key(self, problem: Mapping[str, Any]) -> str:
+        kind = "exclusive" if problem.get("exclusive") else "inclusive"
+        return f"{problem['batch']}x{problem['length']},{problem.get('dtype', 'fp16')},{kind}"
+
+    def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
+        many_short = int(problem["batch"]) > 18 and int(problem["length"]) < 4096
+        algorithm = "scanu" if many_short or problem.get("dtype", "fp16") == "int8" else "scanul1"
+        return {"algorithm": algorithm, "s": 128}
+
+    def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
+        """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
+        params = BatchedScanParams(algorithm=config["algorithm"], s=int(config["s"]),
+                                   exclusive=bool(problem.get("exclusive", False)),
+                                   dtype=problem.get("dtype", "fp16"))
+        batch, length = int(problem["batch"]), int(problem["length"])
+        try:
+            sim = simulate_batched(batch, length, params, hw).sim
+        except (ParamError, BufferCapacityError) as exc:
+            raise Infeasible(str(exc)) from None
+        moved = batch * length * (params.scan.in_bytes + params.scan.out_bytes)
+        return Evaluation(sim.time_s, moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0, self.unit)
+
+
+TUNABLES: dict[str, Tunable] = {t.name: t for t in (HgemmTunable(), ScanTunable(), BatchedScanTunable())}
 
 
 def get_tunable(name: str) -> Tunable:
-    """Tunable kernel family by name ("hgemm", "scan"). Raises ParamError (param "kernel") for others."""
+    """Tunable kernel family by name ("hgemm", "scan", "batched-scan"). Raises ParamError (param "kernel") for others."""
     try:
         return TUNABLES[name]
     except KeyError:

@@ -155,3 +155,14 @@ def test_sigkill_loses_at_most_the_trial_in_flight_and_the_next_run_resumes(tmp_
     trials = json.loads(resumed.stdout)["problems"][0]["trials"]
     assert trials["finished"] == kept + 3  # the killed run's finished trials are counted, not redone
     assert trials["running"] <= 1  # the trial in flight at the kill (journal storage has no heartbeat)
+
+
+def test_tune_batched_scan_evaluates_its_small_space_whole(tmp_path, cli):
+    out = cli(["tune", "batched-scan", "--batch", "64", "--length", "1024", "--sampler", "grid", "--trials", "8",
+               "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    (p,) = json.loads(out.stdout)["problems"]
+    assert p["trials"]["finished"] == 8 and p["exhaustive"]["points"] == 8 and p["exhaustive"]["regret"] == 0
+    assert p["heuristic"]["config"] == {"algorithm": "scanu", "s": 128}
+    bad = cli(["tune", "batched-scan", "--batch", "4"], tmp_path)
+    assert bad.exit_code == 2 and "--batch: give --batch and --length together" in bad.output

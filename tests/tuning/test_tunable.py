@@ -50,3 +50,17 @@ def test_scan_heuristic_and_int8_infeasible_for_scanul1():
 def test_unknown_tunable():
     with pytest.raises(ValueError, match="--kernel: unknown tunable kernel 'fft'"):
         get_tunable("fft")
+
+
+def test_batched_scan_heuristic_follows_the_papers_crossover_and_evaluates_the_kernel():
+    from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
+
+    tunable = get_tunable("batched-scan")
+    assert tunable.heuristic({"batch": 64, "length": 1024}, B4) == {"algorithm": "scanu", "s": 128}
+    assert tunable.heuristic({"batch": 8, "length": 65536}, B4) == {"algorithm": "scanul1", "s": 128}
+    assert tunable.heuristic({"batch": 8, "length": 65536, "dtype": "int8"}, B4)["algorithm"] == "scanu"
+    ev = tunable.evaluate({"batch": 40, "length": 65536}, {"algorithm": "scanu", "s": 64}, B4)
+    sim = simulate_batched(40, 65536, BatchedScanParams(algorithm="scanu", s=64), B4).sim
+    assert ev.time_s == sim.time_s and ev.throughput == pytest.approx(40 * 65536 * 6 / sim.time_s / 1e9)
+    with pytest.raises(Infeasible, match="fp16 only"):
+        tunable.evaluate({"batch": 4, "length": 100, "dtype": "int8"}, {"algorithm": "scanul1", "s": 64}, B4)
