@@ -114,6 +114,9 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         path.parent.mkdir(parents=True, exist_ok=True)
         # A writer killed while holding the file lock leaves it behind; others break it after the grace period
         # (a write holds the lock for milliseconds, so 10 s is safe and keeps a resumed run from waiting long).
+        # The path must be absolute: the lock is a symlink to the journal, and a relative target would dangle,
+        # so a stale lock could never be broken.
+        path = path.resolve()
         lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=10)
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path), lock))
     except ImportError:
