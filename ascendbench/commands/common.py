@@ -38,7 +38,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print only the JSON do
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line user error on stderr and exit with `code` (no traceback)."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    # Escaped: messages quote user input and hints such as "pip install 'ascendbench[gp]'", not markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

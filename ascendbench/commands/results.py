@@ -120,7 +120,7 @@ def show(
     c.rule(f"[bold]{file}")
     c.print(f"{result_kind(doc)} result, created {doc.get('created_at', '?')} by ascendbench "
             f"{doc.get('tool_version', '?')} on {(doc.get('hardware') or {}).get('name', '?')}", highlight=False)
-    c.print(f"command: {' '.join(doc.get('command', []))}", highlight=False, soft_wrap=True)
+    c.print(f"command: {' '.join(doc.get('command', []))}", highlight=False, soft_wrap=True, markup=False)
     table = Table()
     for col in ("problem", "ran", "simulated time"):
         table.add_column(col)

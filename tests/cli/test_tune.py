@@ -166,3 +166,12 @@ def test_tune_batched_scan_evaluates_its_small_space_whole(tmp_path, cli):
     assert p["heuristic"]["config"] == {"algorithm": "scanu", "s": 128}
     bad = cli(["tune", "batched-scan", "--batch", "4"], tmp_path)
     assert bad.exit_code == 2 and "--batch: give --batch and --length together" in bad.output
+
+
+def test_error_messages_are_not_read_as_markup(tmp_path, cli, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    out = cli(["tune", "hgemm", *SHAPE, "--sampler", "gp"], tmp_path)
+    assert out.exit_code == 2 and "pip install 'ascendbench[gp]'" in out.output
