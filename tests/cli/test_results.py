@@ -1,0 +1,72 @@
+"""`ascendbench results list|show|compare`."""
+
+import json
+
+import pytest
+
+
+@pytest.fixture
+def two_scans(tmp_path, cli):
+    for name, algorithm in (("a.json", "mcscan-ul1"), ("b.json", "mcscan")):
+        out = cli(["run", "scan", "--n", "1e6", "--algorithm", algorithm, "--out", name], tmp_path)
+        assert out.exit_code == 0, out.output
+    return tmp_path
+
+
+def test_compare_marks_slower_and_exits_1(two_scans, cli):
+    a = json.loads((two_scans / "a.json").read_text())["metrics"]["time_s"]
+    b = json.loads((two_scans / "b.json").read_text())["metrics"]["time_s"]
+    out = cli(["results", "compare", "a.json", "b.json", "--json"], two_scans)
+    doc = json.loads(out.stdout)
+    (row,) = doc["rows"]
+    assert row["problem"] == "scan n=1000000 fp16 inclusive" and row["ratio"] == pytest.approx(b / a)
+    assert row["verdict"] == ("slower" if b / a > 1.02 else "faster" if b / a < 0.98 else "same")
+    assert out.exit_code == (1 if row["verdict"] == "slower" else 0)
+    back = cli(["results", "compare", "b.json", "a.json", "--threshold", "0.5"], two_scans)
+    assert back.exit_code == 0 and "same" in back.output  # within 50%
+
+
+def test_compare_same_file_is_same_and_exit_0(two_scans, cli):
+    out = cli(["results", "compare", "a.json", "a.json"], two_scans)
+    assert out.exit_code == 0 and "same" in out.output and "1.0000" in out.output
+
+
+def test_compare_tuning_and_hgemm_results(tmp_path, cli):
+    assert cli(["run", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--out", "h.json"], tmp_path).exit_code == 0
+    assert cli(["tune", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--trials", "5", "--out", "t.json"],
+               tmp_path).exit_code == 0
+    out = cli(["results", "compare", "h.json", "t.json", "--json"], tmp_path)
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["problem"] == "hgemm 512x512x512" and row["b"] == "tuned best"
+
+
+def test_list_and_show(two_scans, cli):
+    (two_scans / "results").mkdir()
+    (two_scans / "a.json").rename(two_scans / "results" / "a.json")
+    (two_scans / "results" / "notes.json").write_text('{"not": "a result"}')
+    out = cli(["results", "list", "--json"], two_scans)
+    rows = json.loads(out.stdout)
+    assert [r["path"] for r in rows] == ["results/a.json"] and rows[0]["kind"] == "scan"
+    shown = cli(["results", "show", "b.json"], two_scans)
+    assert shown.exit_code == 0 and "scan n=1000000 fp16 inclusive" in shown.output and "mcscan" in shown.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["show", "nope.json"], "FILE: file not found: nope.json"),
+    (["show", "bad.json"], "is not a JSON result file"),
+    (["show", "other.json"], "is not an ascendbench result"),
+    (["compare", "a.json", "nope.json"], "CANDIDATE: file not found"),
+    (["compare", "a.json", "a.json", "--threshold", "2"], "--threshold: must be in [0, 1)"),
+    (["list", "missing"], "FOLDER: not a folder"),
+])
+def test_user_errors(two_scans, cli, args, message):
+    (two_scans / "bad.json").write_text("{")
+    (two_scans / "other.json").write_text("[1]")
+    out = cli(["results", *args], two_scans)
+    assert out.exit_code == 2 and out.output.strip().startswith("error:") and message in out.output, out.output
+
+
+def test_compare_without_common_problems(two_scans, cli):
+    assert cli(["run", "scan", "--n", "1000", "--out", "c.json"], two_scans).exit_code == 0
+    out = cli(["results", "compare", "a.json", "c.json"], two_scans)
+    assert out.exit_code == 2 and "no problem of c.json is also in a.json" in out.output
