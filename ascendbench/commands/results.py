@@ -27,13 +27,19 @@ def _load(path: Path, option: str) -> dict[str, Any]:
 
 
 def result_kind(doc: dict[str, Any]) -> str:
-    """"tuning", "hgemm" (run hgemm), "operator" (run split/sort/...) or "scan" (run scan)."""
+    """"tuning", "hgemm" (run hgemm), "operator" (run split/sort/...), "batched-scan", "segmented-scan" or
+    "scan" (run scan)."""
     if doc.get("kind") == "tuning":
         return "tuning"
     if doc.get("kernel") == "hgemm" and "shapes" in doc:
         return "hgemm"
-    if isinstance(doc.get("problem"), dict) and "operator" in doc["problem"]:
+    problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
+    if "operator" in problem:
         return "operator"
+    if "length" in problem:
+        return "batched-scan"
+    if "segments" in problem:
+        return "segmented-scan"
     return "scan"
 
 
@@ -60,7 +66,13 @@ def problem_times(doc: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
         out[key] = (sim.get("time_s"), sim.get("variant", ""))
     else:
         p = doc["problem"]
-        key = f"scan n={p['n']} {p['dtype']} {'exclusive' if p.get('exclusive') else 'inclusive'}"
+        mode = "exclusive" if p.get("exclusive") else "inclusive"
+        if kind == "batched-scan":
+            key = f"batched-scan {p['batch']}x{p['length']} {p['dtype']} {mode}"
+        elif kind == "segmented-scan":
+            key = f"segmented-scan n={p['n']} segments={p['segments']} {p['dtype']} {mode}"
+        else:
+            key = f"scan n={p['n']} {p['dtype']} {mode}"
         out[key] = (doc.get("metrics", {}).get("time_s"), doc.get("kernel", ""))
     return out
 

@@ -70,3 +70,20 @@ def test_compare_without_common_problems(two_scans, cli):
     assert cli(["run", "scan", "--n", "1000", "--out", "c.json"], two_scans).exit_code == 0
     out = cli(["results", "compare", "a.json", "c.json"], two_scans)
     assert out.exit_code == 2 and "no problem of c.json is also in a.json" in out.output
+
+
+def test_every_run_kind_is_listed_with_its_problem(tmp_path, cli):
+    runs = {"s.json": ["run", "scan", "--n", "1000"],
+            "b.json": ["run", "batched-scan", "--batch", "4", "--length", "1000"],
+            "g.json": ["run", "segmented-scan", "--n", "1000"],
+            "o.json": ["run", "sort", "--n", "1000"],
+            "h.json": ["run", "hgemm", "--m", "64", "--n", "64", "--k", "64"]}
+    (tmp_path / "results").mkdir()
+    for name, args in runs.items():
+        out = cli([*args, "--out", f"results/{name}"], tmp_path)
+        assert out.exit_code == 0, out.output
+    rows = json.loads(cli(["results", "list", "--json"], tmp_path).stdout)
+    assert sorted(r["kind"] for r in rows) == ["batched-scan", "hgemm", "operator", "scan", "segmented-scan"]
+    for name in runs:
+        same = cli(["results", "compare", f"results/{name}", f"results/{name}"], tmp_path)
+        assert same.exit_code == 0 and "same" in same.output, same.output
