@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
-from ascendbench.sim.engine import Engine, RunStats, unit_kind
+from ascendbench.sim.engine import Engine, RunStats, gc_paused, unit_kind
 
 __all__ = ["SimResult", "Span", "fixed_cost", "sequence", "simulate", "simulate_2d"]
 
@@ -118,8 +118,9 @@ def _run(hw: HardwareProfile, warm_l2: bool, build: Callable[[Engine, int], None
     if cache is not None and key is not None and key in cache:
         return cache[key]
     engine = Engine(hw, warm_l2=warm_l2, group_cores=group)
-    build(engine, skip)
-    stats = engine.run()
+    with gc_paused():
+        build(engine, skip)
+        stats = engine.run()
     phases = {k: hi - lo for k, (lo, hi) in stats.phases.items()}
     out = (engine, stats, phases)
     if cache is not None and key is not None:
@@ -185,7 +186,9 @@ def simulate(
 def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
     """Exact counters of the full program, from the smallest truncated build (not run)."""
     engine = Engine(hw, warm_l2=warm_l2)
-    build(engine, iterations)
+    with gc_paused():
+        build(engine, iterations)
+    engine.unlink()
     return dict(engine.counters)
 
 
@@ -229,8 +232,9 @@ def simulate_2d(
     for t in ts:
         for k in ks:
             engine = Engine(hw, warm_l2=warm_l2, group_cores=not every_core)
-            build(engine, tasks - t, k)
-            stats = engine.run()
+            with gc_paused():
+                build(engine, tasks - t, k)
+                stats = engine.run()
             runs[(t, k)] = (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()}, dict(engine.counters))
 
     def fit(value) -> float:
