@@ -368,7 +368,7 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
 
         gemm = simulate_2d(hw, build, max(layout.per_core), layout.blocks_per_task, warm_l2=warm_l2,
                            keep_tasks=_KEEP_TASKS, keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
-                           every_core=every_core)
+                           every_core=every_core, prefix=True)
         parts.append((gemm, 1))
         if not epilogue_inline and (params.alpha != 1 or params.beta != 0):
             parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
@@ -404,6 +404,7 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
     splits = _k_splits(tiling, params, hw)
     counts = lay.per_core
     cores = hw.ai_cores
+    max_kept = max(max(c - skip, min(c, 1)) for c in counts)
     for core, weight in engine.groups(counts):
         members = [c for c in range(len(counts)) if counts[c] == counts[core]] if weight > 1 else [core]
         aic = f"core{core}.aic"
@@ -420,7 +421,11 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
         ub = [Ring(depths["UB"]) for _ in aivs]
         prev_mm: Op | None = None
         engine.phase = "gemm"
+        # Tasks are numbered so that every core's last task has the same number, as truncating drops the
+        # same count from every core (a core with fewer tasks starts at a higher number).
+        first_number = max_kept - kept_tasks
         for task in range(kept_tasks):
+            engine.task = first_number + task
             hit_a = lay.fast_hit("a", members, task, cores, lay.hit_a)
             hit_b = lay.fast_hit("b", members, task, cores, lay.hit_b)
             c_slot = None if l0c_halves else l0c.wait()

@@ -64,6 +64,7 @@ class Op:
         "seq",
         "start",
         "succs",
+        "task",
         "unit",
         "xfer",
     )
@@ -146,6 +147,11 @@ class Engine:
         self._buffers: dict[tuple[str, str], int] = {}
         self.weights: dict[str, int] = {}
         self.phase = "main"
+        # Index of the task (outer loop iteration) the ops being added belong to; with prefix_tasks > 0 the
+        # counters of tasks below it are also kept apart (prefix_counters), see prefix_stats.
+        self.task = 0
+        self.prefix_tasks = 0
+        self.prefix_counters: dict[str, float] = {}
         self.hbm = _Server(hw.hbm_bytes_per_cycle)
         self.l2 = _Server(hw.l2_bytes_per_cycle)
         self.stats: RunStats | None = None
@@ -155,6 +161,7 @@ class Engine:
         ops = self.ops
         norm: list = []
         op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops))
+        op.task = self.task
         for d in deps:
             if d is None:
                 continue
@@ -278,7 +285,11 @@ class Engine:
 
     def _inc(self, key: str, value: float, unit: str) -> None:
         c = self.counters
-        c[key] = c.get(key, 0) + value * self.weights.get(unit, 1)
+        v = value * self.weights.get(unit, 1)
+        c[key] = c.get(key, 0) + v
+        if self.task < self.prefix_tasks:
+            p = self.prefix_counters
+            p[key] = p.get(key, 0) + v
 
     def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
                 deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0) -> Op:
@@ -423,6 +434,51 @@ class Engine:
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy})
         return self.stats
+
+
+def prefix_stats(engine: Engine, tasks: int) -> tuple[RunStats, dict[str, float]]:
+    """What the ops of tasks below `tasks` (Engine.task when they were added) measured in a finished run:
+    the time their last op ended, the spans of their phases, their pipe busy time and HBM time, and their
+    counters (kept apart when engine.prefix_tasks == tasks). In the steady state of a regular loop this is
+    what a run truncated to `tasks` tasks measures, less the truncated run's drain, which the full run
+    ends with as well."""
+    if engine.prefix_tasks != tasks:
+        raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
+    return _prefix(engine, tasks), dict(engine.prefix_counters)
+
+
+def _prefix(engine: Engine, tasks: int) -> RunStats:
+    weights = engine.weights
+    hbm_rate = engine.hbm.bytes_per_cycle
+    phases: dict[str, tuple[float, float]] = {}
+    busy: dict[tuple[str, str], float] = {}
+    makespan = hbm = 0.0
+    for op in engine.ops:
+        if op.task >= tasks:
+            continue
+        makespan = max(makespan, op.end)
+        lo, hi = phases.get(op.phase, (op.start, op.end))
+        phases[op.phase] = (min(lo, op.start), max(hi, op.end))
+        if op.unit != "chip":
+            key = (op.unit, op.pipe)
+            busy[key] = busy.get(key, 0.0) + (op.release - op.start)
+        if op.xfer is not None:
+            for name, nbytes in op.xfer[0]:
+                if name == "hbm":
+                    hbm += nbytes * weights.get(op.unit, 1) / hbm_rate
+    return RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
+
+
+def prefix_ends(engine: Engine, tasks: int) -> tuple[float, dict[str, float]]:
+    """When the ops of tasks below `tasks` ended, in all and per phase (cycles), in a finished run."""
+    end = 0.0
+    phases: dict[str, float] = {}
+    for op in engine.ops:
+        if op.task < tasks:
+            end = max(end, op.end)
+            if op.end > phases.get(op.phase, 0.0):
+                phases[op.phase] = op.end
+    return end, phases
 
 
 def unit_kind(unit: str) -> str:
