@@ -32,7 +32,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.hgemm_tiling import TilingDecision, select_tiling
 from ascendbench.kernels.programs import Ring, copy_pass
-from ascendbench.sim.engine import Engine, Op
+from ascendbench.sim.engine import Engine, Op, gc_paused
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_2d
 
 __all__ = [
@@ -336,6 +336,12 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
     first served, where the weighted representative sees its group's transfers served together).
 
     Raises ParamError / BufferCapacityError as resolve_tiling does."""
+    with gc_paused():  # the engine's ops are freed without the collector (see gc_paused)
+        return _simulate_hgemm(shape, params, hw, warm_l2, force_exact, every_core)
+
+
+def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool, force_exact: bool,
+                    every_core: bool) -> tuple[SimResult, Tiling]:
     tiling = resolve_tiling(shape, params, hw)
     launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
     parts: list[tuple[SimResult, int]] = [(launch, 1)]

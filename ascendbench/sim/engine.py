@@ -69,7 +69,8 @@ class Op:
         "xfer",
     )
 
-    def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int):
+    def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int,
+                 task: int = 0):
         self.unit = unit
         self.pipe = pipe
         self.label = label
@@ -83,6 +84,7 @@ class Op:
         self.next = None
         self.done = False
         self.seq = seq
+        self.task = task
 
     def __repr__(self) -> str:
         if not self.done:
@@ -96,20 +98,13 @@ _NAN = math.nan
 
 @dataclass
 class _Server:
-    """A chip-wide bandwidth resource served first come, first served."""
+    """A chip-wide bandwidth resource served first come, first served: a request of `nbytes` from each of
+    `weight` identical cores (a group's representative) starting at `start` begins when the server is free
+    (max(start, free)) and keeps it busy for weight * nbytes / bytes_per_cycle. Engine.run applies this."""
 
     bytes_per_cycle: float
     free: float = 0.0
     busy: float = 0.0
-
-    def reserve(self, start: float, nbytes: float, weight: int = 1) -> float:
-        """Serve `weight` requests of `nbytes` from `start` on (the same request of each core of a group of
-        identical cores); returns when the last one finishes."""
-        begin = max(start, self.free)
-        one = nbytes / self.bytes_per_cycle
-        self.free = begin + one * weight
-        self.busy += one * weight
-        return self.free
 
 
 @dataclass
@@ -160,8 +155,7 @@ class Engine:
     def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None) -> Op:
         ops = self.ops
         norm: list = []
-        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops))
-        op.task = self.task
+        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops), self.task)
         for d in deps:
             if d is None:
                 continue
@@ -401,8 +395,13 @@ class Engine:
                 data_end = start + core_cycles
                 w = weights.get(op.unit, 1)
                 for name, nbytes in demands:
-                    e = servers[name].reserve(start, nbytes, w)
-                    data_end = max(data_end, e)
+                    server = servers[name]  # the _Server rule, inline (the hottest loop)
+                    free = server.free
+                    served = nbytes / server.bytes_per_cycle * w
+                    free = max(start, free) + served
+                    server.free = free
+                    server.busy += served
+                    data_end = max(data_end, free)
                 op.release = data_end
                 op.end = data_end + latency
             op.done = True
@@ -425,40 +424,43 @@ class Engine:
         makespan = 0.0
         self.unlink()
         for op in self.ops:
-            makespan = max(makespan, op.end)
-            lo, hi = phases.get(op.phase, (op.start, op.end))
-            phases[op.phase] = (min(lo, op.start), max(hi, op.end))
+            start, end = op.start, op.end
+            makespan = max(makespan, end)
+            span = phases.get(op.phase)
+            if span is None:
+                phases[op.phase] = (start, end)
+            elif start < span[0] or end > span[1]:
+                phases[op.phase] = (min(span[0], start), max(span[1], end))
             if op.unit != "chip":
                 key = (op.unit, op.pipe)
-                busy[key] = busy.get(key, 0.0) + (op.release - op.start)
+                busy[key] = busy.get(key, 0.0) + (op.release - start)
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy})
         return self.stats
 
 
-def prefix_stats(engine: Engine, tasks: int) -> tuple[RunStats, dict[str, float]]:
+def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:
     """What the ops of tasks below `tasks` (Engine.task when they were added) measured in a finished run:
     the time their last op ended, the spans of their phases, their pipe busy time and HBM time, and their
-    counters (kept apart when engine.prefix_tasks == tasks). In the steady state of a regular loop this is
-    what a run truncated to `tasks` tasks measures, less the truncated run's drain, which the full run
-    ends with as well."""
+    counters (kept apart when engine.prefix_tasks == tasks); and when the ops of tasks below `later` ended.
+    Cycles."""
     if engine.prefix_tasks != tasks:
         raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
-    return _prefix(engine, tasks), dict(engine.prefix_counters)
-
-
-def _prefix(engine: Engine, tasks: int) -> RunStats:
     weights = engine.weights
     hbm_rate = engine.hbm.bytes_per_cycle
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
-    makespan = hbm = 0.0
+    makespan = hbm = later_end = 0.0
     for op in engine.ops:
-        if op.task >= tasks:
+        task = op.task
+        if task >= tasks:
+            if task < later:
+                later_end = max(later_end, op.end)
             continue
-        makespan = max(makespan, op.end)
-        lo, hi = phases.get(op.phase, (op.start, op.end))
-        phases[op.phase] = (min(lo, op.start), max(hi, op.end))
+        end = op.end
+        makespan = max(makespan, end)
+        lo, hi = phases.get(op.phase, (op.start, end))
+        phases[op.phase] = (min(lo, op.start), max(hi, end))
         if op.unit != "chip":
             key = (op.unit, op.pipe)
             busy[key] = busy.get(key, 0.0) + (op.release - op.start)
@@ -466,19 +468,8 @@ def _prefix(engine: Engine, tasks: int) -> RunStats:
             for name, nbytes in op.xfer[0]:
                 if name == "hbm":
                     hbm += nbytes * weights.get(op.unit, 1) / hbm_rate
-    return RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
-
-
-def prefix_ends(engine: Engine, tasks: int) -> tuple[float, dict[str, float]]:
-    """When the ops of tasks below `tasks` ended, in all and per phase (cycles), in a finished run."""
-    end = 0.0
-    phases: dict[str, float] = {}
-    for op in engine.ops:
-        if op.task < tasks:
-            end = max(end, op.end)
-            if op.end > phases.get(op.phase, 0.0):
-                phases[op.phase] = op.end
-    return end, phases
+    stats = RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
+    return stats, dict(engine.prefix_counters), max(makespan, later_end)
 
 
 def unit_kind(unit: str) -> str:

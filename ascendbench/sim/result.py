@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
-from ascendbench.sim.engine import Engine, RunStats, gc_paused, prefix_ends, prefix_stats, unit_kind
+from ascendbench.sim.engine import Engine, RunStats, gc_paused, prefix_stats, unit_kind
 
 __all__ = ["SimResult", "Span", "fixed_cost", "sequence", "simulate", "simulate_2d"]
 
@@ -227,8 +227,8 @@ def simulate_2d(
     prefix: the smaller task count t1 is not run on its own but read from the larger run t2 (needs
     t2 - 2 > t1; `build` sets engine.task to each op's task index, numbered so that every core's last task
     has the same number): busy time, HBM time and counters of the ops of its first t1 tasks
-    (sim.engine.prefix_stats), and a makespan stepped back from the run's end by the period measured
-    between the ends of tasks t1 and t2 - 2 (sim.engine.prefix_ends). It saves a third of the simulated
+    and a makespan stepped back from the run's end by the period measured between the ends of tasks t1
+    and t2 - 2 (sim.engine.prefix_stats). It saves a third of the simulated
     ops; a test compares it with the full simulation.
     """
     if force_exact:
@@ -249,17 +249,16 @@ def simulate_2d(
             runs[(t, k)] = (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()}, dict(engine.counters))
             if from_prefix:
                 t1, t2 = ts
-                first, counters = prefix_stats(engine, t1)
+                first, counters, end_b = prefix_stats(engine, t1, t2 - 2)
                 # Work adds up task by task, so busy time, HBM time and counters are read off the first t1
                 # tasks. Ends differ: a task inside the run is held back by its successors' transfers, and
                 # near the end cores with fewer tasks finish and leave the others more bandwidth. The period
                 # of a task is measured between the ends of tasks t1 and t2 - 2, which both still run
                 # among successors on every core, and the run's end is stepped back by it.
-                end_a, phase_a = prefix_ends(engine, t1)
-                end_b, phase_b = prefix_ends(engine, t2 - 2)
-                step = (t2 - t1) / (t2 - 2 - t1)
-                first.makespan = stats.makespan - step * (end_b - end_a)
-                spans = {p: hi - lo - step * (phase_b.get(p, 0.0) - phase_a.get(p, 0.0))
+                period = (end_b - first.makespan) / (t2 - 2 - t1)
+                first.makespan = stats.makespan - (t2 - t1) * period
+                # a phase's span steps back by the same period where its ops run in every task
+                spans = {p: hi - lo - ((t2 - t1) * period if p in first.phases else 0.0)
                          for p, (lo, hi) in stats.phases.items()}
                 runs[(t1, k)] = (first, spans, counters)
 
