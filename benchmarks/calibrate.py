@@ -26,6 +26,8 @@ import re
 import sys
 from importlib import resources
 
+import _checkout  # noqa: F401  (this checkout's ascendbench, not an installed one)
+
 from ascendbench.hardware import list_profiles, load_profile
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 

@@ -32,7 +32,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.hgemm_tiling import TilingDecision, select_tiling
 from ascendbench.kernels.programs import Ring, copy_pass
-from ascendbench.sim.engine import Engine, Op
+from ascendbench.sim.engine import Engine, Op, gc_paused
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_2d
 
 __all__ = [
@@ -54,6 +54,7 @@ GEMM_EXAMPLE_TILE = {"m1": 128, "n1": 256, "k1": 256, "m0": 128, "n0": 256, "k0"
 _FP16 = 2
 _FP32 = 4
 _ALIGN_ELEMS = 256  # a 512-byte aligned fp16 row has a multiple of 256 elements
+_KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,7 @@ class _Layout:
     """How the work falls on the cores, and what the memory system sees."""
 
     tasks: int  # (C blocks x split_k)
+    split: int
     blocks_per_task: int  # K0 blocks one task accumulates
     per_core: list[int]
     m_eff: int
@@ -222,6 +224,38 @@ class _Layout:
     aligned_a: bool
     aligned_b: bool
     aligned_c: bool
+    # Where the fast direction's panels stay in L2, each is fetched from HBM once, by the first wave of tasks
+    # that reads it (its readers in that wave share the fetch); later reads hit. first_reads names that
+    # panel ("a" or "b"), the blocks per batch and fast-direction count that locate its first reads, and
+    # the last task index (per core) holding one; None: the misses stay spread over all reads (hit_a, hit_b).
+    first_reads: tuple[str, int, int, int] | None = None
+
+    def fast_hit(self, panel: str, members: list[int], index: int, cores: int, default: float) -> float:
+        """L2 hit share of `panel`'s reads in task `index` (0-based) of the cores `members` (a group that one
+        representative stands for)."""
+        if self.first_reads is None or self.first_reads[0] != panel:
+            return default
+        _, per_batch, fast_count, last = self.first_reads
+        if index > last:
+            return 1.0
+        blocks = self.tasks // self.split
+
+        def key(t: int) -> tuple[int, int, int]:  # (split, batch, fast panel) of task t
+            b = t % blocks
+            return t // blocks, b // per_batch, (b % per_batch) % fast_count
+
+        miss = 0.0
+        for c in members:
+            t = c + index * cores
+            if t >= self.tasks:
+                continue
+            split, batch, f = key(t)
+            first = split * blocks + batch * per_batch + f  # the first task that reads this panel
+            if first // cores == index:
+                wave = range(index * cores, min(self.tasks, (index + 1) * cores))
+                readers = sum(1 for u in wave if key(u) == (split, batch, f))
+                miss += 1.0 / readers
+        return 1.0 - miss / len(members)
 
 
 def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareProfile, warm_l2: bool) -> _Layout:
@@ -272,15 +306,24 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     hit_fast = 1 - 1 / slow_count if fast_resident else 1 - 1 / max(share_fast, 1.0)
     hit_a, hit_b = (hit_fast, hit_slow) if fast_is_a else (hit_slow, hit_fast)
     footprint = (m * k + k * n) * _FP16 * batch
-    if footprint <= hw.l2_bytes and (warm_l2 or padded_a):
+    warm_a = footprint <= hw.l2_bytes and (warm_l2 or padded_a)
+    warm_b = footprint <= hw.l2_bytes and (warm_l2 or padded_b)
+    if warm_a:
         hit_a = 1.0  # the padding pass (or a previous kernel) left A in L2
-    if footprint <= hw.l2_bytes and (warm_l2 or padded_b):
+    if warm_b:
         hit_b = 1.0
+    first_reads = None
+    if fast_resident and not (warm_a if fast_is_a else warm_b) and slow_count > 1:
+        # The first reads must fall in the tasks every truncated run keeps (one fewer for the shorter
+        # group), else the extrapolation would lose them: a core's first tasks only (one batch, no SplitK).
+        last = ((split - 1) * blocks + (batch - 1) * bm * bn + fast_count - 1) // cores  # the last first read
+        if last < _KEEP_TASKS[0] - 1 or max(per_core) <= _KEEP_TASKS[1]:
+            first_reads = ("a" if fast_is_a else "b", bm * bn, fast_count, last)
     return _Layout(
-        tasks, per_task, per_core, min(tiling.m0, m), min(tiling.n0, n), min(tiling.k0, k),
+        tasks, split, per_task, per_core, min(tiling.m0, m), min(tiling.n0, n), min(tiling.k0, k),
         serial_a, serial_b, hit_a, hit_b,
         aligned_a=(k * _FP16) % 512 == 0 or padded_a, aligned_b=(n * _FP16) % 512 == 0 or padded_b,
-        aligned_c=(n * _FP16) % 512 == 0,
+        aligned_c=(n * _FP16) % 512 == 0, first_reads=first_reads,
     )
 
 
@@ -293,6 +336,12 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
     first served, where the weighted representative sees its group's transfers served together).
 
     Raises ParamError / BufferCapacityError as resolve_tiling does."""
+    with gc_paused():  # the engine's ops are freed without the collector (see gc_paused)
+        return _simulate_hgemm(shape, params, hw, warm_l2, force_exact, every_core)
+
+
+def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool, force_exact: bool,
+                    every_core: bool) -> tuple[SimResult, Tiling]:
     tiling = resolve_tiling(shape, params, hw)
     launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
     parts: list[tuple[SimResult, int]] = [(launch, 1)]
@@ -324,8 +373,8 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
             _build_gemm(engine, skip, kept_blocks, layout, tiling, params, hw, epilogue_inline)
 
         gemm = simulate_2d(hw, build, max(layout.per_core), layout.blocks_per_task, warm_l2=warm_l2,
-                           keep_tasks=(4, 8), keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
-                           every_core=every_core)
+                           keep_tasks=_KEEP_TASKS, keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
+                           every_core=every_core, prefix=True)
         parts.append((gemm, 1))
         if not epilogue_inline and (params.alpha != 1 or params.beta != 0):
             parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
@@ -360,7 +409,10 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
     per_l1 = max(1, k1 // tiling.k0)
     splits = _k_splits(tiling, params, hw)
     counts = lay.per_core
+    cores = hw.ai_cores
+    max_kept = max(max(c - skip, min(c, 1)) for c in counts)
     for core, weight in engine.groups(counts):
+        members = [c for c in range(len(counts)) if counts[c] == counts[core]] if weight > 1 else [core]
         aic = f"core{core}.aic"
         aivs = [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]
         for unit in [aic, *aivs]:
@@ -375,7 +427,13 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
         ub = [Ring(depths["UB"]) for _ in aivs]
         prev_mm: Op | None = None
         engine.phase = "gemm"
-        for _ in range(kept_tasks):
+        # Tasks are numbered so that every core's last task has the same number, as truncating drops the
+        # same count from every core (a core with fewer tasks starts at a higher number).
+        first_number = max_kept - kept_tasks
+        for task in range(kept_tasks):
+            engine.task = first_number + task
+            hit_a = lay.fast_hit("a", members, task, cores, lay.hit_a)
+            hit_b = lay.fast_hit("b", members, task, cores, lay.hit_b)
             c_slot = None if l0c_halves else l0c.wait()
             panel_a: Op | None = None
             panel_b: Op | None = None
@@ -385,10 +443,10 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
                     span = min(per_l1, kept_blocks - kb) * k0
                     bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
                     slot = l1.wait()
-                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=lay.hit_a, aligned=lay.aligned_a,
+                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=lay.aligned_a,
                                              serial=_serialised(bytes_a, lay.serial_a), deps=[slot],
                                              label="panel A->L1")
-                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=lay.hit_b, aligned=lay.aligned_b,
+                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=lay.aligned_b,
                                              serial=_serialised(bytes_b, lay.serial_b), deps=[slot],
                                              label="panel B->L1")
 

@@ -13,17 +13,33 @@ requests in time order.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
 
-__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op"]
+__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "gc_paused"]
 
 # Pipe names, as Ascend's profiler shows them.
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a program is built and run: its ops are all alive
+    until the run ends, so collections in between only re-scan them (about a third of the host time).
+    Engine.run unlinks the ops when it is done, so the finished program is freed without the collector."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class BufferCapacityError(ValueError):
@@ -48,11 +64,13 @@ class Op:
         "seq",
         "start",
         "succs",
+        "task",
         "unit",
         "xfer",
     )
 
-    def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int):
+    def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int,
+                 task: int = 0):
         self.unit = unit
         self.pipe = pipe
         self.label = label
@@ -66,6 +84,7 @@ class Op:
         self.next = None
         self.done = False
         self.seq = seq
+        self.task = task
 
     def __repr__(self) -> str:
         if not self.done:
@@ -79,20 +98,13 @@ _NAN = math.nan
 
 @dataclass
 class _Server:
-    """A chip-wide bandwidth resource served first come, first served."""
+    """A chip-wide bandwidth resource served first come, first served: a request of `nbytes` from each of
+    `weight` identical cores (a group's representative) starting at `start` begins when the server is free
+    (max(start, free)) and keeps it busy for weight * nbytes / bytes_per_cycle. Engine.run applies this."""
 
     bytes_per_cycle: float
     free: float = 0.0
     busy: float = 0.0
-
-    def reserve(self, start: float, nbytes: float, weight: int = 1) -> float:
-        """Serve `weight` requests of `nbytes` from `start` on (the same request of each core of a group of
-        identical cores); returns when the last one finishes."""
-        begin = max(start, self.free)
-        one = nbytes / self.bytes_per_cycle
-        self.free = begin + one * weight
-        self.busy += one * weight
-        return self.free
 
 
 @dataclass
@@ -130,6 +142,11 @@ class Engine:
         self._buffers: dict[tuple[str, str], int] = {}
         self.weights: dict[str, int] = {}
         self.phase = "main"
+        # Index of the task (outer loop iteration) the ops being added belong to; with prefix_tasks > 0 the
+        # counters of tasks below it are also kept apart (prefix_counters), see prefix_stats.
+        self.task = 0
+        self.prefix_tasks = 0
+        self.prefix_counters: dict[str, float] = {}
         self.hbm = _Server(hw.hbm_bytes_per_cycle)
         self.l2 = _Server(hw.l2_bytes_per_cycle)
         self.stats: RunStats | None = None
@@ -138,7 +155,7 @@ class Engine:
     def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None) -> Op:
         ops = self.ops
         norm: list = []
-        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops))
+        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops), self.task)
         for d in deps:
             if d is None:
                 continue
@@ -262,7 +279,11 @@ class Engine:
 
     def _inc(self, key: str, value: float, unit: str) -> None:
         c = self.counters
-        c[key] = c.get(key, 0) + value * self.weights.get(unit, 1)
+        v = value * self.weights.get(unit, 1)
+        c[key] = c.get(key, 0) + v
+        if self.task < self.prefix_tasks:
+            p = self.prefix_counters
+            p[key] = p.get(key, 0) + v
 
     def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
                 deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0) -> Op:
@@ -337,6 +358,12 @@ class Engine:
         return (barrier, float(self.hw.sync_all_cycles))
 
     # ----- running --------------------------------------------------------------------------------
+    def unlink(self) -> None:
+        """Drop the links between ops (dependencies, successors, pipe order) once they are no longer needed,
+        so the program holds no reference cycles and is freed as soon as it is dropped."""
+        for op in self.ops:
+            op.deps = op.succs = op.prev = op.next = None
+
     def run(self) -> RunStats:
         """Schedule every op; returns makespan, phase spans and busy time per (unit, pipe), in cycles."""
         servers = {"hbm": self.hbm, "l2": self.l2}
@@ -368,8 +395,13 @@ class Engine:
                 data_end = start + core_cycles
                 w = weights.get(op.unit, 1)
                 for name, nbytes in demands:
-                    e = servers[name].reserve(start, nbytes, w)
-                    data_end = max(data_end, e)
+                    server = servers[name]  # the _Server rule, inline (the hottest loop)
+                    free = server.free
+                    served = nbytes / server.bytes_per_cycle * w
+                    free = max(start, free) + served
+                    server.free = free
+                    server.busy += served
+                    data_end = max(data_end, free)
                 op.release = data_end
                 op.end = data_end + latency
             op.done = True
@@ -390,16 +422,54 @@ class Engine:
         phases: dict[str, tuple[float, float]] = {}
         busy: dict[tuple[str, str], float] = {}
         makespan = 0.0
+        self.unlink()
         for op in self.ops:
-            makespan = max(makespan, op.end)
-            lo, hi = phases.get(op.phase, (op.start, op.end))
-            phases[op.phase] = (min(lo, op.start), max(hi, op.end))
+            start, end = op.start, op.end
+            makespan = max(makespan, end)
+            span = phases.get(op.phase)
+            if span is None:
+                phases[op.phase] = (start, end)
+            elif start < span[0] or end > span[1]:
+                phases[op.phase] = (min(span[0], start), max(span[1], end))
             if op.unit != "chip":
                 key = (op.unit, op.pipe)
-                busy[key] = busy.get(key, 0.0) + (op.release - op.start)
+                busy[key] = busy.get(key, 0.0) + (op.release - start)
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy})
         return self.stats
+
+
+def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:
+    """What the ops of tasks below `tasks` (Engine.task when they were added) measured in a finished run:
+    the time their last op ended, the spans of their phases, their pipe busy time and HBM time, and their
+    counters (kept apart when engine.prefix_tasks == tasks); and when the ops of tasks below `later` ended.
+    Cycles."""
+    if engine.prefix_tasks != tasks:
+        raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
+    weights = engine.weights
+    hbm_rate = engine.hbm.bytes_per_cycle
+    phases: dict[str, tuple[float, float]] = {}
+    busy: dict[tuple[str, str], float] = {}
+    makespan = hbm = later_end = 0.0
+    for op in engine.ops:
+        task = op.task
+        if task >= tasks:
+            if task < later:
+                later_end = max(later_end, op.end)
+            continue
+        end = op.end
+        makespan = max(makespan, end)
+        lo, hi = phases.get(op.phase, (op.start, end))
+        phases[op.phase] = (min(lo, op.start), max(hi, end))
+        if op.unit != "chip":
+            key = (op.unit, op.pipe)
+            busy[key] = busy.get(key, 0.0) + (op.release - op.start)
+        if op.xfer is not None:
+            for name, nbytes in op.xfer[0]:
+                if name == "hbm":
+                    hbm += nbytes * weights.get(op.unit, 1) / hbm_rate
+    stats = RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
+    return stats, dict(engine.prefix_counters), max(makespan, later_end)
 
 
 def unit_kind(unit: str) -> str:

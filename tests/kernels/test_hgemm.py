@@ -192,3 +192,25 @@ def test_no_shape_beats_the_cube_peak():
             fractal_time = sim.counters["cube_fractals"] / HW.ai_cores / HW.clock_hz
             assert sim.time_s >= fractal_time * 0.999, (s, variant)
             assert g.flops / sim.time_s / 1e12 <= HW.cube_fp16_peak_tflops
+
+
+@pytest.mark.parametrize("shape", [(32768, 512, 512), (2048, 2048, 2048), (512, 4096, 3000), (8192, 8192, 512)])
+def test_resident_fast_panels_are_fetched_once_by_their_first_wave(shape):
+    from ascendbench.kernels.hgemm import _layout
+
+    g = GemmShape(*shape)
+    params = HgemmParams(padding=False)
+    tiling = resolve_tiling(g, params, HW)
+    lay = _layout(g, params, tiling, HW, warm_l2=False)
+    assert lay.first_reads is not None
+    panel, _, fast_count, _ = lay.first_reads
+    cores = HW.ai_cores
+    misses = [[1 - lay.fast_hit(panel, [c], i, cores, -1.0) for i in range(n)] for c, n in enumerate(lay.per_core)]
+    # each fast panel misses once in all (the same bytes as the spread-out hit share), all in the first waves
+    assert sum(map(sum, misses)) == pytest.approx(fast_count)
+    first_wave_tasks = -(-fast_count // cores)
+    assert all(m == 0 for row in misses for m in row[first_wave_tasks:])
+    # a group's representative reads with the group's mean hit share
+    group = [c for c, n in enumerate(lay.per_core) if n == lay.per_core[0]]
+    mean = sum(1 - misses[c][0] for c in group) / len(group)
+    assert lay.fast_hit(panel, group, 0, cores, -1.0) == pytest.approx(mean)

@@ -75,3 +75,28 @@ def test_timing_model_handles_huge_n_with_exact_counters():
     tiles = -(-n // 16384)
     assert result.counters["matmuls"] == tiles
     assert result.time_s > 0
+
+
+def test_two_loop_fit_reads_the_shorter_run_off_the_longer_one():
+    from ascendbench.sim.result import simulate_2d
+
+    tasks, blocks = 50, 30
+
+    def build(engine, skip_tasks, kept_blocks):
+        # two cores with 50 and 49 tasks: a slow first step, then k vector ops and one small write per task
+        for core, count in ((0, tasks), (1, tasks - 1)):
+            kept = max(count - skip_tasks, 1)
+            engine.task = 0
+            prev = engine.compute(f"core{core}.aiv0", "VECTOR", 1000)
+            for task in range(kept):
+                engine.task = (tasks - skip_tasks) - kept + task
+                for _ in range(kept_blocks):
+                    prev = engine.compute(f"core{core}.aiv0", "VECTOR", 10, deps=[prev])
+                engine.gm_write(f"core{core}.aiv0", "MTE3", 512, writeback=True, deps=[prev])
+
+    fitted = simulate_2d(HW, build, tasks, blocks, keep_tasks=(4, 8), keep_blocks=(4, 8), prefix=True)
+    exact = simulate_2d(HW, build, tasks, blocks, force_exact=True)
+    assert fitted.extrapolated and not exact.extrapolated
+    assert fitted.time_cycles == pytest.approx(exact.time_cycles, rel=1e-3)
+    assert fitted.counters == exact.counters
+    assert fitted.busy == pytest.approx(exact.busy, rel=1e-6)
