@@ -303,7 +303,9 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
                 fail(str(exc))
             except KeyboardInterrupt:
                 interrupted = True
-                outcomes.append(_stored_outcome(request, space, problem))
+                stored = _stored_outcome(request, space, problem)
+                if stored is not None:
+                    outcomes.append(stored)
                 break
             progress.update(task, visible=False)
 
@@ -334,14 +336,18 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         raise typer.Exit(130)
 
 
-def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any]) -> ProblemOutcome:
-    """The outcome of an interrupted problem from what its study holds (no exhaustive evaluation)."""
+def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any]) -> ProblemOutcome | None:
+    """The outcome of an interrupted problem from what its study holds (no exhaustive evaluation); None when
+    the interrupt came before its study was made."""
     import optuna
 
     from ascendbench.tuning.study import study_name_for
 
     key = get_tunable(request.kernel).problem_key(problem)
-    study = optuna.load_study(study_name=study_name_for(request, key), storage=open_storage(request.storage))
+    try:
+        study = optuna.load_study(study_name=study_name_for(request, key), storage=open_storage(request.storage))
+    except KeyError:
+        return None
     quick = TuneRequest(**{**request.__dict__, "exhaustive": False})
     return summarise(quick, space, problem, key, study)
 

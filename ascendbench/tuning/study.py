@@ -18,7 +18,9 @@ import importlib.util
 import json
 import math
 import multiprocessing
+import os
 import secrets
+import signal
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -356,21 +358,44 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
 
 
 def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress) -> None:
+    """request.jobs worker processes on one study. On Ctrl-C or SIGTERM of this process the workers are sent
+    SIGINT (Optuna marks their trial in flight as failed, finished trials stay) and joined."""
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(request.jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(_worker, request, request.space_path, problem, key, w) for w in range(request.jobs)]
-        try:
-            while not all(f.done() for f in futures):
-                time.sleep(0.3)
-                if progress:
-                    trials = study.get_trials(deepcopy=False, states=_FINISHED)
-                    times = [t.value for t in trials if t.state == TrialState.COMPLETE]
-                    progress(key, len(trials), request.trials, min(times) if times else None)
-            for f in futures:
-                f.result()
-        except KeyboardInterrupt:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+    workers = [ctx.Process(target=_worker, args=(request, request.space_path, problem, key, w), daemon=True)
+               for w in range(request.jobs)]
+    for proc in workers:
+        proc.start()
+    try:
+        while any(proc.is_alive() for proc in workers):
+            time.sleep(0.3)
+            if progress:
+                trials = study.get_trials(deepcopy=False, states=_FINISHED)
+                times = [t.value for t in trials if t.state == TrialState.COMPLETE]
+                progress(key, len(trials), request.trials, min(times) if times else None)
+    except KeyboardInterrupt:
+        for proc in workers:
+            if proc.is_alive():
+                os.kill(proc.pid, signal.SIGINT)
+        for proc in workers:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.terminate()
+        _fail_own_running(study, request.run_id)
+        raise
+    failed = [proc.exitcode for proc in workers if proc.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(workers)} tuning worker processes failed (exit codes {failed}); "
+                           "their finished trials are kept in the study")
+
+
+def _fail_own_running(study: optuna.Study, run_id: str) -> None:
+    """Mark this command's trials that its stopped workers left running as failed (they will not finish)."""
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if trial.user_attrs.get("run") == run_id:
+            try:
+                study.tell(trial.number, state=TrialState.FAIL)
+            except (ValueError, RuntimeError):  # finished meanwhile
+                pass
 
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
