@@ -22,6 +22,7 @@ from ascendbench.commands import (  # noqa: F401
     run_topk,
     run_topp,
     tune,
+    validate,
 )
 
 app = typer.Typer(
@@ -37,6 +38,7 @@ app.add_typer(hardware.app, name="hardware")
 app.add_typer(hgemm.app, name="hgemm")
 app.add_typer(tune.app, name="tune")
 app.add_typer(results.app, name="results")
+app.command("validate")(validate.validate)
 
 
 def _version(value: bool) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
 from ascendbench.kernels.hgemm_tiling import TABLE_1, TABLE_2, acc_loop, aicore_num, select_tiling
 from ascendbench.reference import claims_main
-from ascendbench.reference.claims import Outcome, evaluator, module_rows
+from ascendbench.reference.claims import Outcome, evaluator, module_rows, paper_value
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import load_workload
 
@@ -56,19 +56,19 @@ def candidates(hw, shape: tuple) -> list[tuple[float, tuple[int, int, int]]]:
 @evaluator("G-1", HW)
 def g_1(hw, ctx) -> Outcome:
     d = select_tiling(2048, 128, 2048, 1, hw.ai_cores)
-    return Outcome(d.tile, d.tile == "128x128x256")
+    return Outcome(d.tile, d.tile == paper_value("G-1"))
 
 
 @evaluator("G-2", HW)
 def g_2(hw, ctx) -> Outcome:
     g2 = (aicore_num(256, 4096, 128, 512, 8), acc_loop(512, 64))
-    return Outcome(f"{g2[0]}, {g2[1]}", g2 == (128, 8))
+    return Outcome(f"{g2[0]}, {g2[1]}", f"{g2[0]}, {g2[1]}" == paper_value("G-2"))
 
 
 @evaluator("G-3", HW)
 def g_3(hw, ctx) -> Outcome:
     d = select_tiling(10000, 10000, 10000, 1, hw.ai_cores)
-    return Outcome(d.tile, d.tile == "256x128x128" and d.source == "fallback", f"selector source: {d.source}")
+    return Outcome(d.tile, d.tile == paper_value("G-3") and d.source == "fallback", f"selector source: {d.source}")
 
 
 FIG4_SIZES = (128, 256, 1024, 2048)
