@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package (and its profiles)
 
-from ascendbench.hardware import load_profile  # noqa: E402
-from ascendbench.reference.calibration import FITS, fit_all, simulated, write_back  # noqa: E402
+from ascendbench.hardware import load_profile
+from ascendbench.reference.calibration import FITS, fit_all, simulated, write_back
 
 
 def main(argv=None) -> int:

@@ -126,7 +126,7 @@ def fit_profile(name: str, fitted: dict[str, dict[str, float]] | None = None) ->
         if fit.constant not in marked:
             continue  # the profile gives this constant a source: it is not fitted
         target = float(_claim(fit.row).paper)
-        f = lambda v, fit=fit: simulated(fit.row, hw.replace(**{fit.constant: v}))  # noqa: E731
+        f = lambda v, fit=fit, hw=hw: simulated(fit.row, hw.replace(**{fit.constant: v}))
         if fit.best_within:
             best = f(fit.high if fit.decreasing else fit.low)
             target = max(target, (1 + fit.best_within) * best) if fit.decreasing else target
