@@ -10,6 +10,7 @@ from ascendbench import __version__
 from ascendbench.commands import (  # noqa: F401
     hardware,
     hgemm,
+    reproduce,
     results,
     run,
     run_batched,
@@ -39,6 +40,7 @@ app.add_typer(hgemm.app, name="hgemm")
 app.add_typer(tune.app, name="tune")
 app.add_typer(results.app, name="results")
 app.command("validate")(validate.validate)
+app.command("reproduce")(reproduce.reproduce)
 
 
 def _version(value: bool) -> None:
