@@ -372,9 +372,10 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
     ax = axes[0][0]
     if kind in ("lines", "scatter"):
         for s in data["series"]:
-            if s["origin"] == "paper":
-                style = {"marker": "*", "markersize": 14, "linestyle": "--" if len(s["x"]) > 1 else "none",
-                         "color": "black"}
+            if s["origin"] == "paper" and len(s["x"]) > 1:
+                style = {"linestyle": "--", "color": "black" if "max" in s["label"] else "gray"}
+            elif s["origin"] == "paper":
+                style = {"marker": "*", "markersize": 14, "linestyle": "none", "color": "black"}
             else:
                 style = {"marker": "o", "markersize": 3} if kind == "lines" else {"marker": ".", "linestyle": "none",
                                                                                    "markersize": 3}
@@ -419,8 +420,10 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
         ax.set_xlabel(data["xlabel"])
         ax.set_ylabel(data["ylabel"])
         if kind != "heatmap":
-            ax.set_xscale(data["xscale"] if kind not in ("bars", "barh") else "linear")
-            ax.set_yscale(data["yscale"] if kind not in ("bars", "barh") else "linear")
+            if kind not in ("bars", "barh"):  # setting a scale would reset the category tick labels
+                if not isinstance(data["series"][0]["x"][0], str):
+                    ax.set_xscale(data["xscale"])
+                ax.set_yscale(data["yscale"])
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
     figure.suptitle(f"{fig.caption}\n(simulated; {fig.source})", fontsize=9)
