@@ -107,7 +107,7 @@ def validate(
     random_shapes: Annotated[int, typer.Option("--random", help="Shapes of random-5000 evaluated for G-7 "
                                                "(1 ... 5000).")] = RANDOM_SHAPES,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
-                                             "results/validate/<full|quick>/<time>-<id>.json).")] = None,
+                                             "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -142,7 +142,8 @@ def validate(
                                 command=command_line())
     result.wall_time_s = time.perf_counter() - wall0
     doc = result.model_dump(mode="json")
-    saved_to = None if no_save else (out or default_result_path("validate", "quick" if quick else "full"))
+    selection = "quick" if quick else ("only" if ids is not None else "all")
+    saved_to = None if no_save else (out or default_result_path("validate", selection))
     if saved_to is not None:
         Outputs().write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
     if json_out:

@@ -368,7 +368,8 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
 
     kind = data["kind"]
     panels = len(data["series"]) if kind == "bars-panels" else 1
-    figure, axes = plt.subplots(1, panels, figsize=(7 if panels == 1 else 4 * panels, 4.5), squeeze=False)
+    height = 1.6 + 0.3 * len(data["rows"]) if kind == "table" else 4.5
+    figure, axes = plt.subplots(1, panels, figsize=(7 if panels == 1 else 4 * panels, height), squeeze=False)
     ax = axes[0][0]
     if kind in ("lines", "scatter"):
         for s in data["series"]:
@@ -415,7 +416,7 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
                          loc="center")
         table.auto_set_font_size(False)
         table.set_fontsize(7)
-        table.scale(1, 1.4)
+        table.scale(1, 1.3)
     if kind not in ("table", "bars-panels"):
         ax.set_xlabel(data["xlabel"])
         ax.set_ylabel(data["ylabel"])
@@ -429,6 +430,6 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
     figure.suptitle(f"{fig.caption}\n(simulated; {fig.source})", fontsize=9)
     if data.get("notes"):
         figure.text(0.01, 0.005, "\n".join(data["notes"]), fontsize=6, va="bottom")
-    figure.tight_layout(rect=(0, 0.05 * len(data.get("notes", [])), 1, 1))
+    figure.tight_layout(rect=(0, min(0.3, 0.2 / height * len(data.get("notes", []))), 1, 1))
     figure.savefig(path, dpi=90)
     plt.close(figure)

@@ -33,10 +33,12 @@ def test_claims_md_id_selects_every_row_and_the_result_is_saved(cli, tmp_path):
     r = cli(["validate", "--only", "G-9a"], tmp_path)
     assert r.exit_code == 0, r.output
     assert "G-9a M=8" in r.stdout and "G-9a M=512" in r.stdout and "550.9" in r.stdout
-    saved = list((tmp_path / "results" / "validate" / "full").glob("*.json"))
+    saved = list((tmp_path / "results" / "validate" / "only").glob("*.json"))
     assert len(saved) == 1
     doc = ValidationResult.model_validate_json(saved[0].read_text())
     assert [c.id for c in doc.claims] == ["G-9a M=8", "G-9a M=512"]
+    listed = cli(["results", "list", "--json"], tmp_path)
+    assert listed.exit_code == 0 and [r["kind"] for r in json.loads(listed.stdout)] == ["validation"]
 
 
 def test_out_file_equals_json_stdout(cli, tmp_path):
