@@ -19,7 +19,9 @@ FIGURE_SCHEMA_VERSION = 1
 def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Path, dict]:
     """Compute one figure with the simulator and write <out_dir>/<id>.png and <id>.json (atomically).
 
-    Returns (png path, json path, the JSON document). Raises KeyError for an unknown figure ID.
+    ctx: a reference.claims.Context whose hardware profiles are used (default: the shipped ones). Returns
+    (png path, json path, the JSON document: figure, caption, source, hardware used, data). Raises KeyError
+    for an unknown figure ID.
     """
     from ascendbench import __version__
     from ascendbench.reference.claims import Context
@@ -27,7 +29,7 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Pat
     from ascendbench.store.io import atomic_write_bytes, atomic_write_text
 
     fig = FIGURES[figure_id]
-    ctx = ctx or Context()
+    ctx = Context(profiles=dict(ctx.profiles)) if ctx is not None else Context()  # profiles shared, memo not
     t0 = time.perf_counter()
     data = fig.compute(ctx)
     doc = {"schema_version": FIGURE_SCHEMA_VERSION, "kind": "figure", "figure": fig.id, "paper": fig.paper,
