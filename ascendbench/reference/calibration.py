@@ -119,6 +119,9 @@ def fit_profile(name: str, fitted: dict[str, dict[str, float]] | None = None) ->
         if shared and shared["profile"] != name:
             other = (fitted or {}).get(shared["profile"]) or fit_profile(shared["profile"])
             out[key] = other[key]
+    missing = [k for k in marked if k not in out and not any(f.constant == k and f.profile == name for f in FITS)]
+    if missing:
+        raise CalibrationError(f"{name}: {', '.join(missing)} marked calibrated but no fit is defined")
     hw = hw.replace(**out)
     for fit in FITS:
         if fit.profile != name or fit.constant in out:
@@ -132,9 +135,6 @@ def fit_profile(name: str, fitted: dict[str, dict[str, float]] | None = None) ->
             target = max(target, (1 + fit.best_within) * best) if fit.decreasing else target
         out[fit.constant] = _bisect(f, target, fit)
         hw = hw.replace(**{fit.constant: out[fit.constant]})
-    missing = [k for k in marked if k not in out]
-    if missing:
-        raise CalibrationError(f"{name}: {', '.join(missing)} marked calibrated but no fit is defined")
     return out
 
 
