@@ -10,6 +10,7 @@ from ascendbench import __version__
 from ascendbench.commands import (  # noqa: F401
     hardware,
     hgemm,
+    reproduce,
     results,
     run,
     run_batched,
@@ -22,6 +23,7 @@ from ascendbench.commands import (  # noqa: F401
     run_topk,
     run_topp,
     tune,
+    validate,
 )
 
 app = typer.Typer(
@@ -37,6 +39,8 @@ app.add_typer(hardware.app, name="hardware")
 app.add_typer(hgemm.app, name="hgemm")
 app.add_typer(tune.app, name="tune")
 app.add_typer(results.app, name="results")
+app.command("validate")(validate.validate)
+app.command("reproduce")(reproduce.reproduce)
 
 
 def _version(value: bool) -> None:

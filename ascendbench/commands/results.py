@@ -27,10 +27,10 @@ def _load(path: Path, option: str) -> dict[str, Any]:
 
 
 def result_kind(doc: dict[str, Any]) -> str:
-    """"tuning", "hgemm" (run hgemm), "operator" (run split/sort/...), "batched-scan", "segmented-scan" or
-    "scan" (run scan)."""
-    if doc.get("kind") == "tuning":
-        return "tuning"
+    """"tuning", "validation" (validate), "figure" (reproduce), "hgemm" (run hgemm), "operator" (run
+    split/sort/...), "batched-scan", "segmented-scan" or "scan" (run scan)."""
+    if doc.get("kind") in ("tuning", "validation", "figure"):
+        return doc["kind"]
     if doc.get("kernel") == "hgemm" and "shapes" in doc:
         return "hgemm"
     problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
@@ -49,6 +49,8 @@ def problem_times(doc: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
     two versions on the same problem match."""
     kind = result_kind(doc)
     out: dict[str, tuple[float | None, str]] = {}
+    if kind in ("validation", "figure"):  # no simulated problem times to compare
+        return out
     if kind == "tuning":
         for p in doc["problems"]:
             best = p.get("best") or {}

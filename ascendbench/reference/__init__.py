@@ -1,15 +1,25 @@
 """The papers' measurable claims and their evaluation with the simulator (paper figures live only here).
 
-Run `python -m ascendbench.reference.scan_claims` or `python -m ascendbench.reference.hgemm_claims` for a
-table of paper vs simulated values. The simulator and the kernels never import this package.
+claims.toml holds every claim (paper value, tolerance, kind), hgemm_tables.toml the HGEMM paper's tables;
+claims.py loads them and runs one evaluator per claim. `ascendbench validate` prints them all;
+`python -m ascendbench.reference.scan_claims` (hgemm_claims, operator_claims, sampling_claims, row_scan_claims)
+prints one module's. The simulator and the kernels never import this package.
 """
+
+
+def format_value(value) -> str:
+    """A paper or simulated value as printed: 4 significant digits, ranges as "low-high"."""
+    if isinstance(value, list):
+        return "-".join(format_value(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def print_rows(rows: list[dict], id_width: int = 5) -> None:
     """One line per claim: ID, kind, verdict, paper value, simulated value, tolerance, statement."""
     for r in rows:
-        paper = f"{r['paper']:.4g}" if isinstance(r["paper"], float) else str(r["paper"])
-        sim = f"{r['simulated']:.4g}" if isinstance(r["simulated"], float) else str(r["simulated"])
+        paper, sim = format_value(r["paper"]), format_value(r["simulated"])
         print(f"{r['id']:{id_width}s} {r['kind']:11s} {'holds' if r['holds'] else 'MISS ':5s}  paper {paper:>14s}  "
               f"simulated {sim:>16s}  ({r['tolerance']})  {r['claim']}")
 

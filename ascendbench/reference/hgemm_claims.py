@@ -1,9 +1,10 @@
-"""Evaluate the HGEMM paper's claims G-1 ... G-11 with the simulator and print paper vs simulated.
+"""Evaluators of the HGEMM paper's claims G-1 ... G-11 (paper values and tolerances: claims.toml).
 
 Usage: python -m ascendbench.reference.hgemm_claims [--random N] [--json]
 
 --random N evaluates G-7 on the first N shapes of the seeded random-5000 workload (default: all 5000; a
-full run takes a few minutes on 2 cores). Simulated values come only from the timing model and the selector.
+full run takes a few minutes on 2 cores). Simulated values come only from the timing model and the selector;
+`ascendbench validate --only G-7 --random N` evaluates the same.
 TFLOPS = 2 M N K / time / 1e12. alpha = beta = 0.5 (the paper draws them in [-1, 1]; C is read).
 """
 
@@ -14,15 +15,15 @@ import sys
 
 import numpy as np
 
-from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
+from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
 from ascendbench.kernels.hgemm_tiling import TABLE_1, TABLE_2, acc_loop, aicore_num, select_tiling
 from ascendbench.reference import claims_main
+from ascendbench.reference.claims import Outcome, evaluator, module_rows, paper_value
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import load_workload
 
-PAPER_OPT_PROPOSED_US = {8: 550.90, 16: 511.33, 32: 503.34, 64: 502.37, 128: 502.40, 256: 532.67, 512: 862.50}
-PAPER_OPT_GEMM_EXAMPLE_US = {8: 1292.42, 16: 1333.13, 32: 1417.23, 64: 1333.62, 128: 1489.37, 256: 2852.70,
-                             512: 5617.02}
+HW = "atlas-300t-a2"
+CLAIM_IDS = ("G-1", "G-2", "G-3", "G-4", "G-5", "G-6", "G-7", "G-8", "G-9a", "G-9b", "G-10", "G-11")
 
 
 def tflops(hw, shape: tuple, **options) -> float:
@@ -52,84 +53,113 @@ def candidates(hw, shape: tuple) -> list[tuple[float, tuple[int, int, int]]]:
     return sorted(out)
 
 
-def evaluate(hw, random_count: int = 5000) -> list[dict]:
-    rows = []
-
-    def row(cid, kind, statement, paper, sim, ok, tolerance):
-        rows.append({"id": cid, "kind": kind, "claim": statement, "paper": paper, "simulated": sim,
-                     "tolerance": tolerance, "holds": bool(ok)})
-
+@evaluator("G-1", HW)
+def g_1(hw, ctx) -> Outcome:
     d = select_tiling(2048, 128, 2048, 1, hw.ai_cores)
-    row("G-1", "exact", "selector 2048x128x2048 -> M0xN0xK0", "128x128x256", d.tile, d.tile == "128x128x256", "exact")
-    g2 = (aicore_num(256, 4096, 128, 512, 8), acc_loop(512, 64))
-    row("G-2", "exact", "aicore_num, acc_loop of 256x4096x512, tile 128x512x64, 8 batches", "128, 8",
-        f"{g2[0]}, {g2[1]}", g2 == (128, 8), "exact")
-    d3 = select_tiling(10000, 10000, 10000, 1, hw.ai_cores)
-    row("G-3", "exact", "no K0 admits a tiling -> fallback", "256x128x128", f"{d3.tile} ({d3.source})",
-        d3.tile == "256x128x128" and d3.source == "fallback", "exact")
+    return Outcome(d.tile, d.tile == paper_value("G-1"))
 
-    small = {s: [tflops(hw, (s, s, s), m0=m0, n0=n0, k0=8, **OFF) for m0, n0 in TABLE_1.values()]
-             for s in (128, 256, 1024, 2048)}
+
+@evaluator("G-2", HW)
+def g_2(hw, ctx) -> Outcome:
+    g2 = (aicore_num(256, 4096, 128, 512, 8), acc_loop(512, 64))
+    return Outcome(f"{g2[0]}, {g2[1]}", f"{g2[0]}, {g2[1]}" == paper_value("G-2"))
+
+
+@evaluator("G-3", HW)
+def g_3(hw, ctx) -> Outcome:
+    d = select_tiling(10000, 10000, 10000, 1, hw.ai_cores)
+    return Outcome(d.tile, d.tile == paper_value("G-3") and d.source == "fallback", f"selector source: {d.source}")
+
+
+FIG4_SIZES = (128, 256, 1024, 2048)
+
+
+def fig4_tflops(hw, sizes=FIG4_SIZES) -> dict[int, list[float]]:
+    """TFLOPS per M = N = K and per Table 1 tiling (index_mn order), K0 = 8, optimisations off (Fig 4)."""
+    return {s: [tflops(hw, (s, s, s), m0=m0, n0=n0, k0=8, **OFF) for m0, n0 in TABLE_1.values()] for s in sizes}
+
+
+@evaluator("G-4", HW)
+def g_4(hw, ctx) -> Outcome:
+    small = fig4_tflops(hw)
     spread_small = max(max(v) / min(v) for s, v in small.items() if s <= 256)
     gap_large = min(max(v[2:]) / max(v[:2]) for s, v in small.items() if s > 256)
-    row("G-4", "shape", "K0=8: for M=N=K > 256 M0/N0 of 16, 32 much slower; <= 256 tiling barely matters",
-        "ordering", f"large: best/small-tile >= {gap_large:.1f}x; small: spread {spread_small:.1f}x",
-        gap_large >= 2 and gap_large > spread_small, "larger tiles >= 2x faster above 256, less spread below")
+    return Outcome(f"large: best/small-tile >= {gap_large:.1f}x; small: spread {spread_small:.1f}x",
+                   gap_large >= 2 and gap_large > spread_small)
 
-    curve = [tflops(hw, (2048, 2048, 2048), m0=32, n0=32, k0=k0, **OFF)
-             for k0 in (8, 16, 32, 64, 128, 256, 512)]
+
+FIG5_K0 = (8, 16, 32, 64, 128, 256, 512)
+
+
+def fig5_tflops(hw, size: int = 2048) -> list[float]:
+    """TFLOPS of M = N = K = size with M0 = N0 = 32 and K0 = 8 ... 512, optimisations off (Fig 5)."""
+    return [tflops(hw, (size, size, size), m0=32, n0=32, k0=k0, **OFF) for k0 in FIG5_K0]
+
+
+@evaluator("G-5", HW)
+def g_5(hw, ctx) -> Outcome:
+    curve = fig5_tflops(hw)
     monotone = all(b >= a * 0.99 for a, b in itertools.pairwise(curve)) and curve[-1] > curve[0]
-    row("G-5", "shape", "M0=N0=32, M=N=K=2048: TFLOPS rise with K0 8 -> 512", "monotone",
-        " ".join(f"{v:.0f}" for v in curve), monotone, "non-decreasing (1%), rising overall")
+    return Outcome(" ".join(f"{v:.0f}" for v in curve), monotone, "TFLOPS for K0 = 8 ... 512")
 
+
+@evaluator("G-6", HW)
+def g_6(hw, ctx) -> Outcome:
     ratios = []
     for shape in load_workload("fig6").shapes:
         cands = candidates(hw, shape[:3])
-        chosen = resolve_tiling(GemmShape(*shape[:3]), HgemmParams(), hw)
-        sel = tflops(hw, shape[:3], **OFF)
-        ratios.append(sel / cands[-1][0])
-        _ = chosen
-    row("G-6", "shape", "fig6 shapes: the selector's tiling is the best candidate", "within 5% of best",
-        " ".join(f"{r:.3f}" for r in ratios), min(ratios) >= 0.95, "selector >= 0.95 x best")
+        ratios.append(tflops(hw, shape[:3], **OFF) / cands[-1][0])
+    return Outcome(" ".join(f"{r:.3f}" for r in ratios), min(ratios) >= 0.95,
+                   "selector / best candidate per fig6 shape (regular, M-dominant, K-dominant)")
 
-    shapes = load_workload("random-5000").shapes[:random_count]
+
+@evaluator("G-7", HW)
+def g_7(hw, ctx) -> dict[str, Outcome]:
+    shapes = load_workload("random-5000").shapes[: ctx.options.get("random_count", 5000)]
     proposed = np.array([tflops(hw, s[:3]) for s in shapes])
     example = np.array([tflops(hw, s[:3], variant="gemm-example") for s in shapes])
-    for cid, what, paper, sim in (
-        ("G-7a", "random: proposed avg TFLOPS", 182.62, proposed.mean()),
-        ("G-7b", "random: proposed max TFLOPS", 259.19, proposed.max()),
-        ("G-7c", "random: gemm-example avg TFLOPS", 51.25, example.mean()),
-        ("G-7d", "random: gemm-example max TFLOPS", 69.10, example.max()),
-        ("G-7e", "random: avg speed-up over gemm-example", 3.56, float(np.mean(proposed / example))),
-    ):
-        row(cid, "validation", what + f" ({len(shapes)} shapes)", paper, float(sim), abs(sim / paper - 1) <= 0.25,
-            "±25%")
+    detail = f"{len(shapes)} shapes of random-5000"
+    return {"G-7a": Outcome(float(proposed.mean()), detail=detail),
+            "G-7b": Outcome(float(proposed.max()), detail=detail),
+            "G-7c": Outcome(float(example.mean()), detail=detail),
+            "G-7d": Outcome(float(example.max()), detail=detail),
+            "G-7e": Outcome(float(np.mean(proposed / example)), detail=detail)}
 
+
+@evaluator("G-8", HW)
+def g_8(hw, ctx) -> dict[str, Outcome]:
     hpl = np.array([tflops(hw, s[:3]) for s in load_workload("hpl-mxp").shapes])
-    row("G-8a", "calibration", "HPL-MxP max TFLOPS (not fitted: see README)", 255.57, float(hpl.max()),
-        abs(hpl.max() / 255.57 - 1) <= 0.15, "±15%")
-    row("G-8b", "calibration", "HPL-MxP avg TFLOPS (not fitted)", 187.35, float(hpl.mean()),
-        abs(hpl.mean() / 187.35 - 1) <= 0.15, "±15%")
-    for m in (8, 512):
-        t = time_us(hw, (m, 28672, 7168))
-        row(f"G-9a M={m}", "calibration", f"OPT FFN M={m} time (us, fitted)", PAPER_OPT_PROPOSED_US[m], t,
-            abs(t / PAPER_OPT_PROPOSED_US[m] - 1) <= 0.15, "±15%")
-    for m in (16, 32, 64, 128, 256):
-        t = time_us(hw, (m, 28672, 7168))
-        row(f"G-9b M={m}", "validation", f"OPT FFN M={m} time (us)", PAPER_OPT_PROPOSED_US[m], t,
-            abs(t / PAPER_OPT_PROPOSED_US[m] - 1) <= 0.25, "±25%")
-    for m in (8, 512):
-        t = time_us(hw, (m, 28672, 7168), variant="gemm-example")
-        row(f"G-9b GE M={m}", "validation", f"OPT FFN M={m} gemm-example time (us)", PAPER_OPT_GEMM_EXAMPLE_US[m], t,
-            abs(t / PAPER_OPT_GEMM_EXAMPLE_US[m] - 1) <= 0.25, "±25%")
+    detail = f"{len(hpl)} shapes of hpl-mxp"
+    return {"G-8a": Outcome(float(hpl.max()), detail=detail), "G-8b": Outcome(float(hpl.mean()), detail=detail)}
 
+
+OPT_FFN = (28672, 7168)  # N, K of the OPT FFN shapes (Table 5)
+
+
+@evaluator("G-9a", HW)
+def g_9a(hw, ctx) -> dict[str, Outcome]:
+    return {f"G-9a M={m}": Outcome(time_us(hw, (m, *OPT_FFN))) for m in (8, 512)}
+
+
+@evaluator("G-9b", HW)
+def g_9b(hw, ctx) -> dict[str, Outcome]:
+    out = {f"G-9b M={m}": Outcome(time_us(hw, (m, *OPT_FFN))) for m in (16, 32, 64, 128, 256)}
+    for m in (8, 512):
+        out[f"G-9b GE M={m}"] = Outcome(time_us(hw, (m, *OPT_FFN), variant="gemm-example"))
+    return out
+
+
+@evaluator("G-10", HW)
+def g_10(hw, ctx) -> Outcome:
     near = [s for base in (2048, 4096) for s in range(base - 8, base + 9)]
     on = np.array([tflops(hw, (s, s, s)) for s in near])
     off = np.array([tflops(hw, (s, s, s), padding=False) for s in near])
     cv_on, cv_off = on.std() / on.mean(), off.std() / off.mean()
-    row("G-10", "shape", "padding lowers the spread of TFLOPS across aligned and non-aligned shapes",
-        "cv(padding) < cv(none)", f"cv {cv_on:.3f} vs {cv_off:.3f}", cv_on < cv_off, "ordering")
+    return Outcome(f"cv {cv_on:.3f} vs {cv_off:.3f}", cv_on < cv_off, "M = N = K within 8 of 2048 and 4096")
 
+
+@evaluator("G-11", HW)
+def g_11(hw, ctx) -> Outcome:
     # ShuffleK: the serialised same-range bytes drop and the time does not grow; SplitK: faster when the
     # blocks of C leave cores idle (the selector's tiles for 512x256x2048; 128x128x256 tiles on thin shapes).
     def run(shape, **options):
@@ -142,10 +172,13 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
     splitk = [(run((512, 256, 2048), split_k=4)[0], run((512, 256, 2048))[0]),
               (run((256, 256, 8192), split_k=4, **tile)[0], run((256, 256, 8192), **tile)[0])]
     ok = all(on[1] < off[1] and on[0] >= off[0] * 0.999 for on, off in shuffle) and all(a > b for a, b in splitk)
-    row("G-11", "shape", "ShuffleK removes serialised same-512-byte reads; SplitK faster for small matrices",
-        "ordering", "serialised MB " + ", ".join(f"{on[1] / 1e6:.1f} vs {off[1] / 1e6:.1f}" for on, off in shuffle)
-        + "; SplitK=4 TFLOPS " + ", ".join(f"{a:.0f} > {b:.0f}" for a, b in splitk), ok, "ordering")
-    return rows
+    return Outcome("serialised MB " + ", ".join(f"{on[1] / 1e6:.1f} vs {off[1] / 1e6:.1f}" for on, off in shuffle)
+                   + "; SplitK=4 TFLOPS " + ", ".join(f"{a:.0f} > {b:.0f}" for a, b in splitk), ok)
+
+
+def evaluate(hw, random_count: int = 5000) -> list[dict]:
+    """One row per claim row (see claims.py); G-7 on the first `random_count` shapes of random-5000."""
+    return module_rows(CLAIM_IDS, hw, random_count=random_count)
 
 
 def main(argv=None) -> int:

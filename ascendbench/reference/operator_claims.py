@@ -1,8 +1,8 @@
-"""Evaluate the scan paper's operator claims S-10, S-11, S-12 and S-17 with the simulator: paper vs simulated.
+"""Evaluators of the scan paper's operator claims S-10, S-11, S-12, S-17 (paper values: claims.toml).
 
 Usage: python -m ascendbench.reference.operator_claims [--hardware NAME] [--json]
 
-Paper values are the reference data of CLAIMS.md; simulated values come only from the timing model. Sizes follow
+Simulated values come only from the timing model. Sizes follow
 the paper's sweeps: n = i * 20 * s^2 for s = 128 (327,680 ... 99,942,400). Compress bandwidth counts values and
 mask read once and the selected values written once.
 """
@@ -15,61 +15,71 @@ from ascendbench.kernels.radix_sort import simulate_radix_sort
 from ascendbench.kernels.split import simulate_compress
 from ascendbench.kernels.topk import simulate_topk
 from ascendbench.reference import claims_main
+from ascendbench.reference.claims import Outcome, evaluator, module_rows
 
+HW = "ascend-910b4"
+CLAIM_IDS = ("S-10", "S-11", "S-12", "S-17")
 STEP = 20 * 128 * 128  # 327,680
 SWEEP = [i * STEP for i in (1, 2, 4, 8, 16, 32, 61, 122, 183, 244, 305)]
 
 
-def evaluate(hw) -> list[dict]:
-    rows = []
-
-    def row(cid, kind, statement, paper, sim, ok, tolerance):
-        rows.append({"id": cid, "kind": kind, "claim": statement, "paper": paper, "simulated": sim,
-                     "tolerance": tolerance, "holds": bool(ok)})
-
-    # S-10: compress reaches up to 160 GB/s; the scalar masked_select is far slower.
-    best, best_n, worst_ratio = 0.0, 0, float("inf")
+def compress_sweep(hw) -> list[tuple[int, float, float]]:
+    """(n, compress bandwidth GB/s, scalar masked_select time / compress time) over SWEEP, fp16, half the mask
+    true."""
+    out = []
     for n in SWEEP:
         fast = simulate_compress(n, "fp16", hw)
         slow = simulate_compress(n, "fp16", hw, variant="scalar")
-        bw = (n * 3 + (n // 2) * 2) / fast.time_s / 1e9
-        if bw > best:
-            best, best_n = bw, n
-        worst_ratio = min(worst_ratio, slow.time_s / fast.time_s)
-    row("S-10", "validation", f"compress peak bandwidth, fp16, random mask (at n={best_n:,})", 160.0, best,
-        abs(best / 160.0 - 1) <= 0.30, "±30%")
-    row("S-10b", "validation", "scalar masked_select slower than compress at every size (min ratio)", "> 1",
-        worst_ratio, worst_ratio > 1, "ordering")
+        out.append((n, (n * 3 + (n // 2) * 2) / fast.time_s / 1e9, slow.time_s / fast.time_s))
+    return out
 
-    # S-11: fp16 radix sort with indices 1.3x-3.3x faster than the vector-only-scan baseline for n > 525K.
-    ratios = {}
-    for n in [n for n in SWEEP if n > 525_000][:8]:
-        ratios[n] = (simulate_radix_sort(n, "fp16", hw, variant="vector").time_s
-                     / simulate_radix_sort(n, "fp16", hw).time_s)
-    lo, hi = min(ratios.values()), max(ratios.values())
-    row("S-11", "validation", f"fp16 radix sort speed-up over the vector-only baseline, n in "
-        f"{min(ratios):,}..{max(ratios):,}", "1.3-3.3", f"{lo:.2f}-{hi:.2f}", lo <= 3.3 and hi >= 1.3,
-        "range overlaps")
 
-    # S-12: 8 (4) passes instead of 16: about 1.5x (3x) faster (paper's B.5 estimate: keys still 16-bit).
-    n = 61 * STEP
-    t16 = simulate_radix_sort(n, "fp16", hw).time_s
-    for passes, paper in ((8, 1.5), (4, 3.0)):
-        r = t16 / simulate_radix_sort(n, "fp16", hw, passes=passes).time_s
-        row(f"S-12{'a' if passes == 8 else 'b'}", "validation",
-            f"radix sort, 16 vs {passes} passes, fp16, n={n:,}", paper, r, abs(r / paper - 1) <= 0.30, "±30%")
+@evaluator("S-10", HW)
+def s_10(hw, ctx) -> dict[str, Outcome]:
+    sweep = compress_sweep(hw)
+    best_n, best, _ = max(sweep, key=lambda r: r[1])
+    worst = min(r[2] for r in sweep)
+    return {"S-10": Outcome(best, detail=f"at n={best_n:,}"),
+            "S-10b": Outcome(worst, worst > 1, f"{len(sweep)} sizes {SWEEP[0]:,} ... {SWEEP[-1]:,}")}
 
-    # S-17: split-based top-k does not beat the baseline top-k for k <= 4096.
+
+def sort_speedups(hw, sizes) -> dict[int, float]:
+    """fp16 radix sort with indices: time of the vector-only baseline / time of the MCScan radix sort, per n."""
+    return {n: simulate_radix_sort(n, "fp16", hw, variant="vector").time_s / simulate_radix_sort(n, "fp16", hw).time_s
+            for n in sizes}
+
+
+@evaluator("S-11", HW)
+def s_11(hw, ctx) -> Outcome:
+    ratios = sort_speedups(hw, [n for n in SWEEP if n > 525_000][:8])
+    return Outcome([min(ratios.values()), max(ratios.values())], detail=f"n in {min(ratios):,}..{max(ratios):,}")
+
+
+S12_N = 61 * STEP
+
+
+@evaluator("S-12", HW)
+def s_12(hw, ctx) -> dict[str, Outcome]:
+    # the paper's B.5 estimate: fewer passes, keys still read and written as 16-bit
+    t16 = simulate_radix_sort(S12_N, "fp16", hw).time_s
+    return {f"S-12{'a' if p == 8 else 'b'}": Outcome(t16 / simulate_radix_sort(S12_N, "fp16", hw, passes=p).time_s,
+                                                      detail=f"fp16, n={S12_N:,}") for p in (8, 4)}
+
+
+@evaluator("S-17", HW)
+def s_17(hw, ctx) -> Outcome:
     wins = []
     for n in (STEP, 16 * STEP, 61 * STEP):
         for k in (16, 256, 2048, 4096):
             fast = simulate_topk(n, k, "fp16", hw).time_s
             base = simulate_topk(n, k, "fp16", hw, variant="vector").time_s
             wins.append(base / fast)
-    best_win = max(wins)
-    row("S-17", "shape", "bisection top-k vs vector top-k, k <= 4096 (best speed-up over 12 cases)", "<= 1 (no win)",
-        best_win, best_win <= 1.0, "ordering")
-    return rows
+    return Outcome(max(wins), max(wins) <= 1.0, "n in 327,680 ... 19,988,480, k in 16 ... 4096")
+
+
+def evaluate(hw) -> list[dict]:
+    """One row per claim row (see claims.py)."""
+    return module_rows(CLAIM_IDS, hw)
 
 
 def main(argv=None) -> int:

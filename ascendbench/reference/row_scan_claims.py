@@ -1,8 +1,8 @@
-"""Evaluate the scan paper's claims S-13, S-14 and S-15 with the simulator and print paper vs simulated.
+"""Evaluators of the scan paper's claims S-13, S-14 and S-15 (paper values and tolerances: claims.toml).
 
 Usage: python -m ascendbench.reference.row_scan_claims [--hardware NAME] [--json]
 
-The paper's values below are the reference data of CLAIMS.md; the simulated values come only from the timing
+The simulated values come only from the timing
 model. Bandwidth = (input bytes read once + output bytes written once) / time.
 """
 
@@ -13,7 +13,10 @@ import sys
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.reference import claims_main
+from ascendbench.reference.claims import Outcome, evaluator, module_rows
 
+HW = "ascend-910b4"
+CLAIM_IDS = ("S-13", "S-14", "S-15")
 ROW_LENGTH = 65536  # "input length is 65K" (Figure 6.7)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # the batch sweep (the figure's exact points are not given)
 CROSS_BATCHES = (2, 4, 8, 12, 16, 18, 20, 24, 32, 48, 64, 128)
@@ -44,58 +47,27 @@ def crossover_grid(hw) -> dict[tuple[int, int], float]:
     return grid
 
 
-def evaluate(hw) -> list[dict]:
-    """One row per claim: id, kind, paper value, simulated value, tolerance, verdict."""
-    rows = []
-
-    def row(cid, kind, statement, paper, sim, ok, tolerance):
-        rows.append(
-            {
-                "id": cid,
-                "kind": kind,
-                "claim": statement,
-                "paper": paper,
-                "simulated": sim,
-                "tolerance": tolerance,
-                "holds": bool(ok),
-            }
-        )
-
-    best = {
-        s: max(batched_bandwidth_gbps(hw, "scanu", b, ROW_LENGTH, s) for b in BATCHES)
-        for s in (16, 32, 64, 128)
-    }
+def best_bandwidths(hw) -> tuple[dict[int, float], float]:
+    """Best bandwidth (GB/s) over BATCHES of batched ScanU on rows of 65K per s, and of the vector-only
+    baseline (Figure 6.7)."""
+    best = {s: max(batched_bandwidth_gbps(hw, "scanu", b, ROW_LENGTH, s) for b in BATCHES) for s in (16, 32, 64, 128)}
     base = max(batched_bandwidth_gbps(hw, "vector", b, ROW_LENGTH, 128) for b in BATCHES)
-    for s in (64, 128):
-        row(
-            f"S-13 s={s}",
-            "validation",
-            f"batched ScanU, rows of 65K, s={s}: best bandwidth over batch (GB/s)",
-            400.0,
-            best[s],
-            abs(best[s] / 400 - 1) <= 0.30,
-            "±30%",
-        )
-    row(
-        "S-13 poor",
-        "validation",
-        "s=16 and s=32 poor: best bandwidth below s=64's (GB/s)",
-        "16, 32 < 64",
-        f"{best[16]:.0f}, {best[32]:.0f} < {best[64]:.0f}",
-        max(best[16], best[32]) < best[64],
-        "ordering",
-    )
-    ratio = best[16] / base
-    row(
-        "S-13 base",
-        "validation",
-        "s=16 about the vector-only baseline: best bandwidth s=16 / baseline",
-        1.0,
-        ratio,
-        abs(ratio - 1) <= 0.30,
-        "±30%",
-    )
+    return best, base
 
+
+@evaluator("S-13", HW)
+def s_13(hw, ctx) -> dict[str, Outcome]:
+    best, base = best_bandwidths(hw)
+    return {
+        "S-13 s=64": Outcome(best[64], detail=f"batch {BATCHES[0]} ... {BATCHES[-1]}"),
+        "S-13 s=128": Outcome(best[128], detail=f"batch {BATCHES[0]} ... {BATCHES[-1]}"),
+        "S-13 poor": Outcome(f"{best[16]:.0f}, {best[32]:.0f} < {best[64]:.0f}", max(best[16], best[32]) < best[64]),
+        "S-13 base": Outcome(best[16] / base, detail=f"baseline best {base:.0f} GB/s"),
+    }
+
+
+@evaluator("S-14", HW)
+def s_14(hw, ctx) -> Outcome:
     grid = crossover_grid(hw)
     # ScanU must win where batch > 18 and length < 4K, ScanUL1 where batch < 18 and length > 4K; the crossover
     # may sit anywhere within 2x of 18 and 4K, so only cells beyond that band are judged.
@@ -104,32 +76,27 @@ def evaluate(hw) -> list[dict]:
     u_wins = sum(grid[c] > 1 for c in u_cells)
     ul1_wins = sum(grid[c] < 1 for c in ul1_cells)
     anywhere = sum(v > 1 for v in grid.values())
-    row(
-        "S-14",
-        "shape",
-        "batched ScanU wins for batch > 18, length < 4K; ScanUL1 for batch < 18, length > 4K",
-        "crossover near batch 18, length 4K",
-        f"ScanU wins {u_wins}/{len(u_cells)} cells (batch > 36, length < 2K); ScanUL1 {ul1_wins}/{len(ul1_cells)} "
-        f"(batch < 9, length > 8K); ScanU wins {anywhere}/{len(grid)} overall",
-        u_wins == len(u_cells) and ul1_wins == len(ul1_cells),
-        "crossover within 2x of 18 and 4K",
-    )
+    return Outcome(f"ScanU wins {u_wins}/{len(u_cells)} cells (batch > 36, length < 2K); ScanUL1 {ul1_wins}/"
+                   f"{len(ul1_cells)} (batch < 9, length > 8K)",
+                   u_wins == len(u_cells) and ul1_wins == len(ul1_cells),
+                   f"ScanU wins {anywhere}/{len(grid)} cells overall")
 
-    gains = []
-    for n in INT8_SIZES:
-        fp16 = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(), hw).time_s
-        int8 = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(dtype="int8"), hw).time_s
-        gains.append(fp16 / int8)  # Gelem/s ratio int8 / fp16 at equal n
-    row(
-        "S-15",
-        "shape",
-        "int8 MCScan: only a small Gelem/s gain over fp16 (max over the n sweep; the largest n also shown)",
-        "gain < 1.5x",
-        f"max {max(gains):.3f}x; at n={INT8_SIZES[-1]:,} {gains[-1]:.3f}x",
-        1.0 <= max(gains) < 1.5,
-        "gain < 1.5x",
-    )
-    return rows
+
+def int8_gains(hw, sizes=INT8_SIZES) -> list[float]:
+    """Gelem/s of int8 MCScan / Gelem/s of fp16 MCScan at each n (Figure B.3)."""
+    return [SCAN_KERNELS["mcscan"].simulate(n, ScanParams(), hw).time_s
+            / SCAN_KERNELS["mcscan"].simulate(n, ScanParams(dtype="int8"), hw).time_s for n in sizes]
+
+
+@evaluator("S-15", HW)
+def s_15(hw, ctx) -> Outcome:
+    gains = int8_gains(hw)
+    return Outcome(max(gains), 1.0 <= max(gains) < 1.5, f"at n={INT8_SIZES[-1]:,}: {gains[-1]:.3f}x")
+
+
+def evaluate(hw) -> list[dict]:
+    """One row per claim row (see claims.py)."""
+    return module_rows(CLAIM_IDS, hw)
 
 
 def main(argv=None) -> int:

@@ -241,3 +241,6 @@ def write_schemas() -> None:
 
     write_row_schemas()
     write_operator_schema()
+    from ascendbench.store.validation import write_validation_schema
+
+    write_validation_schema()

@@ -1,0 +1,154 @@
+"""`ascendbench validate`: every published claim of the two papers, paper value beside the simulated one."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ascendbench.commands.common import (
+    JsonOption,
+    Outputs,
+    check_target,
+    command_line,
+    default_result_path,
+    dump_json,
+    fail,
+    out_console,
+    progress_bar,
+)
+
+RANDOM_SHAPES = 5000
+FAILING_KINDS = ("exact", "calibration", "shape")
+
+
+def run_validation(only: list[str] | None = None, quick: bool = False, strict: bool = False,
+                   random_shapes: int = RANDOM_SHAPES, progress=None, command: list[str] | None = None):
+    """Evaluate the selected claims and return the ValidationResult (Python API of `ascendbench validate`).
+
+    Args:
+        only: claim IDs (CLAIMS.md IDs such as "G-9a", or row IDs such as "G-9a M=8"); None for all.
+        quick: only the claims of the --quick set (claims.toml `quick = true`).
+        strict: validation claims outside tolerance fail too.
+        random_shapes: shapes of the random-5000 workload evaluated for G-7 (1 ... 5000).
+        progress: report(stage, done, total) callback.
+
+    Raises:
+        ascendbench.reference.claims.ClaimError: an ID of `only` names no claim.
+    """
+    from ascendbench import __version__
+    from ascendbench.reference.claims import Context, evaluate_claims, select_claims
+    from ascendbench.store.validation import ClaimResult, ValidationResult, ValidationSummary
+
+    t0 = time.perf_counter()
+    claims = select_claims(only, quick=quick)
+    ctx = Context(options={"random_count": random_shapes})
+    evaluations = evaluate_claims(claims, ctx, progress=progress)
+    rows = [ClaimResult(**e.as_row()) for e in evaluations]
+    misses = [r.id for r in rows if not r.holds]
+    failing = [r.id for r in rows if not r.holds and (r.kind in FAILING_KINDS or strict)]
+    return ValidationResult(
+        tool_version=__version__, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=command or ["ascendbench", "validate"], quick=quick, strict=strict, only=only,
+        random_shapes=random_shapes,
+        hardware={name: hw.to_dict() for name, hw in sorted(ctx.profiles.items())}, claims=rows,
+        summary=ValidationSummary(rows=len(rows), holds=len(rows) - len(misses), misses=misses, failing=failing),
+        passed=not failing, wall_time_s=time.perf_counter() - t0)
+
+
+def _fmt(value) -> str:
+    from ascendbench.reference import format_value
+
+    return format_value(value)
+
+
+def _print(result, saved_to: Path | None) -> None:
+    c = out_console
+    t = Table(title=f"claims of the scan and HGEMM papers: paper vs simulated"
+                    f"{' (--quick set)' if result.quick else ''}", title_justify="left")
+    for name, justify in (("ID", "left"), ("kind", "left"), ("claim", "left"), ("paper", "right"),
+                          ("simulated", "right"), ("ratio", "right"), ("tolerance", "left"), ("verdict", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for r in result.claims:
+        if r.holds:
+            verdict = "[green]holds[/]"
+        elif r.id in result.summary.failing:
+            verdict = "[bold red]MISS[/]"
+        else:
+            verdict = "[yellow]miss[/]"
+        unit = f" {r.unit}" if r.unit and r.unit != "x" else r.unit
+        paper = _fmt(r.paper) + (unit if isinstance(r.paper, (int, float, list)) else "")
+        sim = _fmt(r.simulated) + (unit if isinstance(r.simulated, (int, float, list)) else "")
+        t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,
+                  verdict)
+    c.print(t)
+    s = result.summary
+    c.print(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: {', '.join(s.misses) or 'none'}")
+    if s.failing:
+        c.print(f"[bold red]failing[/] (exact, calibration and shape claims{', and validation with --strict' if result.strict else ''}): "
+                f"{', '.join(s.failing)}")
+    else:
+        c.print("[green]passed[/]: every exact, calibration and shape claim holds"
+                + (" (and every validation claim: --strict)" if result.strict else ""))
+    if saved_to is not None:
+        c.print(f"result written to {saved_to}")
+
+
+def validate(
+    only: Annotated[str | None, typer.Option("--only", help="Comma-separated claim IDs, e.g. S-4,G-1 (a CLAIMS.md ID "
+                                             "selects all its rows: G-9a = 'G-9a M=8' and 'G-9a M=512').")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "
+                                        "calibration claims and cheap shape claims of every kernel family).")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Validation claims outside tolerance fail too.")] = False,
+    random_shapes: Annotated[int, typer.Option("--random", help="Shapes of random-5000 evaluated for G-7 "
+                                               "(1 ... 5000).")] = RANDOM_SHAPES,
+    out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
+                                             "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,
+    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Evaluate the papers' claims with the simulator: one row per claim (paper, simulated, ratio, tolerance,
+    verdict). Exit status 0 when every exact, calibration and shape claim holds (validation misses are shown
+    and fail only with --strict), 1 otherwise, 2 on bad options."""
+    from ascendbench.reference.claims import ClaimError, select_claims
+    from ascendbench.store.io import atomic_write_text
+
+    wall0 = time.perf_counter()
+    ids = None
+    if only is not None:
+        ids = [w.strip() for w in only.split(",") if w.strip()]
+        if not ids:
+            fail("--only: expected comma-separated claim IDs such as S-4,G-1")
+        try:
+            select_claims(ids)
+        except ClaimError as exc:
+            fail(f"--only: {exc}; see CLAIMS.md IDs S-W1, S-1 ... S-18, G-1 ... G-11 (or `ascendbench validate`)")
+    if not 1 <= random_shapes <= RANDOM_SHAPES:
+        fail(f"--random: must be between 1 and {RANDOM_SHAPES}, got {random_shapes}")
+    if out is not None and no_save:
+        fail("--out: cannot be combined with --no-save")
+    check_target(out, "out", ".json", {})
+    if ids is not None and quick and not select_claims(ids, quick=True):
+        fail(f"--only: none of {', '.join(ids)} is in the --quick set")
+
+    progress, report = progress_bar(json_out)
+    with progress:
+        result = run_validation(ids, quick=quick, strict=strict, random_shapes=random_shapes,
+                                progress=lambda stage, done, total: report(f"claim {stage}", done, total),
+                                command=command_line())
+    result.wall_time_s = time.perf_counter() - wall0
+    doc = result.model_dump(mode="json")
+    selection = "quick" if quick else ("only" if ids is not None else "all")
+    saved_to = None if no_save else (out or default_result_path("validate", selection))
+    if saved_to is not None:
+        Outputs().write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+    if json_out:
+        out_console.file.write(dump_json(doc) + "\n")
+    else:
+        _print(result, saved_to)
+    if not result.passed:
+        raise typer.Exit(1)

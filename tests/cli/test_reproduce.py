@@ -1,0 +1,52 @@
+"""`ascendbench reproduce`: list, one cheap figure (PNG + JSON data checked), errors."""
+
+import json
+
+import pytest
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels import SCAN_KERNELS, ScanParams
+from ascendbench.reference.figures import FIGURES
+
+# Every figure and table the issue asks for.
+EXPECTED = {"fig4.2", "fig6.1", "fig6.2", "fig6.3", "fig6.4", "fig6.5", "fig6.6", "fig6.7", "fig6.8", "figB.2",
+            "figB.3", "figB.4", "hgemm-fig4", "hgemm-fig5", "hgemm-fig6", "hgemm-fig10", "hgemm-fig11", "table4",
+            "table5"}
+
+
+def test_list_names_every_figure_with_its_source(cli, tmp_path):
+    r = cli(["reproduce", "list", "--json"], tmp_path)
+    assert r.exit_code == 0
+    rows = json.loads(r.stdout)
+    assert {row["id"] for row in rows} == EXPECTED == set(FIGURES)
+    assert all(row["source"].startswith(("scan paper", "HGEMM paper")) for row in rows)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_phase_breakdown_figure_png_and_data(cli, tmp_path):
+    r = cli(["reproduce", "fig6.4", "--out-dir", "figs"], tmp_path)
+    assert r.exit_code == 0, r.output
+    png, data = tmp_path / "figs" / "fig6.4.png", tmp_path / "figs" / "fig6.4.json"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    doc = json.loads(data.read_text())
+    assert doc["figure"] == "fig6.4" and doc["kind"] == "figure" and doc["hardware"] == ["ascend-910b4"]
+    series = {s["label"]: s for s in doc["data"]["series"]}
+    assert set(series) == {"MCScan phase I", "MCScan phase II", "MCScanUL1 phase I", "MCScanUL1 phase II"}
+    # the plotted values are the simulator's phase times (ms) at the plotted sizes
+    hw = load_profile("ascend-910b4")
+    n = int(series["MCScan phase I"]["x"][-1].replace(",", ""))
+    sim = SCAN_KERNELS["mcscan-ul1"].simulate(n, ScanParams(), hw)
+    assert series["MCScanUL1 phase II"]["y"][-1] == pytest.approx(sim.phases["phase II"] * 1e3)
+    assert all(s["origin"] == "simulated" for s in series.values())
+
+
+def test_unknown_figure_is_one_line_exit_2(cli, tmp_path):
+    r = cli(["reproduce", "fig9.9"], tmp_path)
+    assert r.exit_code == 2 and "unknown figure 'fig9.9'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_dir_that_is_a_file_is_refused(cli, tmp_path):
+    (tmp_path / "f").write_text("x")
+    r = cli(["reproduce", "fig6.4", "--out-dir", "f"], tmp_path)
+    assert r.exit_code == 2 and "--out-dir" in r.stderr

@@ -1,0 +1,104 @@
+"""`ascendbench validate`: rows, --only, --json, saved result, exit statuses (0 / 1 / 2), the --quick smoke test."""
+
+import dataclasses
+import json
+
+import pytest
+
+from ascendbench.reference import claims as claims_module
+from ascendbench.store.validation import ValidationResult
+
+
+def _doc(result):
+    return json.loads(result.stdout)
+
+
+def test_only_two_claims_json(cli, tmp_path):
+    r = cli(["validate", "--only", "S-4,G-1", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = _doc(r)
+    ValidationResult.model_validate(doc)
+    rows = {c["id"]: c for c in doc["claims"]}
+    assert list(rows) == ["S-4", "G-1"]
+    assert rows["S-4"]["paper"] == 0.375 and rows["S-4"]["kind"] == "calibration"
+    assert rows["S-4"]["simulated"] == pytest.approx(0.375, rel=0.15)
+    assert rows["S-4"]["ratio"] == pytest.approx(rows["S-4"]["simulated"] / 0.375)
+    assert rows["G-1"]["simulated"] == "128x128x256" and rows["G-1"]["holds"]
+    assert doc["passed"] and doc["summary"] == {"rows": 2, "holds": 2, "misses": [], "failing": []}
+    assert set(doc["hardware"]) == {"ascend-910b4", "atlas-300t-a2"}
+    assert not (tmp_path / "results").exists()
+
+
+def test_claims_md_id_selects_every_row_and_the_result_is_saved(cli, tmp_path):
+    r = cli(["validate", "--only", "G-9a"], tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "G-9a M=8" in r.stdout and "G-9a M=512" in r.stdout and "550.9" in r.stdout
+    saved = list((tmp_path / "results" / "validate" / "only").glob("*.json"))
+    assert len(saved) == 1
+    doc = ValidationResult.model_validate_json(saved[0].read_text())
+    assert [c.id for c in doc.claims] == ["G-9a M=8", "G-9a M=512"]
+    listed = cli(["results", "list", "--json"], tmp_path)
+    assert listed.exit_code == 0 and [r["kind"] for r in json.loads(listed.stdout)] == ["validation"]
+
+
+def test_out_file_equals_json_stdout(cli, tmp_path):
+    r = cli(["validate", "--only", "G-2", "--json", "--out", "v.json"], tmp_path)
+    assert r.exit_code == 0
+    assert json.loads((tmp_path / "v.json").read_text()) == _doc(r)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", "S-4,S-99"], "--only: unknown claim ID 'S-99'"),
+    (["--only", ","], "--only: expected"),
+    (["--random", "0"], "--random: must be between 1 and 5000"),
+    (["--out", "v.txt"], "--out: must end in .json"),
+    (["--out", "v.json", "--no-save"], "--out: cannot be combined"),
+    (["--only", "S-1", "--quick"], "--only: none of S-1 is in the --quick set"),
+])
+def test_bad_options_one_line_exit_2_nothing_written(cli, tmp_path, args, message):
+    r = cli(["validate", *args], tmp_path)
+    assert r.exit_code == 2
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def _patched(monkeypatch, row_id, **changes):
+    """The claims data with one row changed (e.g. an impossible paper value), so that a verdict flips."""
+    rows = tuple(dataclasses.replace(c, **changes) if c.id == row_id else c for c in claims_module.load_claims())
+    monkeypatch.setattr(claims_module, "load_claims", lambda: rows)
+
+
+def test_calibration_miss_fails_the_exit_status(cli, tmp_path, monkeypatch):
+    _patched(monkeypatch, "S-4", paper=0.9)
+    r = cli(["validate", "--only", "S-4", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 1
+    doc = _doc(r)
+    assert doc["summary"]["failing"] == ["S-4"] and not doc["passed"]
+
+
+def test_validation_miss_fails_only_with_strict(cli, tmp_path, monkeypatch):
+    _patched(monkeypatch, "S-4", paper=0.9, kind="validation")
+    r = cli(["validate", "--only", "S-4", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 0
+    assert _doc(r)["summary"]["misses"] == ["S-4"] and _doc(r)["summary"]["failing"] == []
+    r = cli(["validate", "--only", "S-4", "--json", "--no-save", "--strict"], tmp_path)
+    assert r.exit_code == 1 and _doc(r)["summary"]["failing"] == ["S-4"]
+
+
+def test_report_shows_the_miss(cli, tmp_path, monkeypatch):
+    _patched(monkeypatch, "G-2", paper="129, 8")
+    r = cli(["validate", "--only", "G-2,G-1", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 1 and _doc(r)["summary"]["failing"] == ["G-2"]
+    _patched(monkeypatch, "S-2", paper=20.0)
+    r = cli(["validate", "--only", "S-2", "--no-save"], tmp_path)
+    assert r.exit_code == 1
+    assert "MISS" in r.stdout and "failing" in r.stdout and "S-2" in r.stdout
+
+
+@pytest.mark.slow
+def test_quick_smoke_set_passes_and_covers_every_family(cli, tmp_path):
+    r = cli(["validate", "--quick", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 0, [c["id"] for c in _doc(r)["claims"] if not c["holds"]]
+    doc = _doc(r)
+    assert doc["quick"] and doc["passed"]
+    assert {c["family"] for c in doc["claims"]} == set(claims_module.FAMILIES)

@@ -1,0 +1,73 @@
+"""Calibration is honest: only constants marked calibrated, only on calibration claims, deterministic, and the
+shipped values are what a fresh fit gives; write-back records the claim and the date."""
+
+import dataclasses
+
+import pytest
+
+from ascendbench.hardware import list_profiles, load_profile
+from ascendbench.reference import calibration
+from ascendbench.reference.calibration import FITS, CalibrationError, Fit, calibrated_constants, fit_profile
+from ascendbench.reference.claims import load_claims
+
+CALIBRATION_CLAIMS = {"S-2", "S-4", "G-8", "G-9a"}  # CLAIMS.md
+
+
+def test_fits_target_only_calibration_claims():
+    kinds = {c.id: (c.claim, c.kind) for c in load_claims()}
+    for fit in FITS:
+        assert kinds[fit.row][1] == "calibration" and kinds[fit.row][0] in CALIBRATION_CLAIMS, fit
+
+
+def test_every_constant_marked_calibrated_has_a_fit_or_a_shared_origin():
+    fitted = {f.constant for f in FITS}
+    for name in list_profiles():
+        hw = load_profile(name)
+        for key in calibrated_constants(hw):
+            assert key in fitted, (name, key)
+
+
+def test_a_fit_on_a_validation_claim_is_refused(monkeypatch):
+    bad = Fit("vector_barrier_cycles", "ascend-910b4", "S-1", 0.0, 5000.0, decreasing=False)
+    monkeypatch.setattr(calibration, "FITS", (bad, *(f for f in FITS if f.constant != bad.constant)))
+    with pytest.raises(CalibrationError, match="S-1 is a validation claim"):
+        fit_profile("ascend-910b4")
+
+
+def test_a_constant_marked_calibrated_without_a_fit_is_refused(monkeypatch):
+    monkeypatch.setattr(calibration, "FITS", tuple(f for f in FITS if f.constant != "vector_barrier_cycles"))
+    with pytest.raises(CalibrationError, match="vector_barrier_cycles marked calibrated but no fit"):
+        fit_profile("ascend-910b4")
+
+
+def test_constants_not_marked_calibrated_are_left_alone(monkeypatch):
+    hw = load_profile("ascend-910b4")
+    sources = dict(hw.sources, vector_barrier_cycles="a public source")
+    monkeypatch.setattr(calibration, "load_profile", lambda name: dataclasses.replace(hw, sources=sources))
+    values = fit_profile("ascend-910b4")
+    assert set(values) == {"vector_scalar_sync_cycles"}
+
+
+def test_fit_is_deterministic_and_reproduces_the_shipped_values():
+    first, second = fit_profile("ascend-910b4"), fit_profile("ascend-910b4")
+    assert first == second
+    shipped = load_profile("ascend-910b4")
+    for key, value in first.items():
+        assert getattr(shipped, key) == pytest.approx(value, abs=0.11), key
+
+
+def test_write_back_records_claim_paper_value_and_date(tmp_path):
+    from importlib import resources
+
+    text = (resources.files("ascendbench.hardware") / "profiles" / "ascend-910b4.toml").read_text()
+    (tmp_path / "ascend-910b4.toml").write_text(text)
+    path = calibration.write_back("ascend-910b4", {"vector_barrier_cycles": 123.4}, date="2030-01-02",
+                                  folder=tmp_path)
+    hw = load_profile(str(path))
+    assert hw.vector_barrier_cycles == 123.4
+    note = hw.sources["vector_barrier_cycles"]
+    assert note.startswith("calibrated: benchmarks/calibrate.py on claim S-2") and "paper 9.6" in note
+    assert note.endswith("2030-01-02")
+    # every other line is untouched
+    changed = [a for a, b in zip(text.splitlines(), path.read_text().splitlines()) if a != b]
+    assert len(changed) == 1 and changed[0].startswith("vector_barrier_cycles")
