@@ -21,6 +21,7 @@ opened by ``npy_memmap``) or nothing (the caller verifies on the fly and discard
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ __all__ = [
     "offset_dtype",
     "offset_type",
     "partitions",
+    "release_pages",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -137,8 +139,9 @@ class Source:
 
 
 class ArraySource(Source):
-    """An in-memory array or a memory map (np.load(..., mmap_mode="r")): slices are views, pages are read on
-    demand and dropped by the OS, so resident memory does not grow with n."""
+    """An in-memory array or a memory map (np.load(..., mmap_mode="r")). Slices are views; for a memory map, the
+    pages before a read's start are released once read (reads go forward), so resident memory does not grow
+    with n."""
 
     kind = "array"
 
@@ -146,9 +149,33 @@ class ArraySource(Source):
         self.x = x
         self.n = int(x.shape[0])
         self.dtype = x.dtype
+        self.released = 0
 
     def read(self, lo: int, hi: int) -> np.ndarray:
+        if lo - self.released >= _RELEASE_EVERY:
+            release_pages(self.x, self.released, lo)
+            self.released = lo
         return self.x[lo:hi]
+
+
+_RELEASE_EVERY = 1 << 24  # elements between two releases of memory-mapped pages
+
+
+def release_pages(x: np.ndarray, lo: int, hi: int) -> None:
+    """Tell the OS that elements [lo, hi) of memory map x are not needed in memory any more (written pages are
+    flushed to the file first). No-op for arrays that are not memory maps or where madvise is missing."""
+    mm = getattr(x, "_mmap", None)
+    if not isinstance(x, np.memmap) or mm is None or not hasattr(mm, "madvise") or hi <= lo:
+        return
+    page = mmap.PAGESIZE
+    base = int(getattr(x, "offset", 0)) % mmap.ALLOCATIONGRANULARITY  # where element 0 lies inside the mapping
+    start = (base + lo * x.itemsize) // page * page
+    stop = (base + hi * x.itemsize) // page * page
+    if stop <= start:
+        return
+    if x.mode in ("r+", "w+"):
+        mm.flush(start, stop - start)
+    mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
 
 class GeneratedSource(Source):

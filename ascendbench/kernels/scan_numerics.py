@@ -243,9 +243,8 @@ def compute(name: str, x, params, progress: Callable[[int], None] | None = None,
 def _shares(n: int, params, hw: HardwareProfile, s: int, ul1: bool) -> list[list[tuple[int, int]]]:
     """The multi-core scans' carry chains: per L2 chunk, the (first unit, unit count) of each AIV's share in
     order, with units = tiles for MCScanUL1 and rows of s elements for MCScan (phase II of Algorithm 3)."""
-    from ascendbench.kernels.scan import _split, l2_chunk_tiles
-
     from ascendbench.kernels.partition import chunk_plan
+    from ascendbench.kernels.scan import _split, l2_chunk_tiles
 
     L = s * s
     tiles = math.ceil(n / L)
