@@ -368,16 +368,19 @@ def _simulate_vector_scan(n: int, hw: HardwareProfile, warm_l2: bool) -> SimResu
 def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool, indices_in: bool,
             write_zeros: bool, n_true: int, mask_hit: bool, values_hit: bool, writeback: bool) -> SimResult:
     """The gather of SplitInd / compress on 2d AIVs (see the module docstring), as phase "gather"."""
-    tile = SCAN_S * SCAN_S // 2
-    tiles = math.ceil(n / tile)
-    workers = gather_workers(n, hw)
-    per_aiv = split_front(tiles, workers)
     frac = n_true / n if n else 0.0
     ib = index_bytes(n)  # int32 indices while n <= 2**31 - 1, int64 beyond (CUB's rule)
     idx_bytes = ib if with_indices else 0
     in_bytes = 1 + value_bytes + (idx_bytes if indices_in else 0)
     out_bytes = value_bytes + idx_bytes
+    tile = SCAN_S * SCAN_S // 2
+    # Wider (int64) indices: halve the gather tile until one buffer of it fits the UB.
+    while tile > 256 and tile * (in_bytes + out_bytes + idx_bytes) + tile // 8 > hw.ub_bytes:
+        tile //= 2
     need = tile * (in_bytes + out_bytes + idx_bytes) + tile // 8
+    tiles = math.ceil(n / tile)
+    workers = gather_workers(n, hw)
+    per_aiv = split_front(tiles, workers)
     depth = 2 if 2 * need <= hw.ub_bytes else 1
     firsts = [sum(per_aiv[:w]) for w in range(workers)]
 
