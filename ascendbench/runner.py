@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +25,18 @@ import numpy as np
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels import ParamError, ScanParams, get_kernel
-from ascendbench.kernels.scan import SCAN_KERNELS
+from ascendbench.kernels.partition import (
+    GENERATORS,
+    PARTITION_LIMIT,
+    ArraySource,
+    GeneratedSource,
+    npy_memmap,
+    offset_type,
+    partitions,
+    release_pages,
+)
+from ascendbench.kernels.scan import OUT_DTYPES, SCAN_KERNELS
+from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
 
@@ -32,7 +44,10 @@ if TYPE_CHECKING:
     from ascendbench.kernels.hgemm import HgemmParams
     from ascendbench.store.schema import HgemmRunResult
 
-__all__ = ["InputError", "ScanRun", "generate_input", "load_input", "run_scan"]
+__all__ = ["KEEP_OUTPUT_BYTES", "InputError", "ScanRun", "estimate_functional_seconds", "generate_input", "load_input",
+           "run_scan"]
+
+KEEP_OUTPUT_BYTES = 2**30  # outputs up to 1 GiB are kept in memory by default; larger ones are verified and dropped
 
 
 class InputError(ValueError):
@@ -64,7 +79,8 @@ def generate_input(n: int, dtype: str, seed: int) -> np.ndarray:
 
 
 def load_input(path: Path) -> tuple[np.ndarray, str, str]:
-    """Load a user's 1-D .npy array of float16 or int8. Returns (array, dtype name, sha256 of the file).
+    """Open a user's 1-D .npy array of float16 or int8 as a read-only memory map (any size: pages are read on
+    demand). Returns (array, dtype name, sha256 of the file).
 
     Raises:
         InputError: unreadable, not an .npy array, not 1-D, or another dtype (the message says which).
@@ -87,7 +103,21 @@ def load_input(path: Path) -> tuple[np.ndarray, str, str]:
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 24), b""):
             digest.update(block)
-    return np.ascontiguousarray(x), names[x.dtype], digest.hexdigest()
+    return x, names[x.dtype], digest.hexdigest()  # the memory map: read slice by slice, never whole
+
+
+def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: HardwareProfile,
+                                sample: int = 2**21) -> float:
+    """Host seconds the streaming functional run (scan and on-the-fly verification) of n elements would take,
+    extrapolated linearly from a timed run on min(n, sample) generated elements of the same kernel and dtype."""
+    m = min(n, sample)
+    if m == 0:
+        return 0.0
+    t0 = time.perf_counter()
+    check = ScanVerifier(algorithm, m, params, hw)
+    for _, xb, yb in stream_pieces(algorithm, GeneratedSource(m, params.dtype, "random", 0), params, hw):
+        check.feed(xb, yb)
+    return (time.perf_counter() - t0) * n / m
 
 
 def _check_int(name: str, value, minimum: int, optional: bool = False) -> None:
@@ -118,6 +148,11 @@ def run_scan(
     warm_l2: bool = False,
     command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    generator: str = "random",
+    out: np.ndarray | None = None,
+    keep_output: bool | None = None,
+    partition_limit: int = PARTITION_LIMIT,
+    output_path: Path | None = None,
 ) -> ScanRun:
     """Run scan kernel `algorithm` on n elements through the simulated machine and check it against NumPy.
 
@@ -131,6 +166,16 @@ def run_scan(
         model_only: timings and counters only, no data.
         warm_l2: start with the input resident in L2 (the papers' measurements start cold).
         progress: called as progress(stage, done, total) during long functional work.
+        generator: generated input without x / input_file: "random" (seeded), "constant" (ones) or "counting"
+            (see partition.GeneratedSource), produced block by block.
+        out: an (n,) array or memory map (partition.npy_memmap) of the output dtype to write the output into.
+        keep_output: keep the output in memory (default: when it is at most KEEP_OUTPUT_BYTES); otherwise it is
+            verified on the fly against a streaming reference and dropped (ScanRun.output None unless `out`).
+        partition_limit: items per streaming partition (default 2**31 - 1; the result does not depend on it).
+        output_path: write the output to a new .npy memory map at this path (checked for disk space first).
+
+    The functional run streams: input read (or generated) partition by partition and batch by batch, output
+    verified on the fly; peak memory does not grow with n unless the output is kept.
 
     Returns:
         ScanRun: result document (times in seconds, bandwidth in GB/s = 1e9 B/s, counting the input read once
@@ -160,6 +205,7 @@ def run_scan(
         x = np.asarray(x)
         if x.ndim != 1 or x.dtype not in (np.float16, np.int8):
             raise InputError("x: must be a 1-D float16 or int8 array")
+    x_given = x is not None and input_file is None
     data_source_dtype = x is not None and dtype is None
     if x is not None:
         data_dtype = "fp16" if x.dtype == np.float16 else "int8"
@@ -193,26 +239,55 @@ def run_scan(
     functional_s = None
     verification = Verification(performed=False)
     data = "none"
+    kept = "none"
+    if generator not in GENERATORS:
+        raise ParamError("generator", f"must be one of {', '.join(GENERATORS)}, got {generator!r}")
+    _check_int("partition-limit", partition_limit, 1)
+    if partition_limit > PARTITION_LIMIT:
+        raise ParamError("partition-limit", f"must be in [1, 2**31 - 1], got {partition_limit}")
+    parts = partitions(n, partition_limit)
     if not model_only:
         t1 = time.perf_counter()
         if x is None:
-            if progress:
-                progress("generating input", 0, n)
-            x = generate_input(n, dtype, seed)
+            source = GeneratedSource(n, dtype, generator, seed)
             data = "generated"
         else:
+            source = ArraySource(x)
             data = "file" if input_file is not None else "generated"
-        done = [0]
-
-        def tick(k: int) -> None:
-            done[0] += k
-            if progress:
-                progress("scanning", min(done[0], n), n)
-
-        output = kernel.compute(x, params, tick, hw=hw)
+        out_np = OUT_DTYPES[params.out]
+        if keep_output is None:
+            keep_output = n * np.dtype(out_np).itemsize <= KEEP_OUTPUT_BYTES
+        if output_path is not None:
+            need = n * np.dtype(out_np).itemsize + 128
+            free = shutil.disk_usage(Path(output_path).resolve().parent).free
+            if need > free:
+                raise ParamError("output-file", f"the output needs {need / 1e9:.1f} GB on disk, {free / 1e9:.1f} GB free")
+            out = npy_memmap(output_path, n, out_np)
+        if out is not None:
+            if out.shape != (n,) or out.dtype != out_np:
+                raise ParamError("out", f"must be an ({n},) {np.dtype(out_np)} array, got {out.shape} {out.dtype}")
+            output, kept = out, "file"
+        elif keep_output:
+            output, kept = np.empty(n, dtype=out_np), "memory"
+        else:
+            kept = "discarded"
+        check = ScanVerifier(algorithm, n, params, hw)
+        done = released = 0
         if progress:
-            progress("verifying", n, n)
-        v = kernel.verify(x, output, params, hw)
+            progress("scanning and verifying", 0, n)
+        for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
+            if output is not None:
+                output[lo: lo + yb.shape[0]] = yb
+                if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
+                    release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
+                    released = lo + yb.shape[0]
+            check.feed(xb, yb)
+            done += yb.shape[0]
+            if progress:
+                progress("scanning and verifying", done, n)
+        if isinstance(output, np.memmap):
+            output.flush()
+        v = check.result()
         verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
                                     max_rel_error=v.max_rel_error, tolerance=v.tolerance)
         functional_s = time.perf_counter() - t1
@@ -242,7 +317,10 @@ def run_scan(
         params=params.to_dict() | {"warm_l2": warm_l2},
         problem=Problem(n=n, dtype=dtype, out_dtype=params.out, exclusive=exclusive,
                         seed=seed if data == "generated" else None,
-                        input_file=str(input_file) if input_file is not None else None, input_sha256=sha, data=data),
+                        input_file=str(input_file) if input_file is not None else None, input_sha256=sha, data=data,
+                        generator=generator if data == "generated" and not x_given else None,
+                        offset_type=offset_type(n), partition_limit=partition_limit, partitions=parts.count,
+                        output=kept),
         metrics=metrics,
         phases_s=phases,
         utilisation=sim.utilisation(),

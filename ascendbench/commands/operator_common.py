@@ -34,6 +34,7 @@ from ascendbench.commands.common import (
     print_utilisation,
 )
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
+from ascendbench.kernels.partition import offset_type
 from ascendbench.sim.result import SimResult
 from ascendbench.store.operators import (
     OperatorProblem,
@@ -176,7 +177,8 @@ def _result(run: OperatorRun, hw: HardwareProfile, wall0: float) -> OperatorRunR
         hardware=hw.to_dict(),
         problem=OperatorProblem(operator=run.operator, n=run.n, dtypes=run.dtypes, params=run.params, data=run.data,
                                 seed=run.seed, input_file=str(run.input_file) if run.input_file else None,
-                                input_sha256=run.input_sha256),
+                                input_sha256=run.input_sha256, offset_type=offset_type(run.n),
+                                index_type=run.dtypes.get("indices")),
         simulated=OperatorSimulated(
             variant=run.variant, time_s=sim.time_s, bandwidth_gbps=bw, bandwidth_bytes=float(run.bandwidth_bytes),
             phases_s=sim.phases_s, counters={k: float(v) for k, v in sorted(sim.counters.items())},

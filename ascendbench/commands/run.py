@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +20,7 @@ from ascendbench.commands.common import (
     command_line,
     default_result_path,
     dump_json,
+    err_console,
     fail,
     human_bytes,
     out_console,
@@ -26,10 +28,11 @@ from ascendbench.commands.common import (
     print_utilisation,
     progress_bar,
 )
-from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
+from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError, load_profile
 from ascendbench.kernels import ParamError
-from ascendbench.kernels.scan import S_VALUES, SCAN_KERNELS
-from ascendbench.runner import InputError, run_scan
+from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
+from ascendbench.kernels.scan import S_VALUES, SCAN_KERNELS, ScanParams
+from ascendbench.runner import InputError, estimate_functional_seconds, run_scan
 from ascendbench.sim.engine import BufferCapacityError
 
 app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
@@ -38,6 +41,7 @@ _ALGORITHMS = ", ".join(SCAN_KERNELS)
 
 
 def _available_memory() -> int | None:
+    """Bytes of memory available now (None when unknown); the row-scan commands size their checks with it."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
@@ -49,6 +53,59 @@ def _available_memory() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+ESTIMATE_ABOVE = 2**25  # elements above which the functional run's host time is estimated first
+NOTE_ABOVE_S = 60.0  # estimated seconds above which the command says how long and how to skip it
+REFUSE_ABOVE_S = 7 * 86400.0  # estimated seconds above which it refuses (a week: certainly not meant)
+
+
+def _header_dtype(input_file: Path | None) -> str | None:
+    if input_file is None:
+        return None
+    try:
+        header = np.load(input_file, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    return {"float16": "fp16", "int8": "int8"}.get(str(getattr(header, "dtype", "")))
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
+def _announce_functional_time(count, option, algorithm, s, blocks, chunk, exclusive, dtype, out_dtype, hardware):
+    """Estimate the streaming functional run's host time from a timed sample; refuse beyond REFUSE_ABOVE_S,
+    say how long and how to skip it beyond NOTE_ABOVE_S."""
+    try:
+        hw = load_profile(hardware)
+        params = ScanParams(s=s, blocks=blocks, chunk=chunk, exclusive=exclusive, dtype=dtype or "fp16",
+                            out_dtype=out_dtype)
+        SCAN_KERNELS[algorithm].check(count, params, hw)
+        seconds = estimate_functional_seconds(count, algorithm, params, hw)
+    except (ParamError, HardwareError, BufferCapacityError, KeyError):
+        return  # the run itself reports bad arguments
+    if seconds > REFUSE_ABOVE_S:
+        fail(f"--{option}: the functional run of {count} elements would take about {_duration(seconds)} on this host; "
+             "use --model-only for timings at this size")
+    if seconds > NOTE_ABOVE_S:
+        err_console.print(f"note: the functional run of {count:,} elements streams in partitions of at most 2**31 - 1 "
+                          f"with bounded memory and will take about {_duration(seconds)} on this host (estimated from "
+                          "2**21 elements); press Ctrl-C and add --model-only to skip it", highlight=False)
+
+
+def _drop(path: Path | None) -> None:
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 def _parse_chunk(text: str | None) -> int | None:
@@ -82,7 +139,12 @@ def scan(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the generated input.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Scan this 1-D float16 or int8 .npy array "
                                                        "instead of generated data.")] = None,
-    output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the scanned array as .npy.")] = None,
+    output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the scanned array as .npy (written "
+                                                        "as a memory map: any n).")] = None,
+    generator: Annotated[str, typer.Option("--generator", help="Generated input: random (seeded), constant (ones) or "
+                                           "counting; produced block by block, so any n streams.")] = "random",
+    partition_limit: Annotated[str | None, typer.Option("--partition-limit", help="Items per streaming partition "
+                                                           "(default 2**31 - 1; results do not depend on it).")] = None,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no functional run.")] = False,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold, as the "
                                           "papers measured).")] = False,
@@ -100,8 +162,15 @@ def scan(
     try:
         count = parse_count(n, "n") if n is not None else None
         chunk_elems = _parse_chunk(chunk)
+        limit = parse_count(partition_limit, "partition-limit") if partition_limit is not None else PARTITION_LIMIT
     except ValueError as exc:
         fail(str(exc))
+    if not 1 <= limit <= PARTITION_LIMIT:
+        fail(f"--partition-limit: must be in [1, 2**31 - 1], got {partition_limit}")
+    if generator not in GENERATORS:
+        fail(f"--generator: must be one of {', '.join(GENERATORS)}, got {generator!r}")
+    if input_file is not None and generator != "random":
+        fail("--generator: there is no generated input with --input; drop one of them")
     if algorithm not in SCAN_KERNELS:
         fail(f"--algorithm: unknown scan kernel {algorithm!r}; choose from {_ALGORITHMS}")
     if s not in S_VALUES:
@@ -130,13 +199,12 @@ def scan(
             count_for_memory = None
     else:
         count_for_memory = count
-    if not model_only and count_for_memory:
-        needed = count_for_memory * 7 + 2**30  # input, fp32/int32 output and the batch temporaries
-        available = _available_memory()
-        if available is not None and needed > 0.9 * available:
-            option = "input" if input_file is not None else "n"
-            fail(f"--{option}: the functional run of {count_for_memory} elements needs about {needed / 2**30:.1f} "
-                 f"GiB, {available / 2**30:.1f} GiB available; use --model-only for timings at this size")
+    if not model_only and count_for_memory and count_for_memory > ESTIMATE_ABOVE:
+        _announce_functional_time(count_for_memory, "input" if input_file is not None else "n", algorithm, s, blocks,
+                                  chunk_elems, exclusive, dtype or _header_dtype(input_file), out_dtype, hardware)
+    tmp_output = None
+    if output_file is not None:
+        tmp_output = output_file.with_name(f".{output_file.name}.{secrets.token_hex(4)}.partial")
 
     progress, report = progress_bar(json_out)
 
@@ -144,22 +212,29 @@ def scan(
         with progress:
             run = run_scan(count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk_elems, exclusive=exclusive,
                            dtype=dtype, out_dtype=out_dtype, seed=seed, input_file=input_file, hardware=hardware,
-                           model_only=model_only, warm_l2=warm_l2, command=command_line(), progress=report)
+                           model_only=model_only, warm_l2=warm_l2, command=command_line(), progress=report,
+                           generator=generator, partition_limit=limit, output_path=tmp_output)
     except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
+        _drop(tmp_output)
         fail(str(exc))
     except MemoryError:
+        _drop(tmp_output)
         fail("--n: not enough memory for the functional run at this size; use --model-only")
+    except BaseException:
+        _drop(tmp_output)
+        raise
 
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
     from ascendbench.sim.trace import write_chrome_trace
-    from ascendbench.store.io import atomic_save_npy, atomic_write_text
+    from ascendbench.store.io import atomic_write_text
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", algorithm))
     outputs = Outputs()
-    if output_file is not None and run.output is not None:
-        outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, run.output))
+    if output_file is not None and tmp_output is not None and tmp_output.exists():
+        del run.output  # close the memory map before moving its file into place
+        outputs.write("output-file", output_file, lambda path: os.replace(tmp_output, path))
     if trace is not None:
         outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=algorithm))
     if saved_to is not None:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import copy_pass
-from ascendbench.kernels.split import index_dtype, simulate_split, split_ind
+from ascendbench.kernels.split import index_dtype, simulate_split, split_ind, split_ind_partitioned
 from ascendbench.sim.result import SimResult, fixed_cost, sequence
 
 __all__ = ["KEY_DTYPES", "SORT_VARIANTS", "encode_keys", "radix_sort", "simulate_radix_sort"]
@@ -79,13 +80,16 @@ def encode_keys(keys: np.ndarray, descending: bool = False) -> np.ndarray:
     return enc
 
 
-def radix_sort(keys: np.ndarray, descending: bool = False, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def radix_sort(keys: np.ndarray, descending: bool = False, stable: bool = True, *,
+               limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sort 1-D keys by LSB radix sort on one bit per pass (SplitInd per bit), like torch.sort(stable=True).
 
     Args:
         keys: (n,) uint8/16/32, int8/16/32 or float16.
         descending: stable descending order (ties in input order; NaNs first).
         stable: accepted for torch.sort's signature; the radix sort is always stable.
+        limit: run every SplitInd pass streamed over partitions of at most `limit` items
+            (split.split_ind_partitioned); the result does not depend on it.
     Returns:
         (values, indices): values (n,) of the keys' dtype, indices (n,) int32 (int64 when n > 2**31 - 1) with
         values = keys[indices]; ascending order equals np.argsort(keys, kind="stable").
@@ -98,7 +102,10 @@ def radix_sort(keys: np.ndarray, descending: bool = False, stable: bool = True) 
     indices = np.arange(n, dtype=index_dtype(n))
     for bit in range(enc.dtype.itemsize * 8):
         flags = ((enc >> enc.dtype.type(bit)) & 1) == 0
-        step = split_ind(enc, flags, indices=indices)
+        if limit is None:
+            step = split_ind(enc, flags, indices=indices)
+        else:
+            step = split_ind_partitioned(enc, flags, indices=indices, limit=limit)
         enc, indices = step.values, step.indices
     return keys[indices], indices
 
@@ -131,7 +138,7 @@ def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str
         res.counters["scans"] = 0
         return res
     sync = fixed_cost(hw, hw.sync_all_cycles, "sync", sync_all=1)
-    idx = 4 if with_indices else 0
+    idx = index_bytes(n) if with_indices else 0  # int32 indices, int64 beyond 2**31 - 1
     # Working set of one pass: keys and indices in two slots, the flags and the int32 scan.
     fits = n * (2 * (kb + idx) + 1 + 4) <= hw.l2_bytes
     keys_hit = warm_l2 and n * kb <= hw.l2_bytes

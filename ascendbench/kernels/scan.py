@@ -19,6 +19,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification, register
+from ascendbench.kernels.partition import PARTITION_LIMIT, chunk_plan
 from ascendbench.kernels.programs import COPY_PIECE as _MEMCPY_PIECE
 from ascendbench.kernels.programs import Ring as _Ring
 from ascendbench.kernels.programs import clamp_skip as _clamp
@@ -32,7 +33,7 @@ from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
 __all__ = [
     "DTYPES", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanParams", "VecCumSumTile",
-    "aiv_carry_tile", "auto_chunk", "expected_matmuls",
+    "aiv_carry_tile", "auto_chunk", "expected_matmuls", "l2_chunk_tiles",
 ]
 
 S_VALUES = (16, 32, 64, 128)
@@ -88,6 +89,21 @@ def auto_chunk(hw: HardwareProfile, params: ScanParams) -> int:
     """The paper's chunk length (§6.1.1, KERNELS.md): L2 / (input + output bytes), rounded up to 256."""
     per = params.in_bytes + params.out_bytes
     return int(math.ceil(hw.l2_bytes / per / 256) * 256)
+
+
+def l2_chunk_tiles(n: int, params: ScanParams, hw: HardwareProfile, tile: int,
+                   limit: int = PARTITION_LIMIT) -> int:
+    """Tiles per L2 chunk of the multi-core scans (scan paper §6.1.1): params.chunk (None = the paper's rule:
+    split only when input + output exceed L2, chunks of auto_chunk; 0 = off), in whole tiles, at least one.
+    A chunk never exceeds the streaming partition limit (2**31 - 1 elements by default) so that every offset
+    inside a chunk fits int32: L2 chunks and streaming partitions are one chunk plan (kernels/partition.py).
+    Shared by the timing model (ScanKernel.plan) and the functional path (scan_numerics)."""
+    tiles = max(1, math.ceil(n / tile))
+    chunk = params.chunk
+    if chunk is None:
+        chunk = auto_chunk(hw, params) if n * (params.in_bytes + params.out_bytes) > hw.l2_bytes else 0
+    chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, math.ceil(chunk / tile)))
+    return max(1, min(chunk_tiles, limit // tile))
 
 
 def expected_matmuls(kernel: str, n: int, s: int) -> int:
@@ -259,17 +275,9 @@ class ScanKernel:
         tiles = math.ceil(n / tile)
         padded = n % tile != 0 and self.name != "memcpy"
         in_total = n * params.in_bytes
-        chunk_tiles = tiles
-        if self.multi_core:
-            chunk = params.chunk
-            if chunk is None:
-                too_big = n * (params.in_bytes + params.out_bytes) > hw.l2_bytes
-                chunk = auto_chunk(hw, params) if too_big else 0
-            if chunk > 0:
-                chunk_tiles = max(1, min(tiles, math.ceil(chunk / tile)))
-        chunk_tiles = max(chunk_tiles, 1)
-        chunks = max(1, math.ceil(tiles / chunk_tiles))
-        last = tiles - (chunks - 1) * chunk_tiles
+        chunk_tiles = l2_chunk_tiles(n, params, hw, tile) if self.multi_core else max(tiles, 1)
+        cp = chunk_plan(max(tiles, 1), chunk_tiles)
+        chunk_tiles, chunks, last = cp.size, cp.count, cp.last
         if padded:
             x_first_hit = 2 * in_total <= hw.l2_bytes
         else:

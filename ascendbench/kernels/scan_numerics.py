@@ -19,7 +19,7 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import Verification
 
-__all__ = ["compute", "reference", "tile_scans", "tolerance_formula", "verify"]
+__all__ = ["ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans", "tolerance_formula", "verify"]
 
 _BATCH_ELEMS = 1 << 22  # elements per NumPy batch: bounds temporaries and drives the progress bar
 _U32 = 2.0**-24  # unit roundoff of fp32
@@ -68,109 +68,189 @@ def _acc_dtype(dtype: str):
     return np.int32 if dtype == "int8" else np.float32
 
 
-@np.errstate(invalid="ignore")  # NaN inputs propagate as on the hardware; verify explains the mismatch
-def compute(name: str, x: np.ndarray, params, progress: Callable[[int], None] | None = None,
-            hw: HardwareProfile | None = None) -> np.ndarray:
-    """Output of kernel `name` on x (see ScanKernel.compute). hw decides the multi-core block and L2 chunk
-    layout (default ascend-910b4)."""
-    from ascendbench.kernels.scan import _CUMSUM_INFO
+class ScanStream:
+    """The functional scan of kernel `name` as a stream: feed the input in pieces of any length (partitions may
+    end anywhere, inside a tile or an L2 chunk), get the output in the same order.
 
-    hw = hw or load_profile()
-    x = np.asarray(x)
-    n = x.shape[0]
-    out_np = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32}[params.out]
-    acc = _acc_dtype(params.dtype)
-    if n == 0:
-        return np.zeros(0, dtype=out_np)
-    if name == "memcpy":
-        if progress:
-            progress(n)
-        return x.astype(out_np)
-    s = _CUMSUM_INFO[1] if name == "vec-cumsum" else params.s
-    L = s * s
-    tiles = math.ceil(n / L)
-    rows_total = tiles * s
-    ul1 = name in ("scanul1", "mcscan-ul1")
+    The computation is cut into batches of whole tiles at fixed positions (batch k holds tiles
+    [k * B, (k + 1) * B), B = 2**22 / s^2) whatever the pieces fed, and everything carried from one batch to the
+    next is the algorithm's own state: the running prefix of the carry chain, and for MCScan / MCScanUL1 the
+    position in the L2 chunk plan, the chunk's carry, the partial sums of the finished AIV shares and the running
+    partial of the current one. So the output does not depend on where pieces end: a partitioned run equals the
+    unpartitioned one bit for bit. Memory: one batch (about 2**22 elements) whatever n.
 
-    # Pass 1 (phase I on the cube): tile scans into y, batch by batch; keep the carry units' totals.
-    y = np.empty(tiles * L, dtype=acc)
-    unit_totals = np.empty(tiles if ul1 else rows_total, dtype=acc)
-    U, Lm = _constants(s)
-    batch_tiles = max(1, _BATCH_ELEMS // L)
-    for t0 in range(0, tiles, batch_tiles):
-        t1 = min(tiles, t0 + batch_tiles)
-        lo, hi = t0 * L, min(n, t1 * L)
-        A = np.zeros(((t1 - t0) * L,), dtype=np.float32)
-        A[: hi - lo] = x[lo:hi]
-        A = A.reshape(t1 - t0, s, s)
-        C = tile_scans(A, "cumsum" if name == "vec-cumsum" else "ul1" if ul1 else "rowscan", U, Lm)
-        C = C.astype(acc, copy=False)
-        y[t0 * L: t1 * L] = C.reshape(-1)
-        if ul1:
-            unit_totals[t0:t1] = C[:, -1, -1]
+    feed(x) returns the (lo, x[lo:hi], y[lo:hi]) pieces completed by x (y in the output dtype; exclusive scans
+    shifted by one); finish() returns the rest. hw fixes the multi-core block and L2 chunk layout. batch_tiles:
+    tiles per batch (tests use 1 to cross many batch edges; fp16 results depend on it through BLAS).
+    """
+
+    def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None, batch_tiles: int | None = None):
+        from ascendbench.kernels.scan import _CUMSUM_INFO
+
+        self.name, self.n, self.params = name, int(n), params
+        self.hw = hw or load_profile()
+        self.out_np = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32}[params.out]
+        self.acc = _acc_dtype(params.dtype)
+        self.s = _CUMSUM_INFO[1] if name == "vec-cumsum" else params.s
+        self.L = self.s * self.s
+        self.ul1 = name in ("scanul1", "mcscan-ul1")
+        self.kind = "cumsum" if name == "vec-cumsum" else "ul1" if self.ul1 else "rowscan"
+        self.unit = self.L if self.ul1 else self.s
+        self.batch_tiles = batch_tiles or max(1, _BATCH_ELEMS // self.L)
+        self.U, self.Lm = _constants(self.s)
+        self.memcpy = name == "memcpy"
+        in_np = {"fp16": np.float16, "int8": np.int8}[params.dtype]
+        self.buf = np.zeros(self.batch_tiles * self.L, dtype=in_np)
+        self.fill = 0
+        self.done = 0  # elements emitted
+        self.carry = self.acc(0)  # carry chain of the single-core kernels
+        self.last_incl = self.acc(0)  # last inclusive output (exclusive scans shift it in)
+        self.multi = name in ("mcscan", "mcscan-ul1")
+        if self.multi:
+            # The carry chains in order: (first unit, unit count, last share of its L2 chunk); empty shares dropped.
+            self.segments = []
+            for chunk in _shares(self.n, params, self.hw, self.s, self.ul1):
+                live = [(u0, cnt) for u0, cnt in chunk if cnt]
+                self.segments += [(u0, cnt, k == len(live) - 1) for k, (u0, cnt) in enumerate(live)]
+            self.seg = 0
+            self.chunk_carry = self.acc(0)  # the previous chunk's last output
+            self.run = self.acc(0)  # partial sums of the chunk's finished shares
+            self.chain = self.acc(0)  # carry of the current share's chain
+            self.partial = self.acc(0)  # the current share's partial sum so far
+
+    def feed(self, x: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        x = np.asarray(x)
+        out = []
+        pos = 0
+        size = self.buf.shape[0]
+        while pos < x.shape[0]:
+            take = min(size - self.fill, x.shape[0] - pos)
+            self.buf[self.fill: self.fill + take] = x[pos: pos + take]
+            self.fill += take
+            pos += take
+            if self.fill == size:
+                out.append(self._batch())
+        return out
+
+    def finish(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        return [self._batch()] if self.fill else []
+
+    @np.errstate(invalid="ignore", over="ignore")  # NaN propagates; int32 wraps; fp16 output saturates
+    def _batch(self) -> tuple[int, np.ndarray, np.ndarray]:
+        lo, count = self.done, self.fill
+        xb = self.buf[:count].copy()
+        if self.memcpy:
+            y = xb.astype(self.out_np)
         else:
-            unit_totals[t0 * s: t1 * s] = C[:, :, -1].reshape(-1)
+            y = self._scan(count)
+            if self.params.exclusive:
+                last = y[-1]
+                y = np.concatenate([np.array([self.last_incl], dtype=self.acc), y[:-1]])
+                self.last_incl = last
+            y = y.astype(self.out_np, copy=False)
+        self.buf[:count] = 0  # zero padding for the next (possibly partial) batch
+        self.fill = 0
+        self.done += count
+        return lo, xb, y
+
+    def _scan(self, count: int) -> np.ndarray:
+        """Tile scans of the buffered batch plus the carries: the inclusive scan (count,) in the accumulation
+        type (pass 1, phase I on the cube; pass 2, the vector cores adding each unit's carry)."""
+        s, L, acc = self.s, self.L, self.acc
+        t = math.ceil(count / L)
+        A = self.buf[: t * L].astype(np.float32).reshape(t, s, s)
+        C = tile_scans(A, self.kind, self.U, self.Lm).astype(acc, copy=False)
+        totals = C[:, -1, -1].copy() if self.ul1 else C[:, :, -1].reshape(-1).copy()
+        if not self.multi:
+            carries = _chain(self.carry, totals, acc)
+            self.carry = acc(carries[-1] + totals[-1])
+        else:
+            # Phase I on the AIVs: the input reduced per carry unit (a row of s for MCScan, a tile for MCScanUL1)
+            # and accumulated per AIV share, in the accumulation type (int32 wraps: sum in int64, then wrap).
+            flat = A.reshape(-1, self.unit)
+            if acc is np.int32:
+                sums = flat.astype(np.int64).sum(axis=1).astype(np.int32)
+            else:
+                sums = flat.sum(axis=1, dtype=np.float32)
+            carries = self._multi_carries(totals, sums)
+        C.reshape(-1, self.unit)[:] += carries[:, None]
+        return C.reshape(-1)[:count]
+
+    def _multi_carries(self, totals: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        """Carries of this batch's units from the multi-core chains (phase II of Algorithm 3): each AIV share
+        starts from the chunk's carry plus the partial sums of the chunk's earlier shares and walks its units
+        in order; the next chunk's carry is this chunk's last output (§6.1.1)."""
+        acc = self.acc
+        first = self.done // self.unit
+        count = totals.shape[0]
+        carries = np.empty(count, dtype=acc)
+        u = 0
+        while u < count:
+            u0, cnt, ends_chunk = self.segments[self.seg]
+            a = first + u - u0  # units of this share already done
+            take = min(cnt - a, count - u)
+            start = acc(self.chunk_carry + self.run) if a == 0 else self.chain
+            carries[u: u + take] = _chain(start, totals[u: u + take], acc)
+            self.chain = acc(carries[u + take - 1] + totals[u + take - 1])
+            seq = np.empty(take + 1, dtype=acc)
+            seq[0] = self.partial if a else acc(0)
+            seq[1:] = sums[u: u + take]
+            self.partial = np.cumsum(seq, dtype=acc)[-1]
+            u += take
+            if a + take == cnt:  # the share is finished
+                self.run = acc(self.run + self.partial)
+                if ends_chunk:
+                    self.chunk_carry = self.chain
+                    self.run = acc(0)
+                self.seg += 1
+        return carries
+
+
+def stream_pieces(name: str, x, params, hw: HardwareProfile | None = None, *, limit: int | None = None,
+                  batch_tiles: int | None = None):
+    """Yield (lo, x[lo:hi], y[lo:hi]) of kernel `name`'s scan of x (an array, a memory map or a
+    partition.Source), reading the input partition by partition (at most `limit` items each, default 2**31 - 1,
+    so offsets inside a partition fit int32) in reads of at most 2**22 items."""
+    from ascendbench.kernels.partition import PARTITION_LIMIT, as_source, partitions
+
+    src = as_source(x)
+    stream = ScanStream(name, src.n, params, hw, batch_tiles)
+    for p0, p1 in partitions(src.n, PARTITION_LIMIT if limit is None else limit):
+        for r0 in range(p0, p1, _BATCH_ELEMS):
+            yield from stream.feed(src.read(r0, min(p1, r0 + _BATCH_ELEMS)))
+    yield from stream.finish()
+
+
+def compute(name: str, x, params, progress: Callable[[int], None] | None = None,
+            hw: HardwareProfile | None = None, *, limit: int | None = None, out: np.ndarray | None = None,
+            batch_tiles: int | None = None) -> np.ndarray:
+    """Output of kernel `name` on x (see ScanKernel.compute), computed partition by partition (at most `limit`
+    items each, default 2**31 - 1; the result does not depend on it). hw decides the multi-core block and L2 chunk
+    layout (default ascend-910b4). x: an (n,) array, memory map or partition.Source. out: an (n,) array or
+    memory map of the output dtype to write into (default: a new array). progress(k): k more elements done."""
+    from ascendbench.kernels.partition import as_source
+
+    src = as_source(x)
+    out_np = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32}[params.out]
+    y = np.empty(src.n, dtype=out_np) if out is None else out
+    for lo, _, yb in stream_pieces(name, src, params, hw, limit=limit, batch_tiles=batch_tiles):
+        y[lo: lo + yb.shape[0]] = yb
         if progress:
-            progress((hi - lo) // 2)
-
-    # Carries: where each carry chain starts and which units (rows or tiles) it walks.
-    unit = L if ul1 else s
-    units = unit_totals.shape[0]
-    if name in ("mcscan", "mcscan-ul1"):
-        halves = _shares(n, params, hw, s, ul1)
-        carries = np.empty(units, dtype=acc)
-        chunk_carry = acc(0)
-        for chunk_halves in halves:
-            # Phase I on the AIVs: one partial sum of the *input* per core-half, in the accumulation type.
-            partials = []
-            for u0, cnt in chunk_halves:
-                lo, hi = min(n, u0 * unit), min(n, (u0 + cnt) * unit)
-                partials.append(x[lo:hi].sum(dtype=acc) if hi > lo else acc(0))
-            # Phase II: each AIV sums the partials of lower-numbered core-halves (scalar, sequential), adds
-            # the previous chunk's carry, then walks its rows (tiles for ScanUL1) adding the carry.
-            run = acc(0)
-            last_unit = 0
-            with np.errstate(over="ignore"):
-                for (u0, cnt), part in zip(chunk_halves, partials):
-                    if cnt:
-                        carries[u0: u0 + cnt] = _chain(acc(chunk_carry + run), unit_totals[u0: u0 + cnt], acc)
-                        last_unit = u0 + cnt - 1
-                    run = acc(run + part)
-                # The next chunk's carry is this chunk's last output, read back from GM.
-                chunk_carry = acc(carries[last_unit] + unit_totals[last_unit])
-    else:
-        carries = _chain(acc(0), unit_totals, acc)
-
-    # Pass 2 (phase II on the vector cores): add each unit's carry in place.
-    with np.errstate(over="ignore"):
-        yv = y.reshape(units, unit)
-        step = max(1, _BATCH_ELEMS // unit)
-        for u0 in range(0, units, step):
-            yv[u0: u0 + step] += carries[u0: u0 + step, None]
-            if progress:
-                done = min(n, (u0 + step) * unit) - min(n, u0 * unit)
-                progress(done - done // 2)
-    y = y[:n]
-    if params.exclusive:
-        y = np.concatenate([np.zeros(1, dtype=acc), y[:-1]])
-    with np.errstate(over="ignore"):  # fp16 output saturates to inf past 65504, as the hardware's cast does
-        return y.astype(out_np, copy=False)
+            progress(yb.shape[0])
+    return y
 
 
 def _shares(n: int, params, hw: HardwareProfile, s: int, ul1: bool) -> list[list[tuple[int, int]]]:
     """The multi-core scans' carry chains: per L2 chunk, the (first unit, unit count) of each AIV's share in
     order, with units = tiles for MCScanUL1 and rows of s elements for MCScan (phase II of Algorithm 3)."""
-    from ascendbench.kernels.scan import _split, auto_chunk
+    from ascendbench.kernels.partition import chunk_plan
+    from ascendbench.kernels.scan import _split, l2_chunk_tiles
 
     L = s * s
     tiles = math.ceil(n / L)
-    chunk = params.chunk
-    if chunk is None:
-        chunk = auto_chunk(hw, params) if n * (params.in_bytes + params.out_bytes) > hw.l2_bytes else 0
-    chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, math.ceil(chunk / L)))
     halves = []
-    for c0 in range(0, tiles, chunk_tiles):
-        ct = min(chunk_tiles, tiles - c0)
+    for c0, c1 in chunk_plan(tiles, l2_chunk_tiles(n, params, hw, L)):
+        ct = c1 - c0
         blocks = min(params.blocks or hw.ai_cores, ct)
         first = c0
         chunk_halves = []
@@ -262,8 +342,155 @@ def tolerance_formula(name: str, params) -> str:
     return formula
 
 
+class ScanVerifier:
+    """verify() on the fly: feed consecutive (x[lo:hi], y[lo:hi]) pieces (starting at multiples of s, as
+    ScanStream emits them), read the verdict from result(). Memory: one piece; the reference is a running
+    int64 / float64 prefix carried from piece to piece, so it checks any n (see verify for the tolerance)."""
+
+    def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None):
+        self.name, self.n, self.params = name, int(n), params
+        self.formula = tolerance_formula(name, params)
+        self.int8 = params.dtype == "int8"
+        self.s, extra = _tolerance_terms(name, params)
+        self.shift = 1 if params.exclusive and name != "memcpy" else 0
+        self.prefix = np.int64(0) if self.int8 else 0.0  # inclusive running sum before the next piece
+        self.abs_prefix = np.int64(0) if self.int8 else 0.0
+        self.max_abs = self.max_rel = 0.0
+        self.passed = True
+        self.overflow = self.nonfinite_input = False
+        self.done = 0
+        self.c1 = bool(extra)
+        if self.c1:
+            # Rows where a chain of C1 rounding effects restarts: (first row, row count, last share of its chunk).
+            s = self.s
+            if name == "scanul1":
+                self.restarts = [(0, math.ceil(self.n / (s * s)) * s, True)]
+            else:
+                self.restarts = []
+                for chunk in _shares(self.n, params, hw or load_profile(), s, ul1=True):
+                    live = [(u0, cnt) for u0, cnt in chunk if cnt]
+                    self.restarts += [(u0 * s, cnt * s, k == len(live) - 1) for k, (u0, cnt) in enumerate(live)]
+            self.seg, self.eff_cur, self.eff_base, self.eff_last = 0, 0.0, 0.0, 0.0
+
+    def _c1_rows(self, x: np.ndarray, lo: int) -> np.ndarray:
+        """The C1 rounding effect (see _c1_rounding_effect) of the rows of x = input[lo:lo + len], per element."""
+        s = self.s
+        rows = math.ceil(x.shape[0] / s)
+        block = np.zeros(rows * s, dtype=np.float32)
+        block[: x.shape[0]] = x
+        sums = block.reshape(rows, s).sum(axis=1, dtype=np.float32)
+        delta = sums.astype(np.float16).astype(np.float64) - sums.astype(np.float64)
+        r0 = lo // s
+        delta[(np.arange(r0, r0 + rows) % s) == s - 1] = 0.0  # the last row's C1 enters no output
+        eff = np.empty(rows)
+        r = 0
+        while r < rows:
+            first, count, ends_chunk = self.restarts[self.seg]
+            a = r0 + r - first
+            take = min(count - a, rows - r)
+            if a == 0:
+                self.eff_cur = self.eff_base
+            cs = np.cumsum(delta[r: r + take])
+            eff[r] = self.eff_cur
+            eff[r + 1: r + take] = self.eff_cur + cs[:-1]
+            self.eff_cur += cs[-1]
+            r += take
+            if a + take == count:
+                if ends_chunk:
+                    self.eff_base = eff[r - 1]
+                self.seg += 1
+        return np.repeat(eff, s)[: x.shape[0]]
+
+    def feed(self, x: np.ndarray, y: np.ndarray) -> None:
+        lo, hi = self.done, self.done + x.shape[0]
+        self.done = hi
+        if x.shape[0] == 0:
+            return
+        if self.name == "memcpy":
+            ref = x.astype(np.float64)
+            diff = np.abs(y.astype(np.float64) - ref)
+            err = float(diff.max())
+            self.max_abs = max(self.max_abs, err)
+            self.max_rel = max(self.max_rel, float((diff / np.maximum(np.abs(ref), 1e-30)).max()))
+            self.passed &= err == 0.0 or (self.params.out == "fp16" and err <= _U16 * float(np.abs(ref).max()))
+            return
+        if self.int8:
+            run = np.cumsum(x, dtype=np.int64)
+            run += self.prefix
+            absrun = np.cumsum(np.abs(x.astype(np.int64)), dtype=np.int64)
+            absrun += self.abs_prefix
+        else:
+            xs64 = x.astype(np.float64)
+            run = np.cumsum(xs64)
+            run += self.prefix
+            np.abs(xs64, out=xs64)
+            absrun = np.cumsum(xs64)
+            absrun += self.abs_prefix
+            del xs64
+        before, abs_before = self.prefix, self.abs_prefix
+        self.prefix, self.abs_prefix = run[-1], absrun[-1]
+        c1 = self._c1_rows(x, lo) if self.c1 else None
+        if self.shift:  # exclusive: y_i is the inclusive scan up to i - 1
+            run = np.concatenate([np.array([before], dtype=run.dtype), run[:-1]])
+            absrun = np.concatenate([np.array([abs_before], dtype=absrun.dtype), absrun[:-1]])
+            if c1 is not None:
+                last = c1[-1]
+                c1 = np.concatenate([[self.eff_last], c1[:-1]])
+                self.eff_last = last
+        if self.int8:
+            ref = (run + 2**31) % 2**32 - 2**31
+            diff = np.abs(y.astype(np.int64) - ref)
+            err = int(diff.max())
+            self.passed &= err == 0
+            self.max_abs = max(self.max_abs, float(err))
+            self.max_rel = max(self.max_rel, float((diff / np.maximum(absrun, 1)).max()))
+            return
+        diff = y.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            diff -= run
+        np.abs(diff, out=diff)
+        ref_finite = np.isfinite(run)
+        if not ref_finite.all():
+            self.nonfinite_input = True
+            # NaN or inf in the input: the output must carry the same non-finite values from there on
+            yf = y.astype(np.float64)
+            same = (np.isnan(run) & np.isnan(yf)) | (run == yf)
+            self.passed &= bool(same[~ref_finite].all())
+            diff[~ref_finite] = 0.0
+            absrun[~np.isfinite(absrun)] = 0.0
+        if not np.isfinite(diff).all():
+            self.passed = False
+            self.overflow = True
+            self.max_abs = self.max_rel = math.inf
+            return
+        # 4 sqrt(d_i) u32 with d_i taken at the end of each stretch of 2^16 elements (a slightly larger bound)
+        ends = np.minimum(np.arange(lo, hi, _SQRT_STRETCH, dtype=np.float64) + _SQRT_STRETCH, hi)
+        coef = 4 * _U32 * np.sqrt(self.s + 1 + ends / self.s)
+        tol = absrun * np.repeat(coef, _SQRT_STRETCH)[: hi - lo]
+        if c1 is not None:
+            tol += np.abs(c1)
+        if self.params.out == "fp16":
+            tol += _U16 * np.abs(run) + 2.0**-24
+        self.passed &= bool((diff <= tol).all())
+        self.max_abs = max(self.max_abs, float(diff.max()))
+        np.maximum(absrun, 1e-30, out=absrun)
+        diff /= absrun
+        self.max_rel = max(self.max_rel, float(diff.max()))
+
+    def result(self) -> Verification:
+        formula = self.formula
+        if self.nonfinite_input and not self.passed:
+            formula += (" (the input holds NaN or inf: the cube multiplies them by the zeros of U_s, and 0 x NaN = "
+                        "NaN spreads over whole rows, so a matrix scan cannot match a sequential cumsum there)")
+        elif self.overflow:
+            limit = "65504, the fp16 maximum" if self.params.out == "fp16" else "the float32 range"
+            formula += f" (the output is not finite where the reference is: it overflows past {limit})"
+        return Verification(bool(self.passed), self.max_abs, self.max_rel, formula)
+
+
 def verify(name: str, x: np.ndarray, y: np.ndarray, params, hw: HardwareProfile | None = None) -> Verification:
-    """Check y against the NumPy reference, batch by batch (memory stays flat at any n).
+    """Check y against the NumPy reference, batch by batch (memory stays flat at any n; ScanVerifier does it
+    on the fly).
 
     Reference: float64 running sum for fp16 input; int64 wrapped to int32 for int8 (must match exactly).
     Tolerance for fp16 input, with a_i the running sum of |x| up to element i and d_i = s + i/s + 1 the
@@ -280,94 +507,8 @@ def verify(name: str, x: np.ndarray, y: np.ndarray, params, hw: HardwareProfile 
         return Verification(False, math.inf, math.inf, f"shape {y.shape} != ({n},)")
     if n == 0:
         return Verification(True, 0.0, 0.0, formula)
-    int8 = params.dtype == "int8"
-    s, extra = _tolerance_terms(name, params)
-    c1_effect = _c1_rounding_effect(name, x, params, hw or load_profile()) if extra else None
-    prefix = 0  # running sum of x before the batch (int64 or float64)
-    abs_prefix = 0.0
-    max_abs = max_rel = 0.0
-    passed = True
-    overflow = False
-    nonfinite_input = False
-    shift = 1 if params.exclusive and name != "memcpy" else 0
+    check = ScanVerifier(name, n, params, hw)
     for lo in range(0, n, _BATCH_ELEMS):
         hi = min(n, lo + _BATCH_ELEMS)
-        # ref_i for i in [lo, hi): inclusive scan up to i - shift
-        src_lo, src_hi = max(lo - shift, 0), hi - shift
-        xs = x[src_lo:src_hi]
-        if name == "memcpy":
-            ref = x[lo:hi].astype(np.float64)
-            diff = np.abs(y[lo:hi].astype(np.float64) - ref)
-            err = float(diff.max())
-            max_abs = max(max_abs, err)
-            max_rel = max(max_rel, float((diff / np.maximum(np.abs(ref), 1e-30)).max()))
-            passed &= err == 0.0 or (params.out == "fp16" and err <= _U16 * float(np.abs(ref).max()))
-            continue
-        if int8:
-            run = np.cumsum(xs, dtype=np.int64) + prefix
-            absrun = np.cumsum(np.abs(xs.astype(np.int64)), dtype=np.int64) + int(abs_prefix)
-        else:
-            xs64 = xs.astype(np.float64)
-            run = np.cumsum(xs64)
-            run += prefix
-            np.abs(xs64, out=xs64)
-            absrun = np.cumsum(xs64)
-            absrun += abs_prefix
-            del xs64
-        if shift and lo == 0:
-            run = np.concatenate([np.zeros(1, dtype=run.dtype), run])
-            absrun = np.concatenate([np.zeros(1, dtype=absrun.dtype), absrun])
-        if xs.size:
-            prefix = run[-1]
-            abs_prefix = float(absrun[-1])
-        yb = y[lo:hi]
-        if int8:
-            ref = (run + 2**31) % 2**32 - 2**31
-            diff = np.abs(yb.astype(np.int64) - ref)
-            err = int(diff.max())
-            passed &= err == 0
-            max_abs = max(max_abs, float(err))
-            max_rel = max(max_rel, float((diff / np.maximum(absrun, 1)).max()))
-            continue
-        diff = yb.astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            diff -= run
-        np.abs(diff, out=diff)
-        ref_finite = np.isfinite(run)
-        if not ref_finite.all():
-            nonfinite_input = True
-            # NaN or inf in the input: the output must carry the same non-finite values from there on
-            yf = yb.astype(np.float64)
-            same = (np.isnan(run) & np.isnan(yf)) | (run == yf)
-            passed &= bool(same[~ref_finite].all())
-            diff[~ref_finite] = 0.0
-            absrun[~np.isfinite(absrun)] = 0.0
-        if not np.isfinite(diff).all():
-            passed = False
-            overflow = True
-            max_abs = max_rel = math.inf
-            continue
-        # 4 sqrt(d_i) u32 with d_i taken at the end of each stretch of 2^16 elements (a slightly larger bound)
-        ends = np.minimum(np.arange(lo, hi, _SQRT_STRETCH, dtype=np.float64) + _SQRT_STRETCH, hi)
-        coef = 4 * _U32 * np.sqrt(s + 1 + ends / s)
-        tol = absrun * np.repeat(coef, _SQRT_STRETCH)[: hi - lo]
-        if c1_effect is not None:
-            r_lo, r_hi = max(lo - shift, 0) // s, (hi - 1 - shift) // s + 1
-            c1 = np.repeat(np.abs(c1_effect[r_lo:r_hi]), s)
-            start = max(lo - shift, 0) - r_lo * s
-            part = c1[start: start + (hi - lo) - (shift if lo == 0 else 0)]
-            tol[(shift if lo == 0 else 0):] += part
-        if params.out == "fp16":
-            tol += _U16 * np.abs(run) + 2.0**-24
-        passed &= bool((diff <= tol).all())
-        max_abs = max(max_abs, float(diff.max()))
-        np.maximum(absrun, 1e-30, out=absrun)
-        diff /= absrun
-        max_rel = max(max_rel, float(diff.max()))
-    if nonfinite_input and not passed:
-        formula += (" (the input holds NaN or inf: the cube multiplies them by the zeros of U_s, and 0 x NaN = NaN "
-                    "spreads over whole rows, so a matrix scan cannot match a sequential cumsum there)")
-    elif overflow:
-        limit = "65504, the fp16 maximum" if params.out == "fp16" else "the float32 range"
-        formula += f" (the output is not finite where the reference is: it overflows past {limit})"
-    return Verification(bool(passed), max_abs, max_rel, formula)
+        check.feed(x[lo:hi], y[lo:hi])
+    return check.result()

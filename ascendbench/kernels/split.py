@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.partition import PARTITION_LIMIT, index_bytes, offset_dtype, partitions
 from ascendbench.kernels.programs import Ring, clamp_skip, copy_pass, loop, split_front
 from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams
 from ascendbench.sim.engine import Engine
@@ -56,6 +57,7 @@ __all__ = [
     "VALUE_BYTES",
     "SplitResult",
     "compress",
+    "compress_partitioned",
     "exclusive_flag_scan",
     "gather_workers",
     "index_dtype",
@@ -63,6 +65,7 @@ __all__ = [
     "simulate_flag_scan",
     "simulate_split",
     "split_ind",
+    "split_ind_partitioned",
 ]
 
 SPLIT_VARIANTS = ("splitind", "vector")
@@ -73,7 +76,7 @@ VALUE_BYTES = {
     "fp16": 2, "float16": 2, "fp32": 4, "float32": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2,
     "int32": 4, "uint32": 4, "bool": 1,
 }
-INDEX_BYTES = 4  # int32 indices, as the measured SplitInd moves them (KERNELS.md)
+INDEX_BYTES = 4  # int32 indices, as the measured SplitInd moves them (KERNELS.md); int64 (8) beyond 2**31 - 1
 SCAN_S = 128  # the tile side of the scan and of the gather tiles (s^2 / 2 elements), KERNELS.md
 # Scalar operations per element of the scalar-only masked_select: load the mask byte, compare-and-branch, load
 # the value, store it (and bump the output pointer, folded into the store). Estimate from the loop's structure:
@@ -85,8 +88,9 @@ _ACC_BYTES = 4
 
 
 def index_dtype(n: int) -> type:
-    """int32 indices while every index fits (n <= 2**31 - 1), else int64 (CUB's offset-type rule)."""
-    return np.int32 if n <= 2**31 - 1 else np.int64
+    """int32 indices while every index fits (n <= 2**31 - 1), else int64 (CUB's offset-type rule;
+    partition.offset_dtype)."""
+    return offset_dtype(n)
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,65 @@ def split_ind(values: np.ndarray, flags: np.ndarray, *, indices: np.ndarray | No
         out_indices = np.empty(n, dtype=indices.dtype)
         out_indices[dest] = indices
     return SplitResult(out_values, out_indices, n_true)
+
+
+def split_ind_partitioned(values: np.ndarray, flags: np.ndarray, *, indices: np.ndarray | None = None,
+                          limit: int = PARTITION_LIMIT, out_values: np.ndarray | None = None,
+                          out_indices: np.ndarray | None = None) -> SplitResult:
+    """SplitInd streamed over partitions of at most `limit` items (the CUB note's streaming approach: every
+    offset inside a partition fits int32). Pass 1 counts each partition's true flags (the flag scan's totals);
+    pass 2 splits each partition with its own int32 offsets and places its two runs at the running output
+    offsets (true run after the trues of earlier partitions, false run at n_true + the falses of earlier ones).
+    Equal to split_ind for any limit.
+
+    values, flags, indices: as split_ind (arrays or memory maps). out_values, out_indices: (n,) arrays or memory
+    maps to fill (default new arrays). Indices are int32 while n <= 2**31 - 1, else int64.
+    Raises ValueError as split_ind, or naming `limit`.
+    """
+    values, flags = _check_pair(values, flags, "flags")
+    n = values.shape[0]
+    if indices is not None and np.shape(indices) != (n,):
+        raise ValueError(f"indices: must have shape ({n},), got {tuple(np.shape(indices))}")
+    plan = partitions(n, limit)
+    counts = [int(np.count_nonzero(flags[p0:p1])) for p0, p1 in plan]
+    n_true = sum(counts)
+    idt = np.dtype(index_dtype(n)) if indices is None else np.asarray(indices[:0]).dtype
+    out_v = np.empty_like(values, shape=(n,)) if out_values is None else out_values
+    out_i = np.empty(n, dtype=idt) if out_indices is None else out_indices
+    t_off, f_off = 0, n_true
+    for (p0, p1), c in zip(plan, counts):
+        part = split_ind(values[p0:p1], flags[p0:p1], indices=None if indices is None else indices[p0:p1])
+        local_idx = part.indices
+        if indices is None:
+            local_idx = local_idx.astype(idt, copy=False) + idt.type(p0)  # global = partition start + local
+        k = p1 - p0
+        out_v[t_off: t_off + c] = part.values[:c]
+        out_v[f_off: f_off + k - c] = part.values[c:]
+        out_i[t_off: t_off + c] = local_idx[:c]
+        out_i[f_off: f_off + k - c] = local_idx[c:]
+        t_off += c
+        f_off += k - c
+    return SplitResult(out_v, out_i, n_true)
+
+
+def compress_partitioned(values: np.ndarray, mask: np.ndarray, *, limit: int = PARTITION_LIMIT,
+                         out: np.ndarray | None = None) -> np.ndarray:
+    """Compress streamed over partitions of at most `limit` items: pass 1 counts the selected elements (sizes
+    the output, as the host reads the count), pass 2 compresses each partition with int32 offsets and writes it at
+    the running output offset. Equal to compress for any limit. out: an (n_true,) array or memory map to fill.
+    Raises ValueError as compress, or naming `limit` / `out`."""
+    values, mask = _check_pair(values, mask, "mask")
+    plan = partitions(values.shape[0], limit)
+    counts = [int(np.count_nonzero(mask[p0:p1])) for p0, p1 in plan]
+    total = sum(counts)
+    if out is not None and out.shape != (total,):
+        raise ValueError(f"out: must have shape ({total},), got {tuple(out.shape)}")
+    out = np.empty(total, dtype=values.dtype) if out is None else out
+    offset = 0
+    for (p0, p1), c in zip(plan, counts):
+        out[offset: offset + c] = compress(values[p0:p1], mask[p0:p1])
+        offset += c
+    return out
 
 
 def compress(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -305,15 +368,19 @@ def _simulate_vector_scan(n: int, hw: HardwareProfile, warm_l2: bool) -> SimResu
 def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool, indices_in: bool,
             write_zeros: bool, n_true: int, mask_hit: bool, values_hit: bool, writeback: bool) -> SimResult:
     """The gather of SplitInd / compress on 2d AIVs (see the module docstring), as phase "gather"."""
+    frac = n_true / n if n else 0.0
+    ib = index_bytes(n)  # int32 indices while n <= 2**31 - 1, int64 beyond (CUB's rule)
+    idx_bytes = ib if with_indices else 0
+    in_bytes = 1 + value_bytes + (idx_bytes if indices_in else 0)
+    out_bytes = value_bytes + idx_bytes
     tile = SCAN_S * SCAN_S // 2
+    # Wider (int64) indices: halve the gather tile until one buffer of it fits the UB.
+    while tile > 256 and tile * (in_bytes + out_bytes + idx_bytes) + tile // 8 > hw.ub_bytes:
+        tile //= 2
+    need = tile * (in_bytes + out_bytes + idx_bytes) + tile // 8
     tiles = math.ceil(n / tile)
     workers = gather_workers(n, hw)
     per_aiv = split_front(tiles, workers)
-    frac = n_true / n if n else 0.0
-    idx_bytes = INDEX_BYTES if with_indices else 0
-    in_bytes = 1 + value_bytes + (idx_bytes if indices_in else 0)
-    out_bytes = value_bytes + idx_bytes
-    need = tile * (in_bytes + out_bytes + idx_bytes) + tile // 8
     depth = 2 if 2 * need <= hw.ub_bytes else 1
     firsts = [sum(per_aiv[:w]) for w in range(workers)]
 
@@ -340,12 +407,12 @@ def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool
                                     label="values->UB")
                 deps = [rm, rv]
                 if with_indices and indices_in:
-                    deps.append(engine.gm_read(unit, "MTE2", elems * INDEX_BYTES, l2_hit=values_hit, deps=[slot],
+                    deps.append(engine.gm_read(unit, "MTE2", elems * ib, l2_hit=values_hit, deps=[slot],
                                                label="indices->UB"))
                 elif with_indices:
-                    deps.append(engine.vector(unit, elems * INDEX_BYTES, deps=[slot], label="CreateVecIndex"))
+                    deps.append(engine.vector(unit, elems * ib, deps=[slot], label="CreateVecIndex"))
                 bm = engine.vector(unit, elems, deps=[rm], label="mask->bitmask")
-                arrays = [value_bytes] + ([INDEX_BYTES] if with_indices else [])
+                arrays = [value_bytes] + ([ib] if with_indices else [])
                 ones = [engine.vector(unit, elems * b, deps=[bm, *deps], label="GatherMask ones") for b in arrays]
                 pos = engine.compute(unit, "SCALAR", 2 * hw.scalar_op_cycles, deps=[off], label="offsets")
                 writes = [engine.gm_write(unit, "MTE3", elems * frac * b, writeback=writeback, aligned=False,
@@ -400,7 +467,7 @@ def simulate_split(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "s
         parts.append((fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1), 1))
     if n == 0:
         return sequence(parts) if parts else fixed_cost(hw, 0.0, "scan")
-    fits = n * (1 + 4 + 2 * (vb + (INDEX_BYTES if with_indices else 0))) <= hw.l2_bytes
+    fits = n * (1 + 4 + 2 * (vb + (index_bytes(n) if with_indices else 0))) <= hw.l2_bytes
     values_hit = resident or (warm_l2 and n * vb <= hw.l2_bytes)
     mask_warm = warm_l2
     if predicate:

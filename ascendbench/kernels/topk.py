@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import Ring, clamp_skip, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import KEY_DTYPES, encode_keys, radix_sort, simulate_radix_sort
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind
@@ -43,7 +44,6 @@ __all__ = ["TOPK_VARIANTS", "VECTOR_PIECE", "simulate_topk", "topk", "topk_bisec
 TOPK_VARIANTS = ("bisection", "vector")
 VECTOR_PIECE = 8192  # elements per UB sort buffer of the vector-only top-k (two (value, index) buffers fit the UB)
 _SORT32 = 32  # AscendC Sort32 sorts runs of 32 (value, index) pairs; MrgSort merges 4 runs per pass
-_INDEX_BYTES = 4
 
 
 def _check(x: np.ndarray, k: int) -> np.ndarray:
@@ -140,7 +140,7 @@ def simulate_topk(n: int, k: int, dtype: str, hw: HardwareProfile, *, variant: s
     sync = fixed_cost(hw, hw.sync_all_cycles, "sync", sync_all=1)
     hit = warm_l2 and n * vb <= hw.l2_bytes
     parts: list[tuple[SimResult, int]] = [(launch, 1), (_reduce(n, vb, hw, hit), 1), (sync, 1)]
-    resident = n * (vb + 2 * (vb + _INDEX_BYTES) + 5) <= hw.l2_bytes
+    resident = n * (vb + 2 * (vb + index_bytes(n)) + 5) <= hw.l2_bytes
     for r, a in enumerate(active_sizes):
         parts.append((simulate_split(a, dtype, hw, predicate=True, with_indices=True, indices_in=r > 0,
                                      resident=resident or hit, launch=False), 1))
@@ -193,7 +193,7 @@ def _merge_passes(elements: int) -> int:
 
 
 def _vector_topk(n: int, k: int, vb: int, hw: HardwareProfile, warm_l2: bool) -> list[tuple[SimResult, int]]:
-    pair = vb + _INDEX_BYTES
+    pair = vb + index_bytes(n)
     hit = warm_l2 and n * vb <= hw.l2_bytes
     workers = hw.ai_cores * hw.aiv_per_core
     if 2 * k > VECTOR_PIECE:
@@ -225,7 +225,7 @@ def _vector_topk(n: int, k: int, vb: int, hw: HardwareProfile, warm_l2: bool) ->
             def emit(i: int, unit=unit, ring=ring, chain=chain, tail=tail, emitted=emitted) -> None:
                 elems = min(tail, piece) if i == emitted - 1 else piece
                 rd = engine.gm_read(unit, "MTE2", elems * vb, l2_hit=hit, deps=[ring.wait()], label="x->UB")
-                ix = engine.vector(unit, elems * _INDEX_BYTES, deps=[rd], label="CreateVecIndex")
+                ix = engine.vector(unit, elems * index_bytes(n), deps=[rd], label="CreateVecIndex")
                 srt = engine.vector(unit, (elems + k) * pair, deps=[ix, chain[0]], label="Sort32+MrgSort",
                                     passes=passes)
                 ring.push(srt)

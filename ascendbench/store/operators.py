@@ -43,6 +43,11 @@ class OperatorProblem(_Model):
     seed: int | None = Field(None, description="seed of the generated input (and of samplers' draws)")
     input_file: str | None = None
     input_sha256: str | None = Field(None, description="SHA-256 of the input file's bytes")
+    offset_type: Literal["int32", "int64"] | None = Field(
+        None, description="type of the global offsets by CUB's rule: int32 while n <= 2**31 - 1, else int64")
+    index_type: str | None = Field(None, description="dtype of the index output (int32, int64 beyond 2**31 - 1; "
+                                                     "the simulated traffic moves indices of this width); null "
+                                                     "without an index output")
 
 
 class OperatorSimulated(_Model):

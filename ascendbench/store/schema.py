@@ -44,6 +44,18 @@ class Problem(_Model):
     input_file: str | None = None
     input_sha256: str | None = Field(None, description="SHA-256 of the input file's bytes")
     data: Literal["generated", "file", "none"] = Field(description="'none' for --model-only runs")
+    generator: Literal["random", "constant", "counting"] | None = Field(
+        None, description="how generated input was produced (block by block, seeded): random, constant (ones) or "
+                          "counting; null for --input, arrays passed in, and --model-only")
+    offset_type: Literal["int32", "int64"] | None = Field(
+        None, description="type of the problem's global offsets by CUB's rule: int32 while n <= 2**31 - 1, else "
+                          "int64 (offsets inside one streaming partition always fit int32)")
+    partition_limit: int | None = Field(None, ge=1, description="items per streaming partition (2**31 - 1 unless "
+                                                               "--partition-limit)")
+    partitions: int | None = Field(None, ge=0, description="streaming partitions: ceil(n / partition_limit)")
+    output: Literal["memory", "file", "discarded", "none"] | None = Field(
+        None, description="where the functional output went: kept in memory, written to --output-file (a memory "
+                          "map), or verified on the fly and discarded (default for large n); 'none' for --model-only")
 
 
 class Verification(_Model):
