@@ -14,6 +14,7 @@ processes through file locks (plain SQLite does not: "database is locked").
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -21,6 +22,7 @@ import multiprocessing
 import os
 import secrets
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -276,7 +278,35 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
             progress(len(trials), min(times) if times else None)
 
         callbacks.append(report)
-    study.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
+    with _stop_after_trial_on_interrupt() as interrupted:
+        callbacks.append(lambda st, _trial: st.stop() if interrupted() else None)
+        study.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
+    if interrupted():
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stop_after_trial_on_interrupt():
+    """While Optuna runs: a first Ctrl-C or SIGTERM lets the trial in flight finish (milliseconds) and then
+    stops the study, so that nothing is left half-written or running in the storage (an interrupt inside
+    Optuna's own bookkeeping can leave a trial RUNNING or fail in its clean-up); a second one interrupts at
+    once. Yields a function telling whether an interrupt came."""
+    seen: list[int] = []
+
+    def handler(signum, _frame) -> None:
+        if seen:
+            raise KeyboardInterrupt
+        seen.append(signum)
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield lambda: False
+        return
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield lambda: bool(seen)
+    finally:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key: str, worker: int) -> None:
