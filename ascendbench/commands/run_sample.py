@@ -23,6 +23,7 @@ from ascendbench.commands.operator_common import (
 from ascendbench.commands.run import _available_memory, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.partition import index_bytes, offset_type
 from ascendbench.kernels.sampling import (
     SAMPLE_VARIANTS,
     DistributionError,
@@ -152,8 +153,8 @@ def sample_command(
     data = "none" if model_only else ("file" if input_file is not None else "generated")
     run = OperatorRun(
         operator="sample", n=count, variant=variant, sim=timing.sim, baseline_variant=other,
-        baseline=baseline, bandwidth_bytes=count * 2 + k * 8,
-        dtypes={"weights": "fp16", "indices": "int64"}, params={"samples": k, "s": s, "warm_l2": warm_l2},
+        baseline=baseline, bandwidth_bytes=count * 2 + k * index_bytes(count),
+        dtypes={"weights": "fp16", "indices": offset_type(count)}, params={"samples": k, "s": s, "warm_l2": warm_l2},
         data=data, seed=seed, input_file=input_file, input_sha256=sha, arrays=out_arrays, outputs=outputs,
         verification=verification, model_time_s=model_s, functional_time_s=functional_s, notes=notes)
     finish(run, hw, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

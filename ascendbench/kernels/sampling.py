@@ -28,6 +28,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.partition import offset_dtype
 from ascendbench.kernels.programs import Ring, clamp_skip, loop, piece_elements, split_front
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -114,14 +115,15 @@ def inverse_transform(weights: np.ndarray, u: np.ndarray, *, chunk: int = CDF_CH
         chunk: elements per CDF chunk (tests use small chunks to exercise the carry).
 
     Returns:
-        (k,) int64 indices, each with weights[index] > 0.
+        (k,) indices, int32 while n <= 2**31 - 1 and int64 beyond (CUB's offset type), each with
+        weights[index] > 0.
     """
     u = np.asarray(u, dtype=np.float64)
     ends = _chunk_ends(weights, chunk)
     targets = u * ends[-1]
     # The chunk holding each sample: the first chunk whose last C exceeds the target.
     which = np.searchsorted(ends, targets, side="right")
-    out = np.empty(u.shape, dtype=np.int64)
+    out = np.empty(u.shape, dtype=offset_dtype(len(weights)))
     starts = np.concatenate(([0.0], ends[:-1]))
     for c in np.unique(which):
         sel = which == c
@@ -142,7 +144,7 @@ def weighted_sample(weights: np.ndarray, samples: int = 1, *, rng: np.random.Gen
             u = rng.random(samples) in order.
 
     Returns:
-        (samples,) int64 indices; a zero-weight category is never returned.
+        (samples,) indices (int32 while n <= 2**31 - 1, else int64); a zero-weight category is never returned.
 
     Raises:
         DistributionError: invalid weights (the message names the element); ParamError: samples < 0, a
