@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
 
-__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "gc_paused"]
+__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "core_groups", "gc_paused"]
 
 # Pipe names, as Ascend's profiler shows them.
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
@@ -40,6 +40,17 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def core_groups(keys: list, group_cores: bool = True) -> list[tuple[int, int]]:
+    """(representative index, weight) for each group of equal `keys` (one key per core or worker, in order);
+    every index is its own group when group_cores is off (Engine.groups)."""
+    if not group_cores:
+        return [(i, 1) for i in range(len(keys))]
+    found: dict = {}
+    for i, k in enumerate(keys):
+        found.setdefault(k, []).append(i)
+    return [(members[0], len(members)) for members in found.values()]
 
 
 class BufferCapacityError(ValueError):
@@ -156,14 +167,15 @@ class Engine:
         ops = self.ops
         norm: list = []
         op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops), self.task)
+        append = norm.append
         for d in deps:
             if d is None:
                 continue
             if d.__class__ is Op:
-                norm.append((d, 0.0))
+                append((d, 0.0))
                 d.succs.append(op)
             else:
-                norm.append(d)
+                append(d)
                 d[0].succs.append(op)
         key = unit + pipe
         last = self._last_on_pipe
@@ -179,12 +191,7 @@ class Engine:
     def groups(self, keys: list) -> list[tuple[int, int]]:
         """(representative index, weight) for each group of equal `keys` (one key per core or worker, in
         order); every index is its own group when group_cores is off."""
-        if not self.group_cores:
-            return [(i, 1) for i in range(len(keys))]
-        found: dict = {}
-        for i, k in enumerate(keys):
-            found.setdefault(k, []).append(i)
-        return [(members[0], len(members)) for members in found.values()]
+        return core_groups(keys, self.group_cores)
 
     def set_weight(self, unit: str, weight: int) -> None:
         """Let `unit` stand for `weight` identical units (cores with the same program): its GM transfers
@@ -233,8 +240,7 @@ class Engine:
         the cube latency; kstep is 16 for fp16 and 32 for int8 (HARDWARE.md, pypto cost model)."""
         kstep = 32 if int8 else 16
         fractals = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
-        self._inc("matmuls", 1, unit)
-        self._inc("cube_fractals", fractals, unit)
+        self._count(unit, (("matmuls", 1), ("cube_fractals", fractals)))
         return self._add(unit, "CUBE", label, fractals + self.hw.cube_latency_cycles, deps)
 
     def vector_repeats(self, nbytes: float) -> int:
@@ -246,8 +252,7 @@ class Engine:
         paying the start-up latency plus one cycle per repeat."""
         repeats = self.vector_repeats(nbytes)
         instructions = max(1, math.ceil(repeats / self.hw.vector_max_repeats)) if repeats else 0
-        self._inc("vector_instructions", instructions * passes, unit)
-        self._inc("vector_repeats", repeats * passes, unit)
+        self._count(unit, (("vector_instructions", instructions * passes), ("vector_repeats", repeats * passes)))
         cycles = passes * (instructions * self.hw.vector_startup_cycles + repeats)
         return self._add(unit, "VECTOR", label, cycles, deps)
 
@@ -278,12 +283,19 @@ class Engine:
         return -(-nbytes // g) * g
 
     def _inc(self, key: str, value: float, unit: str) -> None:
+        self._count(unit, ((key, value),))
+
+    def _count(self, unit: str, items) -> None:
+        """Add (counter, value) pairs of one op, weighted by its unit's weight (one call per op: the engine's
+        building is the timing model's hot path)."""
         c = self.counters
-        v = value * self.weights.get(unit, 1)
-        c[key] = c.get(key, 0) + v
-        if self.task < self.prefix_tasks:
-            p = self.prefix_counters
-            p[key] = p.get(key, 0) + v
+        w = self.weights.get(unit, 1)
+        prefix = self.prefix_counters if self.task < self.prefix_tasks else None
+        for key, value in items:
+            v = value * w
+            c[key] = c.get(key, 0) + v
+            if prefix is not None:
+                prefix[key] = prefix.get(key, 0) + v
 
     def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
                 deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0) -> Op:
@@ -295,24 +307,25 @@ class Engine:
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
         hit = float(l2_hit)
-        self._inc("bytes_gm_read", nbytes, unit)
+        counts = [("bytes_gm_read", nbytes)]
         demands = []
         core_cycles = 0.0
         latency = hw.gm_read_latency_cycles if hit < 1.0 else hw.l2_hit_latency_cycles
         if hit > 0.0:
             hit_bytes = nbytes * hit
-            self._inc("bytes_l2_hit", hit_bytes, unit)
+            counts.append(("bytes_l2_hit", hit_bytes))
             demands.append(("l2", hit_bytes / eff))
             core_cycles += hit_bytes / (hw.l2_read_bytes_per_cycle * eff)
         if hit < 1.0:
             miss_bytes = nbytes * (1.0 - hit)
-            self._inc("bytes_hbm_read", miss_bytes, unit)
+            counts.append(("bytes_hbm_read", miss_bytes))
             demands.append(("hbm", miss_bytes / eff))
             core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
         if not aligned:
-            self._inc("bytes_unaligned", nbytes, unit)
+            counts.append(("bytes_unaligned", nbytes))
         if serial > 1.0:
-            self._inc("bytes_serialised", nbytes * (serial - 1.0), unit)
+            counts.append(("bytes_serialised", nbytes * (serial - 1.0)))
+        self._count(unit, counts)
         xfer = (tuple(demands), core_cycles * max(serial, 1.0), latency)
         return self._add(unit, pipe, label, 0.0, deps, xfer)
 
@@ -323,21 +336,22 @@ class Engine:
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
-        self._inc("bytes_gm_write", nbytes, unit)
+        counts = [("bytes_gm_write", nbytes)]
         if writeback:
             demands = (("l2", nbytes / eff), ("hbm", nbytes / eff))
-            self._inc("bytes_hbm_write", nbytes, unit)
+            counts.append(("bytes_hbm_write", nbytes))
         else:
             demands = (("l2", nbytes / eff),)
         if not aligned:
-            self._inc("bytes_unaligned", nbytes, unit)
+            counts.append(("bytes_unaligned", nbytes))
+        self._count(unit, counts)
         xfer = (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
         return self._add(unit, pipe, label, 0.0, deps, xfer)
 
     def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
                    deps: Sequence[Dep] = (), label: str = "move") -> Op:
         """A move between on-chip buffers (L1->L0A/L0B on MTE1, L0C->L1 on FIXPIPE)."""
-        self._inc(counter, nbytes, unit)
+        self._count(unit, ((counter, nbytes),))
         return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps)
 
     def moved_out(self, op: Op) -> tuple[Op, float]:
@@ -369,21 +383,14 @@ class Engine:
         servers = {"hbm": self.hbm, "l2": self.l2}
         weights = self.weights
         heap: list[tuple[float, int, Op]] = []
-
         push, pop = heapq.heappush, heapq.heappop
-
-        def earliest(op: Op) -> float:
-            prev = op.prev
-            t = prev.release if prev is not None else 0.0
-            for dep, delay in op.deps:
-                e = dep.end + delay
-                t = max(t, e)
-            return t
 
         for op in self.ops:
             if op.pending == 0 and op.prev is None:
                 push(heap, (0.0, op.seq, op))
         processed = 0
+        # The hottest loop of the timing model: earliest start times and the _Server rule are written inline
+        # (comparisons instead of max(), whose call costs more; the results are the same).
         while heap:
             start, _, op = pop(heap)
             op.start = start
@@ -395,26 +402,36 @@ class Engine:
                 data_end = start + core_cycles
                 w = weights.get(op.unit, 1)
                 for name, nbytes in demands:
-                    server = servers[name]  # the _Server rule, inline (the hottest loop)
+                    server = servers[name]
                     free = server.free
                     served = nbytes / server.bytes_per_cycle * w
-                    free = max(start, free) + served
+                    free = (free if free > start else start) + served  # noqa: FURB136
                     server.free = free
                     server.busy += served
-                    data_end = max(data_end, free)
+                    if free > data_end:  # noqa: PLR1730
+                        data_end = free
                 op.release = data_end
                 op.end = data_end + latency
             op.done = True
             processed += 1
+            # ready: the next op on this pipe (if its dependencies are done) and the successors whose last
+            # dependency this was (if their pipe predecessor is done); each starts at its earliest time.
             nxt = op.next
-            if nxt is not None and nxt.pending == 0:
-                push(heap, (earliest(nxt), nxt.seq, nxt))
+            ready = [nxt] if nxt is not None and nxt.pending == 0 else []
             for succ in op.succs:
                 succ.pending -= 1
                 if succ.pending == 0:
                     prev = succ.prev
                     if prev is None or prev.done:
-                        push(heap, (earliest(succ), succ.seq, succ))
+                        ready.append(succ)
+            for r in ready:
+                prev = r.prev
+                t = prev.release if prev is not None else 0.0
+                for dep, delay in r.deps:
+                    e = dep.end + delay
+                    if e > t:  # noqa: PLR1730
+                        t = e
+                push(heap, (t, r.seq, r))
         if processed != len(self.ops):
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
