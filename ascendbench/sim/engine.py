@@ -88,7 +88,7 @@ class Op:
         self.phase = phase
         self.cycles = cycles
         self.xfer = xfer  # None, or (server_demands, core_cycles, latency)
-        self.deps = deps  # list[(Op, delay_cycles)]
+        self.deps = deps  # list of Op or (Op, delay_cycles)
         self.succs = []
         self.pending = 0
         self.prev = None
@@ -151,6 +151,7 @@ class Engine:
         self.ops: list[Op] = []
         self._last_on_pipe: dict[str, Op] = {}  # unit + pipe -> last op
         self._buffers: dict[tuple[str, str], int] = {}
+        self._fractals: dict[tuple[int, int, int, bool], int] = {}
         self.weights: dict[str, int] = {}
         self.phase = "main"
         # Index of the task (outer loop iteration) the ops being added belong to; with prefix_tasks > 0 the
@@ -171,12 +172,8 @@ class Engine:
         for d in deps:
             if d is None:
                 continue
-            if d.__class__ is Op:
-                append((d, 0.0))
-                d.succs.append(op)
-            else:
-                append(d)
-                d[0].succs.append(op)
+            append(d)
+            (d if d.__class__ is Op else d[0]).succs.append(op)
         key = unit + pipe
         last = self._last_on_pipe
         prev = last.get(key)
@@ -238,8 +235,11 @@ class Engine:
     def cube(self, unit: str, m: int, n: int, k: int, int8: bool, deps: Sequence[Dep] = (), label="mmad") -> Op:
         """Mmad of (m x k) by (k x n) on the cube: ceil(m/16)*ceil(n/16)*ceil(k/kstep) fractal cycles plus
         the cube latency; kstep is 16 for fp16 and 32 for int8 (HARDWARE.md, pypto cost model)."""
-        kstep = 32 if int8 else 16
-        fractals = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
+        shape = (m, n, k, int8)
+        fractals = self._fractals.get(shape)
+        if fractals is None:  # programs repeat a few block shapes many times
+            kstep = 32 if int8 else 16
+            fractals = self._fractals[shape] = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
         self._count(unit, (("matmuls", 1), ("cube_fractals", fractals)))
         return self._add(unit, "CUBE", label, fractals + self.hw.cube_latency_cycles, deps)
 
@@ -283,7 +283,16 @@ class Engine:
         return -(-nbytes // g) * g
 
     def _inc(self, key: str, value: float, unit: str) -> None:
-        self._count(unit, ((key, value),))
+        self._count1(unit, key, value)
+
+    def _count1(self, unit: str, key: str, value: float) -> None:
+        """_count of a single counter."""
+        v = value * self.weights.get(unit, 1)
+        c = self.counters
+        c[key] = c.get(key, 0) + v
+        if self.task < self.prefix_tasks:
+            p = self.prefix_counters
+            p[key] = p.get(key, 0) + v
 
     def _count(self, unit: str, items) -> None:
         """Add (counter, value) pairs of one op, weighted by its unit's weight (one call per op: the engine's
@@ -351,7 +360,7 @@ class Engine:
     def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
                    deps: Sequence[Dep] = (), label: str = "move") -> Op:
         """A move between on-chip buffers (L1->L0A/L0B on MTE1, L0C->L1 on FIXPIPE)."""
-        self._count(unit, ((counter, nbytes),))
+        self._count1(unit, counter, nbytes)
         return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps)
 
     def moved_out(self, op: Op) -> tuple[Op, float]:
@@ -373,10 +382,11 @@ class Engine:
 
     # ----- running --------------------------------------------------------------------------------
     def unlink(self) -> None:
-        """Drop the links between ops (dependencies, successors, pipe order) once they are no longer needed,
-        so the program holds no reference cycles and is freed as soon as it is dropped."""
+        """Drop the forward links between ops (successors, next op on the pipe) once the run is done: the
+        dependencies and the previous op on the pipe point to earlier ops only, so the program then holds no
+        reference cycles and is freed as soon as it is dropped."""
         for op in self.ops:
-            op.deps = op.succs = op.prev = op.next = None
+            op.succs = op.next = None
 
     def run(self) -> RunStats:
         """Schedule every op; returns makespan, phase spans and busy time per (unit, pipe), in cycles."""
@@ -427,8 +437,8 @@ class Engine:
             for r in ready:
                 prev = r.prev
                 t = prev.release if prev is not None else 0.0
-                for dep, delay in r.deps:
-                    e = dep.end + delay
+                for d in r.deps:
+                    e = d.end if d.__class__ is Op else d[0].end + d[1]
                     if e > t:  # noqa: PLR1730
                         t = e
                 push(heap, (t, r.seq, r))
@@ -442,14 +452,16 @@ class Engine:
         self.unlink()
         for op in self.ops:
             start, end = op.start, op.end
-            makespan = max(makespan, end)
+            if end > makespan:  # noqa: PLR1730 (max() costs a call per op)
+                makespan = end
             span = phases.get(op.phase)
             if span is None:
                 phases[op.phase] = (start, end)
             elif start < span[0] or end > span[1]:
                 phases[op.phase] = (min(span[0], start), max(span[1], end))
-            if op.unit != "chip":
-                key = (op.unit, op.pipe)
+            unit = op.unit
+            if unit != "chip":
+                key = (unit, op.pipe)
                 busy[key] = busy.get(key, 0.0) + (op.release - start)
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy})
@@ -468,23 +480,30 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = hbm = later_end = 0.0
+    # one pass over every op of the run: comparisons instead of min()/max() calls (same results)
     for op in engine.ops:
         task = op.task
         if task >= tasks:
-            if task < later:
-                later_end = max(later_end, op.end)
+            if task < later and op.end > later_end:
+                later_end = op.end
             continue
-        end = op.end
-        makespan = max(makespan, end)
-        lo, hi = phases.get(op.phase, (op.start, end))
-        phases[op.phase] = (min(lo, op.start), max(hi, end))
-        if op.unit != "chip":
-            key = (op.unit, op.pipe)
-            busy[key] = busy.get(key, 0.0) + (op.release - op.start)
-        if op.xfer is not None:
-            for name, nbytes in op.xfer[0]:
+        start, end = op.start, op.end
+        if end > makespan:  # noqa: PLR1730
+            makespan = end
+        span = phases.get(op.phase)
+        if span is None:
+            phases[op.phase] = (start, end)
+        elif start < span[0] or end > span[1]:
+            phases[op.phase] = (min(span[0], start), max(span[1], end))
+        unit = op.unit
+        if unit != "chip":
+            key = (unit, op.pipe)
+            busy[key] = busy.get(key, 0.0) + (op.release - start)
+        xfer = op.xfer
+        if xfer is not None:
+            for name, nbytes in xfer[0]:
                 if name == "hbm":
-                    hbm += nbytes * weights.get(op.unit, 1) / hbm_rate
+                    hbm += nbytes * weights.get(unit, 1) / hbm_rate
     stats = RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
     return stats, dict(engine.prefix_counters), max(makespan, later_end)
 
