@@ -23,6 +23,7 @@ Memory Optimization" (the HGEMM paper) §3-§4; CATLASS examples/00_basic_matmul
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,6 +250,7 @@ class _Layout:
             return t // blocks, b // per_batch, (b % per_batch) % fast_count
 
         miss = 0.0
+        readers = None  # tasks of this wave per panel, counted once
         for c in members:
             t = c + index * cores
             if t >= self.tasks:
@@ -256,9 +258,9 @@ class _Layout:
             split, batch, f = key(t)
             first = split * blocks + batch * per_batch + f  # the first task that reads this panel
             if first // cores == index:
-                wave = range(index * cores, min(self.tasks, (index + 1) * cores))
-                readers = sum(1 for u in wave if key(u) == (split, batch, f))
-                miss += 1.0 / readers
+                if readers is None:
+                    readers = Counter(key(u) for u in range(index * cores, min(self.tasks, (index + 1) * cores)))
+                miss += 1.0 / readers[(split, batch, f)]
         return 1.0 - miss / len(members)
 
 
@@ -374,12 +376,15 @@ def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, 
         epilogue_inline = params.variant == "proposed"
 
         programs: dict[tuple[int, int, bool], _GemmProgram] = {}
+        groups: dict[tuple[int, bool], tuple[_CoreGroup, ...]] = {}
 
         def program(skip: int, kept_blocks: int, group_cores: bool) -> _GemmProgram:
             key = (skip, kept_blocks, group_cores)
             if key not in programs:
-                programs[key] = _gemm_program(skip, kept_blocks, layout, tiling, params, hw, epilogue_inline,
-                                              group_cores)
+                if (skip, group_cores) not in groups:
+                    groups[(skip, group_cores)] = _core_groups(skip, layout, hw, group_cores)
+                programs[key] = _gemm_program(groups[(skip, group_cores)], kept_blocks, layout, tiling, params, hw,
+                                              epilogue_inline)
             return programs[key]
 
         def build(engine: Engine, skip: int, kept_blocks: int) -> None:
@@ -450,12 +455,9 @@ class _GemmProgram:
     serial_b: float
 
 
-def _gemm_program(skip: int, kept_blocks: int, lay: _Layout, tiling: Tiling, params: HgemmParams,
-                  hw: HardwareProfile, epilogue_inline: bool, group_cores: bool) -> _GemmProgram:
-    """The program of the truncated run that keeps `kept_blocks` K blocks per task and drops `skip` tasks
-    from every core: one representative core per group of cores with the same task count (every core
-    where group_cores is off)."""
-    depths = _buffer_depths(tiling, params, hw)
+def _core_groups(skip: int, lay: _Layout, hw: HardwareProfile, group_cores: bool) -> tuple[_CoreGroup, ...]:
+    """The representative cores of the truncated run that drops `skip` tasks from every core: one per group of
+    cores with the same task count (every core where group_cores is off)."""
     counts = lay.per_core
     cores = hw.ai_cores
     max_kept = max(max(c - skip, min(c, 1)) for c in counts)
@@ -468,8 +470,16 @@ def _gemm_program(skip: int, kept_blocks: int, lay: _Layout, tiling: Tiling, par
         # Tasks are numbered so that every core's last task has the same number, as truncating drops the
         # same count from every core (a core with fewer tasks starts at a higher number).
         groups.append(_CoreGroup(core, weight, max_kept - kept_tasks, hits))
+    return tuple(groups)
+
+
+def _gemm_program(groups: tuple[_CoreGroup, ...], kept_blocks: int, lay: _Layout, tiling: Tiling,
+                  params: HgemmParams, hw: HardwareProfile, epilogue_inline: bool) -> _GemmProgram:
+    """The program of the truncated run of the representative cores `groups` (_core_groups) that keeps
+    `kept_blocks` K blocks per task."""
+    depths = _buffer_depths(tiling, params, hw)
     return _GemmProgram(
-        hw, tuple(groups), kept_blocks, lay.m_eff, lay.n_eff, lay.k_eff, max(1, tiling.k1 // tiling.k0),
+        hw, groups, kept_blocks, lay.m_eff, lay.n_eff, lay.k_eff, max(1, tiling.k1 // tiling.k0),
         _k_splits(tiling, params, hw), (depths["L1"], depths["L0A"], depths["L0B"], depths["L0C"], depths["UB"]),
         l0c_halves=params.variant == "proposed" and params.double_buffer and depths["L0C"] == 1,
         epilogue_inline=epilogue_inline, beta=params.beta != 0, atomic=params.split_k > 1,
