@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -52,30 +53,34 @@ class RunCache:
     """What simulate_2d measured for truncated programs, by a key that describes the program completely
     (least recently used entries are dropped beyond `maxsize`). Shapes of a workload often share truncated
     programs (the same per-core task counts, tiles and L2 hit shares), so most runs of a workload are
-    looked up instead of simulated. Entries hold numbers only (a few kB), no ops."""
+    looked up instead of simulated. Entries hold numbers only (a few kB), no ops. Thread-safe."""
 
     def __init__(self, maxsize: int = 4096):
         self.maxsize = maxsize
         self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def get(self, key: Hashable):
-        entry = self._entries.get(key)
-        if entry is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-            self._entries.move_to_end(key)
-        return entry
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                self._entries.move_to_end(key)
+            return entry
 
     def put(self, key: Hashable, entry) -> None:
-        self._entries[key] = entry
-        if len(self._entries) > self.maxsize:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = entry
+            if len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
 
     def clear(self) -> None:
-        self._entries.clear()
-        self.hits = self.misses = 0
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -136,3 +136,15 @@ def test_run_cache_gives_the_same_result_and_rebuilds_the_timeline():
     assert len(built) == runs + 1
     cache.put(("other",), {})
     assert len(cache) == 3 and cache.get(key(32, 4)) is None  # not the same program
+
+
+def test_run_cache_drops_the_least_recently_used_entry():
+    from ascendbench.sim.result import RunCache
+
+    cache = RunCache(maxsize=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "b" is now the least recently used
+    cache.put("c", 3)
+    assert (cache.get("b"), cache.get("a"), cache.get("c"), len(cache)) == (None, 1, 3, 2)
+    assert (cache.hits, cache.misses) == (3, 1)
