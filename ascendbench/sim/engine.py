@@ -152,6 +152,8 @@ class Engine:
         self._last_on_pipe: dict[str, Op] = {}  # unit + pipe -> last op
         self._buffers: dict[tuple[str, str], int] = {}
         self._fractals: dict[tuple[int, int, int, bool], int] = {}
+        self._reads: dict[tuple, tuple[tuple, tuple]] = {}  # gm_read and gm_write costs by arguments
+        self._writes: dict[tuple, tuple[tuple, tuple]] = {}
         self.weights: dict[str, int] = {}
         self.phase = "main"
         # Index of the task (outer loop iteration) the ops being added belong to; with prefix_tasks > 0 the
@@ -312,10 +314,21 @@ class Engine:
         the per-core GM rate; both share the chip-wide server. `l2_hit` may be a fraction (the share of the
         bytes found in L2). Unaligned addresses lose bandwidth. `serial` > 1 says that many cores read the
         same 512-byte ranges at the same time and are served one after another (HGEMM paper §4.3.2)."""
+        # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
+        # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
+        key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial)
+        known = self._reads.get(key)
+        if known is None:
+            known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial)
+        counts, xfer = known
+        self._count(unit, counts)
+        return self._add(unit, pipe, label, 0.0, deps, xfer)
+
+    def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float) -> tuple[tuple, tuple]:
+        """Counters and (server demands, core cycles, latency) of one gm_read."""
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
-        hit = float(l2_hit)
         counts = [("bytes_gm_read", nbytes)]
         demands = []
         core_cycles = 0.0
@@ -334,14 +347,22 @@ class Engine:
             counts.append(("bytes_unaligned", nbytes))
         if serial > 1.0:
             counts.append(("bytes_serialised", nbytes * (serial - 1.0)))
-        self._count(unit, counts)
-        xfer = (tuple(demands), core_cycles * max(serial, 1.0), latency)
-        return self._add(unit, pipe, label, 0.0, deps, xfer)
+        return tuple(counts), (tuple(demands), core_cycles * max(serial, 1.0), latency)
 
     def gm_write(self, unit: str, pipe: str, nbytes: float, *, writeback: bool, aligned: bool = True,
                  deps: Sequence[Dep] = (), label: str = "gm_write") -> Op:
         """Write `nbytes` to GM. Writes land in L2; `writeback` says the data reaches HBM (it is not
         overwritten while still resident), which then also takes HBM bandwidth."""
+        key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in gm_read
+        known = self._writes.get(key)
+        if known is None:
+            known = self._writes[key] = self._write_cost(nbytes, writeback, aligned)
+        counts, xfer = known
+        self._count(unit, counts)
+        return self._add(unit, pipe, label, 0.0, deps, xfer)
+
+    def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
+        """Counters and (server demands, core cycles, latency) of one gm_write."""
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
@@ -353,9 +374,7 @@ class Engine:
             demands = (("l2", nbytes / eff),)
         if not aligned:
             counts.append(("bytes_unaligned", nbytes))
-        self._count(unit, counts)
-        xfer = (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
-        return self._add(unit, pipe, label, 0.0, deps, xfer)
+        return tuple(counts), (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
 
     def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
                    deps: Sequence[Dep] = (), label: str = "move") -> Op:
