@@ -23,6 +23,7 @@ Memory Optimization" (the HGEMM paper) §3-§4; CATLASS examples/00_basic_matmul
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +33,12 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.hgemm_tiling import TilingDecision, select_tiling
 from ascendbench.kernels.programs import Ring, copy_pass
-from ascendbench.sim.engine import Engine, Op, gc_paused
-from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_2d
+from ascendbench.sim.engine import Engine, Op, core_groups, gc_paused
+from ascendbench.sim.result import RunCache, SimResult, fixed_cost, sequence, simulate_2d
 
 __all__ = [
     "GEMM_EXAMPLE_TILE",
+    "RUN_CACHE",
     "VARIANTS",
     "GemmShape",
     "HgemmParams",
@@ -55,6 +57,9 @@ _FP16 = 2
 _FP32 = 4
 _ALIGN_ELEMS = 256  # a 512-byte aligned fp16 row has a multiple of 256 elements
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
+# Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
+# a workload often share them. Entries are numbers only (a few kB each).
+RUN_CACHE = RunCache(maxsize=4096)
 
 
 @dataclass(frozen=True)
@@ -245,6 +250,7 @@ class _Layout:
             return t // blocks, b // per_batch, (b % per_batch) % fast_count
 
         miss = 0.0
+        readers = None  # tasks of this wave per panel, counted once
         for c in members:
             t = c + index * cores
             if t >= self.tasks:
@@ -252,9 +258,9 @@ class _Layout:
             split, batch, f = key(t)
             first = split * blocks + batch * per_batch + f  # the first task that reads this panel
             if first // cores == index:
-                wave = range(index * cores, min(self.tasks, (index + 1) * cores))
-                readers = sum(1 for u in wave if key(u) == (split, batch, f))
-                miss += 1.0 / readers
+                if readers is None:
+                    readers = Counter(key(u) for u in range(index * cores, min(self.tasks, (index + 1) * cores)))
+                miss += 1.0 / readers[(split, batch, f)]
         return 1.0 - miss / len(members)
 
 
@@ -369,12 +375,26 @@ def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, 
     if ab:
         epilogue_inline = params.variant == "proposed"
 
-        def build(engine: Engine, skip: int, kept_blocks: int) -> None:
-            _build_gemm(engine, skip, kept_blocks, layout, tiling, params, hw, epilogue_inline)
+        programs: dict[tuple[int, int, bool], _GemmProgram] = {}
+        groups: dict[tuple[int, bool], tuple[_CoreGroup, ...]] = {}
 
+        def program(skip: int, kept_blocks: int, group_cores: bool) -> _GemmProgram:
+            key = (skip, kept_blocks, group_cores)
+            if key not in programs:
+                if (skip, group_cores) not in groups:
+                    groups[(skip, group_cores)] = _core_groups(skip, layout, hw, group_cores)
+                programs[key] = _gemm_program(groups[(skip, group_cores)], kept_blocks, layout, tiling, params, hw,
+                                              epilogue_inline)
+            return programs[key]
+
+        def build(engine: Engine, skip: int, kept_blocks: int) -> None:
+            _build_gemm(engine, program(skip, kept_blocks, engine.group_cores))
+
+        # Exact runs are one-off checks of the extrapolation: they are not cached.
         gemm = simulate_2d(hw, build, max(layout.per_core), layout.blocks_per_task, warm_l2=warm_l2,
                            keep_tasks=_KEEP_TASKS, keep_blocks=_keep_blocks(tiling), force_exact=force_exact,
-                           every_core=every_core, prefix=True)
+                           every_core=every_core, prefix=True, cache=None if force_exact else RUN_CACHE,
+                           cache_key=lambda skip, kept_blocks: program(skip, kept_blocks, not every_core))
         parts.append((gemm, 1))
         if not epilogue_inline and (params.alpha != 1 or params.beta != 0):
             parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
@@ -399,73 +419,137 @@ def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, warm_l2: bool, 
     return copy_pass(hw, elems, _FP16 * max(reads, 0) or 1e-9, _FP16, warm_l2, "epilogue", force_exact)
 
 
-def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tiling: Tiling, params: HgemmParams,
-                hw: HardwareProfile, epilogue_inline: bool) -> None:
-    """One representative core per group of cores with the same task count; per task: panels to L1, blocks
-    to L0A/L0B, Mmads into L0C, C1 to GM; the two AIVs finish the block (Algorithm 1 lines 12-33)."""
-    depths = _buffer_depths(tiling, params, hw)
-    m0, n0, k1 = lay.m_eff, lay.n_eff, tiling.k1
-    k0 = lay.k_eff
-    per_l1 = max(1, k1 // tiling.k0)
-    splits = _k_splits(tiling, params, hw)
+@dataclass(frozen=True)
+class _CoreGroup:
+    """One representative core of a truncated run and what differs between representatives."""
+
+    core: int  # its index (names its units)
+    weight: int  # cores with the same task count that it stands for
+    first_task: int  # Engine.task of its first kept task
+    hits: tuple[tuple[float, float], ...]  # L2 hit share of the A and B panel reads, per kept task
+
+
+@dataclass(frozen=True)
+class _GemmProgram:
+    """Everything _build_gemm emits for one truncated run, and nothing else: two runs with equal programs
+    measure the same, so this is the key of the run cache (RUN_CACHE). Block sizes are the effective ones
+    (min(tile, size)); depths are the slots of L1, L0A, L0B, L0C and UB."""
+
+    hw: HardwareProfile
+    groups: tuple[_CoreGroup, ...]
+    kept_blocks: int
+    m0: int
+    n0: int
+    k0: int
+    per_l1: int  # K0 blocks per L1 panel
+    splits: int  # Mmads per K0 block (_k_splits)
+    depths: tuple[int, int, int, int, int]
+    l0c_halves: bool
+    epilogue_inline: bool
+    beta: bool  # beta != 0: the AIVs read C
+    atomic: bool  # SplitK: C is accumulated atomically
+    aligned_a: bool
+    aligned_b: bool
+    aligned_c: bool
+    serial_a: float
+    serial_b: float
+
+
+def _core_groups(skip: int, lay: _Layout, hw: HardwareProfile, group_cores: bool) -> tuple[_CoreGroup, ...]:
+    """The representative cores of the truncated run that drops `skip` tasks from every core: one per group of
+    cores with the same task count (every core where group_cores is off)."""
     counts = lay.per_core
     cores = hw.ai_cores
     max_kept = max(max(c - skip, min(c, 1)) for c in counts)
-    for core, weight in engine.groups(counts):
+    groups = []
+    for core, weight in core_groups(counts, group_cores):
         members = [c for c in range(len(counts)) if counts[c] == counts[core]] if weight > 1 else [core]
+        kept_tasks = max(counts[core] - skip, min(counts[core], 1))
+        hits = tuple((lay.fast_hit("a", members, task, cores, lay.hit_a),
+                      lay.fast_hit("b", members, task, cores, lay.hit_b)) for task in range(kept_tasks))
+        # Tasks are numbered so that every core's last task has the same number, as truncating drops the
+        # same count from every core (a core with fewer tasks starts at a higher number).
+        groups.append(_CoreGroup(core, weight, max_kept - kept_tasks, hits))
+    return tuple(groups)
+
+
+def _gemm_program(groups: tuple[_CoreGroup, ...], kept_blocks: int, lay: _Layout, tiling: Tiling,
+                  params: HgemmParams, hw: HardwareProfile, epilogue_inline: bool) -> _GemmProgram:
+    """The program of the truncated run of the representative cores `groups` (_core_groups) that keeps
+    `kept_blocks` K blocks per task."""
+    depths = _buffer_depths(tiling, params, hw)
+    return _GemmProgram(
+        hw, groups, kept_blocks, lay.m_eff, lay.n_eff, lay.k_eff, max(1, tiling.k1 // tiling.k0),
+        _k_splits(tiling, params, hw), (depths["L1"], depths["L0A"], depths["L0B"], depths["L0C"], depths["UB"]),
+        l0c_halves=params.variant == "proposed" and params.double_buffer and depths["L0C"] == 1,
+        epilogue_inline=epilogue_inline, beta=params.beta != 0, atomic=params.split_k > 1,
+        aligned_a=lay.aligned_a, aligned_b=lay.aligned_b, aligned_c=lay.aligned_c,
+        serial_a=lay.serial_a, serial_b=lay.serial_b,
+    )
+
+
+def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
+    """Per representative core and task: panels to L1, blocks to L0A/L0B, Mmads into L0C, C1 to GM; the two
+    AIVs finish the block (Algorithm 1 lines 12-33). Reads nothing but `prog` (it is the run cache's key)."""
+    hw = prog.hw
+    m0, n0, k0, per_l1, kept_blocks = prog.m0, prog.n0, prog.k0, prog.per_l1, prog.kept_blocks
+    l1_depth, l0a_depth, l0b_depth, l0c_depth, ub_depth = prog.depths
+    l0c_halves, epilogue_inline = prog.l0c_halves, prog.epilogue_inline
+    # Invariants of the block loop, computed once.
+    move_bytes = (m0 + n0) * k0 * _FP16
+    l1_to_l0 = hw.l1_to_l0_bytes_per_cycle
+    load_cycles = move_bytes / l1_to_l0
+    panels: dict[int, tuple[int, int, float, float]] = {}  # K extent -> bytes and serialisation of A, B
+    for span in {min(per_l1, kept_blocks - kb) * k0 for kb in range(0, kept_blocks, per_l1)}:
+        bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
+        panels[span] = (bytes_a, bytes_b, _serialised(bytes_a, prog.serial_a), _serialised(bytes_b, prog.serial_b))
+    # rows of the C block each AIV finishes (the first takes the larger half)
+    halves = [math.ceil(m0 / 2) if h == 0 else m0 - math.ceil(m0 / 2) for h in range(hw.aiv_per_core)]
+    parts = 2 if l0c_halves else 1
+    c_bytes = m0 * n0 * _FP16 / parts
+    for group in prog.groups:
+        core = group.core
         aic = f"core{core}.aic"
         aivs = [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]
         for unit in [aic, *aivs]:
-            engine.set_weight(unit, weight)
-        kept_tasks = max(counts[core] - skip, min(counts[core], 1))
-        l1, l0a, l0b = Ring(depths["L1"]), Ring(depths["L0A"]), Ring(depths["L0B"])
-        l0c, c1_slots = Ring(depths["L0C"]), Ring(2)
+            engine.set_weight(unit, group.weight)
+        l1, l0a, l0b = Ring(l1_depth), Ring(l0a_depth), Ring(l0b_depth)
+        l0c, c1_slots = Ring(l0c_depth), Ring(2)
         # A block that fills L0C is double-buffered by halves in the proposed kernel: the FIXPIPE drains it
         # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
-        l0c_halves = params.variant == "proposed" and params.double_buffer and depths["L0C"] == 1
         drained: list = []
-        ub = [Ring(depths["UB"]) for _ in aivs]
+        ub = [Ring(ub_depth) for _ in aivs]
         prev_mm: Op | None = None
         engine.phase = "gemm"
-        # Tasks are numbered so that every core's last task has the same number, as truncating drops the
-        # same count from every core (a core with fewer tasks starts at a higher number).
-        first_number = max_kept - kept_tasks
-        for task in range(kept_tasks):
-            engine.task = first_number + task
-            hit_a = lay.fast_hit("a", members, task, cores, lay.hit_a)
-            hit_b = lay.fast_hit("b", members, task, cores, lay.hit_b)
+        for task, (hit_a, hit_b) in enumerate(group.hits):
+            engine.task = group.first_task + task
             c_slot = None if l0c_halves else l0c.wait()
             panel_a: Op | None = None
             panel_b: Op | None = None
             mm = None
             for kb in range(kept_blocks):
                 if kb % per_l1 == 0:
-                    span = min(per_l1, kept_blocks - kb) * k0
-                    bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
+                    bytes_a, bytes_b, serial_a, serial_b = panels[min(per_l1, kept_blocks - kb) * k0]
                     slot = l1.wait()
-                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=lay.aligned_a,
-                                             serial=_serialised(bytes_a, lay.serial_a), deps=[slot],
-                                             label="panel A->L1")
-                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=lay.aligned_b,
-                                             serial=_serialised(bytes_b, lay.serial_b), deps=[slot],
-                                             label="panel B->L1")
+                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
+                                             serial=serial_a, deps=[slot], label="panel A->L1")
+                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
+                                             serial=serial_b, deps=[slot], label="panel B->L1")
 
                 slot = drained[kb] if l0c_halves and kb < len(drained) else c_slot
-                if splits == 2:
+                if prog.splits == 2:
                     # Ping-pong in K0/2 halves, modelled with one op per block: the block's load may start
                     # once the previous Mmad has used its first half, and the Mmad once the first half of
                     # its own data has arrived.
-                    load_cycles = (m0 + n0) * k0 * _FP16 / hw.l1_to_l0_bytes_per_cycle
                     free = (prev_mm, -prev_mm.cycles / 2) if prev_mm is not None else None
-                    load = engine.local_move(aic, "MTE1", (m0 + n0) * k0 * _FP16, hw.l1_to_l0_bytes_per_cycle,
-                                             "bytes_l1_to_l0", deps=[panel_a, panel_b, free], label="A->L0A, B->L0B")
+                    load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
+                                             deps=[panel_a, panel_b, free], label="A->L0A, B->L0B")
                     mm = engine.cube(aic, m0, n0, k0, False, deps=[(load, -load_cycles / 2), slot, prev_mm],
                                      label="Mmad (two K0/2 halves)")
                 else:
                     # One MTE1 op moves the A and the B block into L0A and L0B; it waits for a free slot in both.
-                    load = engine.local_move(aic, "MTE1", (m0 + n0) * k0 * _FP16, hw.l1_to_l0_bytes_per_cycle,
-                                             "bytes_l1_to_l0", deps=[panel_a, panel_b, l0a.wait(), l0b.wait()],
-                                             label="A->L0A, B->L0B")
+                    load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
+                                             deps=[panel_a, panel_b, l0a.wait(), l0b.wait()], label="A->L0A, B->L0B")
                     mm = engine.cube(aic, m0, n0, k0, False, deps=[load, slot, prev_mm], label="Mmad")
                     l0a.push(mm)
                     l0b.push(mm)
@@ -473,16 +557,15 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
                 if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
                     l1.push(mm)
             # An L0C slot (or half) is free once the FIXPIPE has moved it out, before the GM write completes.
-            parts = 2 if l0c_halves else 1
             drained = []
             fp = mm
             for _part in range(parts):
                 if epilogue_inline:
-                    fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16 / parts, writeback=False,
+                    fp = engine.gm_write(aic, "FIXPIPE", c_bytes, writeback=False,
                                          deps=[mm, c1_slots.wait(), fp], label="C1->GM (fp16)")
                 else:
-                    fp = engine.gm_write(aic, "FIXPIPE", m0 * n0 * _FP16 / parts, writeback=True,
-                                         aligned=lay.aligned_c, deps=[mm, fp], label="C->GM (fp16)")
+                    fp = engine.gm_write(aic, "FIXPIPE", c_bytes, writeback=True,
+                                         aligned=prog.aligned_c, deps=[mm, fp], label="C->GM (fp16)")
                 drained.append(engine.moved_out(fp))
             l0c.push(drained[-1])
             if not epilogue_inline:
@@ -490,23 +573,24 @@ def _build_gemm(engine: Engine, skip: int, kept_blocks: int, lay: _Layout, tilin
             ready = engine.flag(fp)
             reads = []
             for h, aiv in enumerate(aivs):
-                rows = math.ceil(m0 / 2) if h == 0 else m0 - math.ceil(m0 / 2)
+                rows = halves[h]
                 if rows <= 0:
                     continue
                 half = rows * n0 * _FP16
                 engine.phase = "epilogue"
                 deps = [ub[h].wait()]
-                if params.beta != 0:
-                    rc = engine.gm_read(aiv, "MTE2", half, l2_hit=False, aligned=lay.aligned_c, deps=deps, label="C->UB")
+                if prog.beta:
+                    rc = engine.gm_read(aiv, "MTE2", half, l2_hit=False, aligned=prog.aligned_c, deps=deps,
+                                        label="C->UB")
                     deps = [engine.vector(aiv, half, deps=[rc], label="beta*C")]
                 rd = engine.gm_read(aiv, "MTE2", half, l2_hit=True, deps=[*deps, ready], label="C1->UB")
                 reads.append(rd)
-                vec = engine.vector(aiv, half, deps=[rd], label="alpha*C1 + beta*C", passes=2 if params.beta else 1)
-                if params.split_k > 1:
-                    wr = engine.gm_write(aiv, "MTE3", 2 * half, writeback=True, aligned=lay.aligned_c, deps=[vec],
+                vec = engine.vector(aiv, half, deps=[rd], label="alpha*C1 + beta*C", passes=2 if prog.beta else 1)
+                if prog.atomic:
+                    wr = engine.gm_write(aiv, "MTE3", 2 * half, writeback=True, aligned=prog.aligned_c, deps=[vec],
                                          label="C += (atomic)")
                 else:
-                    wr = engine.gm_write(aiv, "MTE3", half, writeback=True, aligned=lay.aligned_c, deps=[vec],
+                    wr = engine.gm_write(aiv, "MTE3", half, writeback=True, aligned=prog.aligned_c, deps=[vec],
                                          label="C->GM")
                 ub[h].push(wr)
                 engine.phase = "gemm"

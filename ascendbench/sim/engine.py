@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
 
-__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "gc_paused"]
+__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "core_groups", "gc_paused"]
 
 # Pipe names, as Ascend's profiler shows them.
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
@@ -40,6 +40,17 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def core_groups(keys: list, group_cores: bool = True) -> list[tuple[int, int]]:
+    """(representative index, weight) for each group of equal `keys` (one key per core or worker, in order);
+    every index is its own group when group_cores is off (Engine.groups)."""
+    if not group_cores:
+        return [(i, 1) for i in range(len(keys))]
+    found: dict = {}
+    for i, k in enumerate(keys):
+        found.setdefault(k, []).append(i)
+    return [(members[0], len(members)) for members in found.values()]
 
 
 class BufferCapacityError(ValueError):
@@ -77,7 +88,7 @@ class Op:
         self.phase = phase
         self.cycles = cycles
         self.xfer = xfer  # None, or (server_demands, core_cycles, latency)
-        self.deps = deps  # list[(Op, delay_cycles)]
+        self.deps = deps  # list of Op or (Op, delay_cycles)
         self.succs = []
         self.pending = 0
         self.prev = None
@@ -140,6 +151,9 @@ class Engine:
         self.ops: list[Op] = []
         self._last_on_pipe: dict[str, Op] = {}  # unit + pipe -> last op
         self._buffers: dict[tuple[str, str], int] = {}
+        self._fractals: dict[tuple[int, int, int, bool], int] = {}
+        self._reads: dict[tuple, tuple[tuple, tuple]] = {}  # gm_read and gm_write costs by arguments
+        self._writes: dict[tuple, tuple[tuple, tuple]] = {}
         self.weights: dict[str, int] = {}
         self.phase = "main"
         # Index of the task (outer loop iteration) the ops being added belong to; with prefix_tasks > 0 the
@@ -156,15 +170,12 @@ class Engine:
         ops = self.ops
         norm: list = []
         op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops), self.task)
+        append = norm.append
         for d in deps:
             if d is None:
                 continue
-            if d.__class__ is Op:
-                norm.append((d, 0.0))
-                d.succs.append(op)
-            else:
-                norm.append(d)
-                d[0].succs.append(op)
+            append(d)
+            (d if d.__class__ is Op else d[0]).succs.append(op)
         key = unit + pipe
         last = self._last_on_pipe
         prev = last.get(key)
@@ -179,12 +190,7 @@ class Engine:
     def groups(self, keys: list) -> list[tuple[int, int]]:
         """(representative index, weight) for each group of equal `keys` (one key per core or worker, in
         order); every index is its own group when group_cores is off."""
-        if not self.group_cores:
-            return [(i, 1) for i in range(len(keys))]
-        found: dict = {}
-        for i, k in enumerate(keys):
-            found.setdefault(k, []).append(i)
-        return [(members[0], len(members)) for members in found.values()]
+        return core_groups(keys, self.group_cores)
 
     def set_weight(self, unit: str, weight: int) -> None:
         """Let `unit` stand for `weight` identical units (cores with the same program): its GM transfers
@@ -231,10 +237,12 @@ class Engine:
     def cube(self, unit: str, m: int, n: int, k: int, int8: bool, deps: Sequence[Dep] = (), label="mmad") -> Op:
         """Mmad of (m x k) by (k x n) on the cube: ceil(m/16)*ceil(n/16)*ceil(k/kstep) fractal cycles plus
         the cube latency; kstep is 16 for fp16 and 32 for int8 (HARDWARE.md, pypto cost model)."""
-        kstep = 32 if int8 else 16
-        fractals = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
-        self._inc("matmuls", 1, unit)
-        self._inc("cube_fractals", fractals, unit)
+        shape = (m, n, k, int8)
+        fractals = self._fractals.get(shape)
+        if fractals is None:  # programs repeat a few block shapes many times
+            kstep = 32 if int8 else 16
+            fractals = self._fractals[shape] = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
+        self._count(unit, (("matmuls", 1), ("cube_fractals", fractals)))
         return self._add(unit, "CUBE", label, fractals + self.hw.cube_latency_cycles, deps)
 
     def vector_repeats(self, nbytes: float) -> int:
@@ -246,8 +254,7 @@ class Engine:
         paying the start-up latency plus one cycle per repeat."""
         repeats = self.vector_repeats(nbytes)
         instructions = max(1, math.ceil(repeats / self.hw.vector_max_repeats)) if repeats else 0
-        self._inc("vector_instructions", instructions * passes, unit)
-        self._inc("vector_repeats", repeats * passes, unit)
+        self._count(unit, (("vector_instructions", instructions * passes), ("vector_repeats", repeats * passes)))
         cycles = passes * (instructions * self.hw.vector_startup_cycles + repeats)
         return self._add(unit, "VECTOR", label, cycles, deps)
 
@@ -278,12 +285,28 @@ class Engine:
         return -(-nbytes // g) * g
 
     def _inc(self, key: str, value: float, unit: str) -> None:
-        c = self.counters
+        self._count1(unit, key, value)
+
+    def _count1(self, unit: str, key: str, value: float) -> None:
+        """_count of a single counter."""
         v = value * self.weights.get(unit, 1)
+        c = self.counters
         c[key] = c.get(key, 0) + v
         if self.task < self.prefix_tasks:
             p = self.prefix_counters
             p[key] = p.get(key, 0) + v
+
+    def _count(self, unit: str, items) -> None:
+        """Add (counter, value) pairs of one op, weighted by its unit's weight (one call per op: the engine's
+        building is the timing model's hot path)."""
+        c = self.counters
+        w = self.weights.get(unit, 1)
+        prefix = self.prefix_counters if self.task < self.prefix_tasks else None
+        for key, value in items:
+            v = value * w
+            c[key] = c.get(key, 0) + v
+            if prefix is not None:
+                prefix[key] = prefix.get(key, 0) + v
 
     def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
                 deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0) -> Op:
@@ -291,53 +314,72 @@ class Engine:
         the per-core GM rate; both share the chip-wide server. `l2_hit` may be a fraction (the share of the
         bytes found in L2). Unaligned addresses lose bandwidth. `serial` > 1 says that many cores read the
         same 512-byte ranges at the same time and are served one after another (HGEMM paper §4.3.2)."""
+        # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
+        # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
+        key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial)
+        known = self._reads.get(key)
+        if known is None:
+            known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial)
+        counts, xfer = known
+        self._count(unit, counts)
+        return self._add(unit, pipe, label, 0.0, deps, xfer)
+
+    def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float) -> tuple[tuple, tuple]:
+        """Counters and (server demands, core cycles, latency) of one gm_read."""
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
-        hit = float(l2_hit)
-        self._inc("bytes_gm_read", nbytes, unit)
+        counts = [("bytes_gm_read", nbytes)]
         demands = []
         core_cycles = 0.0
         latency = hw.gm_read_latency_cycles if hit < 1.0 else hw.l2_hit_latency_cycles
         if hit > 0.0:
             hit_bytes = nbytes * hit
-            self._inc("bytes_l2_hit", hit_bytes, unit)
+            counts.append(("bytes_l2_hit", hit_bytes))
             demands.append(("l2", hit_bytes / eff))
             core_cycles += hit_bytes / (hw.l2_read_bytes_per_cycle * eff)
         if hit < 1.0:
             miss_bytes = nbytes * (1.0 - hit)
-            self._inc("bytes_hbm_read", miss_bytes, unit)
+            counts.append(("bytes_hbm_read", miss_bytes))
             demands.append(("hbm", miss_bytes / eff))
             core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
         if not aligned:
-            self._inc("bytes_unaligned", nbytes, unit)
+            counts.append(("bytes_unaligned", nbytes))
         if serial > 1.0:
-            self._inc("bytes_serialised", nbytes * (serial - 1.0), unit)
-        xfer = (tuple(demands), core_cycles * max(serial, 1.0), latency)
-        return self._add(unit, pipe, label, 0.0, deps, xfer)
+            counts.append(("bytes_serialised", nbytes * (serial - 1.0)))
+        return tuple(counts), (tuple(demands), core_cycles * max(serial, 1.0), latency)
 
     def gm_write(self, unit: str, pipe: str, nbytes: float, *, writeback: bool, aligned: bool = True,
                  deps: Sequence[Dep] = (), label: str = "gm_write") -> Op:
         """Write `nbytes` to GM. Writes land in L2; `writeback` says the data reaches HBM (it is not
         overwritten while still resident), which then also takes HBM bandwidth."""
+        key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in gm_read
+        known = self._writes.get(key)
+        if known is None:
+            known = self._writes[key] = self._write_cost(nbytes, writeback, aligned)
+        counts, xfer = known
+        self._count(unit, counts)
+        return self._add(unit, pipe, label, 0.0, deps, xfer)
+
+    def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
+        """Counters and (server demands, core cycles, latency) of one gm_write."""
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
-        self._inc("bytes_gm_write", nbytes, unit)
+        counts = [("bytes_gm_write", nbytes)]
         if writeback:
             demands = (("l2", nbytes / eff), ("hbm", nbytes / eff))
-            self._inc("bytes_hbm_write", nbytes, unit)
+            counts.append(("bytes_hbm_write", nbytes))
         else:
             demands = (("l2", nbytes / eff),)
         if not aligned:
-            self._inc("bytes_unaligned", nbytes, unit)
-        xfer = (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
-        return self._add(unit, pipe, label, 0.0, deps, xfer)
+            counts.append(("bytes_unaligned", nbytes))
+        return tuple(counts), (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
 
     def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
                    deps: Sequence[Dep] = (), label: str = "move") -> Op:
         """A move between on-chip buffers (L1->L0A/L0B on MTE1, L0C->L1 on FIXPIPE)."""
-        self._inc(counter, nbytes, unit)
+        self._count1(unit, counter, nbytes)
         return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps)
 
     def moved_out(self, op: Op) -> tuple[Op, float]:
@@ -359,31 +401,25 @@ class Engine:
 
     # ----- running --------------------------------------------------------------------------------
     def unlink(self) -> None:
-        """Drop the links between ops (dependencies, successors, pipe order) once they are no longer needed,
-        so the program holds no reference cycles and is freed as soon as it is dropped."""
+        """Drop the forward links between ops (successors, next op on the pipe) once the run is done: the
+        dependencies and the previous op on the pipe point to earlier ops only, so the program then holds no
+        reference cycles and is freed as soon as it is dropped."""
         for op in self.ops:
-            op.deps = op.succs = op.prev = op.next = None
+            op.succs = op.next = None
 
     def run(self) -> RunStats:
         """Schedule every op; returns makespan, phase spans and busy time per (unit, pipe), in cycles."""
         servers = {"hbm": self.hbm, "l2": self.l2}
         weights = self.weights
         heap: list[tuple[float, int, Op]] = []
-
         push, pop = heapq.heappush, heapq.heappop
-
-        def earliest(op: Op) -> float:
-            prev = op.prev
-            t = prev.release if prev is not None else 0.0
-            for dep, delay in op.deps:
-                e = dep.end + delay
-                t = max(t, e)
-            return t
 
         for op in self.ops:
             if op.pending == 0 and op.prev is None:
                 push(heap, (0.0, op.seq, op))
         processed = 0
+        # The hottest loop of the timing model: earliest start times and the _Server rule are written inline
+        # (comparisons instead of max(), whose call costs more; the results are the same).
         while heap:
             start, _, op = pop(heap)
             op.start = start
@@ -395,26 +431,36 @@ class Engine:
                 data_end = start + core_cycles
                 w = weights.get(op.unit, 1)
                 for name, nbytes in demands:
-                    server = servers[name]  # the _Server rule, inline (the hottest loop)
+                    server = servers[name]
                     free = server.free
                     served = nbytes / server.bytes_per_cycle * w
-                    free = max(start, free) + served
+                    free = (free if free > start else start) + served  # noqa: FURB136
                     server.free = free
                     server.busy += served
-                    data_end = max(data_end, free)
+                    if free > data_end:  # noqa: PLR1730
+                        data_end = free
                 op.release = data_end
                 op.end = data_end + latency
             op.done = True
             processed += 1
+            # ready: the next op on this pipe (if its dependencies are done) and the successors whose last
+            # dependency this was (if their pipe predecessor is done); each starts at its earliest time.
             nxt = op.next
-            if nxt is not None and nxt.pending == 0:
-                push(heap, (earliest(nxt), nxt.seq, nxt))
+            ready = [nxt] if nxt is not None and nxt.pending == 0 else []
             for succ in op.succs:
                 succ.pending -= 1
                 if succ.pending == 0:
                     prev = succ.prev
                     if prev is None or prev.done:
-                        push(heap, (earliest(succ), succ.seq, succ))
+                        ready.append(succ)
+            for r in ready:
+                prev = r.prev
+                t = prev.release if prev is not None else 0.0
+                for d in r.deps:
+                    e = d.end if d.__class__ is Op else d[0].end + d[1]
+                    if e > t:  # noqa: PLR1730
+                        t = e
+                push(heap, (t, r.seq, r))
         if processed != len(self.ops):
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
@@ -425,14 +471,16 @@ class Engine:
         self.unlink()
         for op in self.ops:
             start, end = op.start, op.end
-            makespan = max(makespan, end)
+            if end > makespan:  # noqa: PLR1730 (max() costs a call per op)
+                makespan = end
             span = phases.get(op.phase)
             if span is None:
                 phases[op.phase] = (start, end)
             elif start < span[0] or end > span[1]:
                 phases[op.phase] = (min(span[0], start), max(span[1], end))
-            if op.unit != "chip":
-                key = (op.unit, op.pipe)
+            unit = op.unit
+            if unit != "chip":
+                key = (unit, op.pipe)
                 busy[key] = busy.get(key, 0.0) + (op.release - start)
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy})
@@ -451,23 +499,30 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = hbm = later_end = 0.0
+    # one pass over every op of the run: comparisons instead of min()/max() calls (same results)
     for op in engine.ops:
         task = op.task
         if task >= tasks:
-            if task < later:
-                later_end = max(later_end, op.end)
+            if task < later and op.end > later_end:
+                later_end = op.end
             continue
-        end = op.end
-        makespan = max(makespan, end)
-        lo, hi = phases.get(op.phase, (op.start, end))
-        phases[op.phase] = (min(lo, op.start), max(hi, end))
-        if op.unit != "chip":
-            key = (op.unit, op.pipe)
-            busy[key] = busy.get(key, 0.0) + (op.release - op.start)
-        if op.xfer is not None:
-            for name, nbytes in op.xfer[0]:
+        start, end = op.start, op.end
+        if end > makespan:  # noqa: PLR1730
+            makespan = end
+        span = phases.get(op.phase)
+        if span is None:
+            phases[op.phase] = (start, end)
+        elif start < span[0] or end > span[1]:
+            phases[op.phase] = (min(span[0], start), max(span[1], end))
+        unit = op.unit
+        if unit != "chip":
+            key = (unit, op.pipe)
+            busy[key] = busy.get(key, 0.0) + (op.release - start)
+        xfer = op.xfer
+        if xfer is not None:
+            for name, nbytes in xfer[0]:
                 if name == "hbm":
-                    hbm += nbytes * weights.get(op.unit, 1) / hbm_rate
+                    hbm += nbytes * weights.get(unit, 1) / hbm_rate
     stats = RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
     return stats, dict(engine.prefix_counters), max(makespan, later_end)
 

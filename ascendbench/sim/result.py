@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, RunStats, gc_paused, prefix_stats, unit_kind
 
-__all__ = ["SimResult", "Span", "fixed_cost", "sequence", "simulate", "simulate_2d"]
+__all__ = ["RunCache", "SimResult", "Span", "fixed_cost", "sequence", "simulate", "simulate_2d"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,67 @@ class Span:
     phase: str
     start: float
     end: float
+
+
+class _RebuiltOps(Sequence):
+    """The ops of a run whose measurements came from a RunCache: the program is built and run again (same
+    program, same ops and times) the first time the timeline is needed, as only traces read it."""
+
+    def __init__(self, rebuild: Callable[[], list]):
+        self._rebuild: Callable[[], list] | None = rebuild
+        self._ops: list | None = None
+
+    def _get(self) -> list:
+        if self._ops is None:
+            self._ops = self._rebuild()
+            self._rebuild = None
+        return self._ops
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __getitem__(self, i):
+        return self._get()[i]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._get())
+
+
+class RunCache:
+    """What simulate_2d measured for truncated programs, by a key that describes the program completely
+    (least recently used entries are dropped beyond `maxsize`). Shapes of a workload often share truncated
+    programs (the same per-core task counts, tiles and L2 hit shares), so most runs of a workload are
+    looked up instead of simulated. Entries hold numbers only (a few kB), no ops. Thread-safe."""
+
+    def __init__(self, maxsize: int = 4096):
+        self.maxsize = maxsize
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: Hashable):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: Hashable, entry) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            if len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 @dataclass
@@ -214,6 +276,8 @@ def simulate_2d(
     force_exact: bool = False,
     every_core: bool = False,
     prefix: bool = False,
+    cache: RunCache | None = None,
+    cache_key: Callable[[int, int], Hashable | None] | None = None,
 ) -> SimResult:
     """Simulate a program of two nested regular loops: `tasks` per core, each of `blocks` inner iterations.
 
@@ -230,37 +294,62 @@ def simulate_2d(
     and a makespan stepped back from the run's end by the period measured between the ends of tasks t1
     and t2 - 2 (sim.engine.prefix_stats). It saves a third of the simulated
     ops; a test compares it with the full simulation.
+
+    cache with cache_key(skip_tasks, kept_blocks): a hashable description of everything `build` emits for
+    those arguments (None: do not cache), with which runs measured before (in this call or an earlier one)
+    are looked up instead of simulated; the result is the same either way. The timeline of a looked-up run
+    is rebuilt when it is first read.
     """
     if force_exact:
         keep_tasks, keep_blocks = (tasks, tasks), (blocks, blocks)
     ts = sorted({min(tasks, keep_tasks[0]), min(tasks, keep_tasks[1])}) if tasks > keep_tasks[1] else [tasks]
     ks = sorted({min(blocks, keep_blocks[0]), min(blocks, keep_blocks[1])}) if blocks > keep_blocks[1] else [blocks]
-    runs = {}
-    engine = None
     from_prefix = prefix and len(ts) == 2 and ts[1] - 2 > ts[0]
+
+    def run(t: int, k: int) -> tuple[Engine, dict]:
+        """Build and run the program keeping t tasks and k blocks: its measurements, by (tasks, blocks)."""
+        engine = Engine(hw, warm_l2=warm_l2, group_cores=not every_core)
+        if from_prefix:
+            engine.prefix_tasks = ts[0]
+        with gc_paused():
+            build(engine, tasks - t, k)
+            stats = engine.run()
+        out = {(t, k): (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()}, dict(engine.counters))}
+        if from_prefix:
+            t1, t2 = ts
+            first, counters, end_b = prefix_stats(engine, t1, t2 - 2)
+            # Work adds up task by task, so busy time, HBM time and counters are read off the first t1
+            # tasks. Ends differ: a task inside the run is held back by its successors' transfers, and
+            # near the end cores with fewer tasks finish and leave the others more bandwidth. The period
+            # of a task is measured between the ends of tasks t1 and t2 - 2, which both still run
+            # among successors on every core, and the run's end is stepped back by it.
+            period = (end_b - first.makespan) / (t2 - 2 - t1)
+            first.makespan = stats.makespan - (t2 - t1) * period
+            # a phase's span steps back by the same period where its ops run in every task
+            spans = {p: hi - lo - ((t2 - t1) * period if p in first.phases else 0.0)
+                     for p, (lo, hi) in stats.phases.items()}
+            out[(t1, k)] = (first, spans, counters)
+        return engine, out
+
+    runs: dict = {}
+    ops: Sequence = []
     for t in ts[1:] if from_prefix else ts:
         for k in ks:
-            engine = Engine(hw, warm_l2=warm_l2, group_cores=not every_core)
-            if from_prefix:
-                engine.prefix_tasks = ts[0]
-            with gc_paused():
-                build(engine, tasks - t, k)
-                stats = engine.run()
-            runs[(t, k)] = (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()}, dict(engine.counters))
-            if from_prefix:
-                t1, t2 = ts
-                first, counters, end_b = prefix_stats(engine, t1, t2 - 2)
-                # Work adds up task by task, so busy time, HBM time and counters are read off the first t1
-                # tasks. Ends differ: a task inside the run is held back by its successors' transfers, and
-                # near the end cores with fewer tasks finish and leave the others more bandwidth. The period
-                # of a task is measured between the ends of tasks t1 and t2 - 2, which both still run
-                # among successors on every core, and the run's end is stepped back by it.
-                period = (end_b - first.makespan) / (t2 - 2 - t1)
-                first.makespan = stats.makespan - (t2 - t1) * period
-                # a phase's span steps back by the same period where its ops run in every task
-                spans = {p: hi - lo - ((t2 - t1) * period if p in first.phases else 0.0)
-                         for p, (lo, hi) in stats.phases.items()}
-                runs[(t1, k)] = (first, spans, counters)
+            key = None
+            if cache is not None and cache_key is not None:
+                program = cache_key(tasks - t, k)
+                if program is not None:
+                    # the program's description plus what simulate_2d itself sets on the engine
+                    key = (program, hw, warm_l2, every_core, t, k, ts[0] if from_prefix else None)
+            measured = cache.get(key) if key is not None else None
+            if measured is None:
+                engine, measured = run(t, k)
+                ops = engine.ops
+                if key is not None:
+                    cache.put(key, measured)
+            else:
+                ops = _RebuiltOps(lambda t=t, k=k: run(t, k)[0].ops)
+            runs.update(measured)
 
     def fit(value) -> float:
         t1, t2 = ts[0], ts[-1]
@@ -283,5 +372,5 @@ def simulate_2d(
     # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks.
     counters = {c: round(fit(lambda t, k, c=c: runs[(t, k)][2].get(c, 0.0)), 3) for c in last_counters}
     extrapolated = len(ts) > 1 or len(ks) > 1
-    return SimResult(hw, makespan, phases, busy, counters, [(engine.ops, 0.0)], extrapolated, hbm,
+    return SimResult(hw, makespan, phases, busy, counters, [(ops, 0.0)], extrapolated, hbm,
                      dict(last_stats.unit_weights))

@@ -214,3 +214,26 @@ def test_resident_fast_panels_are_fetched_once_by_their_first_wave(shape):
     group = [c for c, n in enumerate(lay.per_core) if n == lay.per_core[0]]
     mean = sum(1 - misses[c][0] for c in group) / len(group)
     assert lay.fast_hit(panel, group, 0, cores, -1.0) == pytest.approx(mean)
+
+
+def test_run_cache_does_not_change_results():
+    from ascendbench.kernels.hgemm import RUN_CACHE
+
+    cases = [((2048, 128, 2048), HgemmParams()), ((3000, 2900, 1000), HgemmParams(variant="gemm-example")),
+             ((1000, 900, 800), HgemmParams(split_k=2, beta=0.5))]
+    for warm in (False, True):
+        for shape, params in cases:
+            RUN_CACHE.clear()
+            cold, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=warm)
+            assert RUN_CACHE.hits == 0 and RUN_CACHE.misses > 0
+            hot, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=warm)
+            assert RUN_CACHE.hits == RUN_CACHE.misses
+            assert (hot.time_cycles, hot.phases, hot.busy, hot.counters) == (
+                cold.time_cycles, cold.phases, cold.busy, cold.counters)
+            assert hot.timeline == cold.timeline
+    # a run with a warm L2 is not looked up among the cold ones
+    RUN_CACHE.clear()
+    simulate_hgemm(GemmShape(1000, 900, 800), HgemmParams(), HW)
+    misses = RUN_CACHE.misses
+    simulate_hgemm(GemmShape(1000, 900, 800), HgemmParams(), HW, warm_l2=True)
+    assert RUN_CACHE.misses == 2 * misses and RUN_CACHE.hits == 0

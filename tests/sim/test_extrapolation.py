@@ -100,3 +100,51 @@ def test_two_loop_fit_reads_the_shorter_run_off_the_longer_one():
     assert fitted.time_cycles == pytest.approx(exact.time_cycles, rel=1e-3)
     assert fitted.counters == exact.counters
     assert fitted.busy == pytest.approx(exact.busy, rel=1e-6)
+
+
+def test_run_cache_gives_the_same_result_and_rebuilds_the_timeline():
+    from ascendbench.sim.result import RunCache, simulate_2d
+
+    built = []
+
+    def build(engine, skip_tasks, kept_blocks):
+        built.append((skip_tasks, kept_blocks))
+        for core, count in ((0, 40), (1, 39)):
+            kept = max(count - skip_tasks, 1)
+            prev = None
+            for task in range(kept):
+                engine.task = (40 - skip_tasks) - kept + task
+                for _ in range(kept_blocks):
+                    prev = engine.compute(f"core{core}.aiv0", "VECTOR", 10, deps=[prev])
+                engine.gm_write(f"core{core}.aiv0", "MTE3", 4096, writeback=True, deps=[prev])
+
+    def key(skip_tasks, kept_blocks):
+        return ("test program", skip_tasks, kept_blocks)
+
+    kw = {"keep_tasks": (4, 8), "keep_blocks": (4, 8), "prefix": True}
+    plain = simulate_2d(HW, build, 40, 30, **kw)
+    cache = RunCache(maxsize=8)
+    first = simulate_2d(HW, build, 40, 30, cache=cache, cache_key=key, **kw)
+    runs = len(built)
+    again = simulate_2d(HW, build, 40, 30, cache=cache, cache_key=key, **kw)
+    assert len(built) == runs  # looked up, not built
+    assert (cache.hits, cache.misses, len(cache)) == (2, 2, 2)
+    for res in (first, again):
+        assert (res.time_cycles, res.phases, res.busy, res.counters, res.hbm_busy_cycles) == (
+            plain.time_cycles, plain.phases, plain.busy, plain.counters, plain.hbm_busy_cycles)
+    assert again.timeline == plain.timeline  # rebuilt on demand
+    assert len(built) == runs + 1
+    cache.put(("other",), {})
+    assert len(cache) == 3 and cache.get(key(32, 4)) is None  # not the same program
+
+
+def test_run_cache_drops_the_least_recently_used_entry():
+    from ascendbench.sim.result import RunCache
+
+    cache = RunCache(maxsize=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "b" is now the least recently used
+    cache.put("c", 3)
+    assert (cache.get("b"), cache.get("a"), cache.get("c"), len(cache)) == (None, 1, 3, 2)
+    assert (cache.hits, cache.misses) == (3, 1)
