@@ -102,7 +102,11 @@ def l2_chunk_tiles(n: int, params: ScanParams, hw: HardwareProfile, tile: int,
     chunk = params.chunk
     if chunk is None:
         chunk = auto_chunk(hw, params) if n * (params.in_bytes + params.out_bytes) > hw.l2_bytes else 0
-    chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, math.ceil(chunk / tile)))
+        # The rule's chunk is meant to fit L2: whole tiles are taken rounding down (rounding up pushed the
+        # int8 chunk, 5 bytes per element, just past L2, and it lost all reuse).
+        chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, chunk // tile))
+    else:
+        chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, math.ceil(chunk / tile)))
     return max(1, min(chunk_tiles, limit // tile))
 
 
