@@ -125,7 +125,7 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path), lock))
     except ImportError:
         raise TuneError(f"--storage: no database driver for {describe_storage(storage)} is installed "
-                        "(PostgreSQL: pip install 'ascendbench[postgres]')") from None
+                        "(PostgreSQL: the postgres extra, pip install -e '.[postgres]' in the project's folder)") from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy, OS and Optuna errors all mean "cannot open"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
@@ -177,7 +177,7 @@ def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.Ba
     if name == "gp":
         missing = [m for m in ("torch", "scipy") if importlib.util.find_spec(m) is None]
         if missing:
-            raise TuneError(f"--sampler: gp needs {' and '.join(missing)} (pip install 'ascendbench[gp]')")
+            raise TuneError(f"--sampler: gp needs {' and '.join(missing)} (the gp extra: pip install -e '.[gp]' in the project's folder)")
         return optuna.samplers.GPSampler(seed=seed)
     raise TuneError(f"--sampler: must be one of {', '.join(SAMPLERS)}, got {name!r}")
 

@@ -174,4 +174,4 @@ def test_error_messages_are_not_read_as_markup(tmp_path, cli, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     out = cli(["tune", "hgemm", *SHAPE, "--sampler", "gp"], tmp_path)
-    assert out.exit_code == 2 and "pip install 'ascendbench[gp]'" in out.output
+    assert out.exit_code == 2 and "pip install -e '.[gp]'" in out.output
