@@ -255,7 +255,8 @@ def _print(run: OperatorRun, r: OperatorRunResult, saved_to, output_file, trace)
     b = s.baseline
     if b is not None:
         speed = f"{b['speedup']:.2f}x" if b["speedup"] is not None else "-"
-        t.add_row(f"baseline ({b['variant']})", f"{_fmt_s(b['time_s'])}  (speed-up of {run.variant}: {speed})")
+        t.add_row("other variant", f"{b['variant']}: {_fmt_s(b['time_s'])}  (speed-up of {run.variant} over it: "
+                  f"{speed})")
     for name, secs in s.phases_s.items():
         t.add_row(f"  {name}", _fmt_s(secs))
     k = s.counters

@@ -22,7 +22,7 @@ def files(cwd):
 def test_operator_runs_verify_and_save_a_result(tmp_path, cli, args, op):
     out = cli(args, tmp_path)
     assert out.exit_code == 0, out.output
-    assert "simulated time" in out.output and "passed" in out.output and "baseline" in out.output
+    assert "simulated time" in out.output and "passed" in out.output and "other variant" in out.output
     saved = sorted((tmp_path / "results" / "runs" / op).glob("*.json"))
     assert len(saved) == 1
     doc = OperatorRunResult.model_validate_json(saved[0].read_text())
