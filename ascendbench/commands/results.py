@@ -16,7 +16,7 @@ app = typer.Typer(help="List, show and compare result files (runs and tuning res
 
 def _load(path: Path, option: str) -> dict[str, Any]:
     if not path.is_file():
-        fail(f"{option}: file not found: {path}")
+        fail(f"{option}: {'not a file' if path.exists() else 'file not found'}: {path}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -44,6 +44,17 @@ def result_kind(doc: dict[str, Any]) -> str:
 
 
 def problem_times(doc: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """As _problem_times; a document that does not have the fields of its kind (another tool's JSON with a
+    schema_version key, a hand-edited file) has no comparable problems."""
+    try:
+        times = _problem_times(doc)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return {}
+    return {k: (t if isinstance(t, (int, float)) and not isinstance(t, bool) else None, what)
+            for k, (t, what) in times.items()}
+
+
+def _problem_times(doc: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
     """Simulated time (seconds) per problem of a result, with what was run: for runs, the run itself; for
     tuning results, the best configuration found. Keys name the problem only, so that runs of two kernels or
     two versions on the same problem match."""
@@ -89,6 +100,8 @@ def list_results(
         fail(f"FOLDER: not a folder: {folder}")
     rows = []
     for path in sorted(folder.rglob("*.json")):
+        if not path.is_file():  # a folder or a FIFO named *.json would not be a result (and a FIFO blocks)
+            continue
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -97,9 +110,10 @@ def list_results(
             continue
         kind = result_kind(doc)
         times = problem_times(doc)
-        kernel = doc.get("kernel") or (doc.get("problem") or {}).get("operator", "")
-        rows.append({"path": str(path), "kind": kind, "kernel": kernel, "created_at": doc.get("created_at", ""),
-                     "problems": len(times)})
+        problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
+        kernel = doc.get("kernel") or problem.get("operator", "")
+        rows.append({"path": str(path), "kind": kind, "kernel": str(kernel),
+                     "created_at": str(doc.get("created_at", "")), "problems": len(times)})
     rows.sort(key=lambda r: r["created_at"], reverse=True)
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
@@ -128,20 +142,30 @@ def show(
     if result_kind(doc) == "tuning":
         from ascendbench.commands.tune import _print
 
-        _print(doc, None)
-        return
+        try:
+            _print(doc, None)
+            return
+        except (KeyError, TypeError, AttributeError, ValueError):
+            pass  # not the shape a tuning result has: shown as a generic document below
     c = out_console
     c.rule(f"[bold]{file}")
+    hardware = doc.get("hardware") if isinstance(doc.get("hardware"), dict) else {}
+    command = doc.get("command") if isinstance(doc.get("command"), list) else []
     c.print(f"{result_kind(doc)} result, created {doc.get('created_at', '?')} by ascendbench "
-            f"{doc.get('tool_version', '?')} on {(doc.get('hardware') or {}).get('name', '?')}", highlight=False)
-    c.print(f"command: {' '.join(doc.get('command', []))}", highlight=False, soft_wrap=True, markup=False)
+            f"{doc.get('tool_version', '?')} on {hardware.get('name', '?')}", highlight=False, markup=False)
+    c.print(f"command: {' '.join(map(str, command))}", highlight=False, soft_wrap=True, markup=False)
+    times = problem_times(doc)
+    if not times:
+        c.print("no simulated problem times in this file (a validation or figure result, or not one of ours); "
+                "--json prints it whole")
+        return
     table = Table()
     for col in ("problem", "ran", "simulated time"):
         table.add_column(col)
-    for key, (seconds, what) in problem_times(doc).items():
-        table.add_row(key, what, f"{seconds * 1e6:,.2f} µs" if seconds is not None else "-")
+    for key, (seconds, what) in times.items():
+        table.add_row(key, str(what), f"{seconds * 1e6:,.2f} µs" if seconds is not None else "-")
     c.print(table)
-    metrics = doc.get("metrics") or {}
+    metrics = doc.get("metrics") if isinstance(doc.get("metrics"), dict) else {}
     if metrics:
         c.print("metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))),
                 highlight=False, soft_wrap=True)

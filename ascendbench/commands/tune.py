@@ -30,6 +30,7 @@ from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.tunable import get_tunable
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
+    MAX_GRID_POINTS,
     SAMPLERS,
     ProblemOutcome,
     TuneError,
@@ -46,6 +47,7 @@ app = typer.Typer(help="Search kernel configurations with Optuna on the timing m
                        "the papers' heuristics. Studies are stored, so a second run resumes the first.",
                   no_args_is_help=True)
 
+_MAX_DIM = 2**40  # M, N, K each; the timing model handles any size, products beyond 2**120 are not meaningful
 _HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
 TrialsOption = Annotated[int, typer.Option("--trials", help="Finished trials each problem's study should hold "
@@ -102,8 +104,8 @@ def hgemm(
     if any(given) and not all(given):
         fail("--m: give --m, --n and --k together (or --workload / --problems)")
     for name, value in (("m", m), ("n", n), ("k", k)):
-        if value is not None and value < 1:
-            fail(f"--{name}: must be a positive integer, got {value}")
+        if value is not None and not 1 <= value <= _MAX_DIM:
+            fail(f"--{name}: must be a positive integer up to 2**40, got {value}")
     if batch < 1:
         fail(f"--batch: must be at least 1, got {batch}")
     if sum([all(given), workload is not None, problems is not None]) > 1:
@@ -115,7 +117,7 @@ def hgemm(
         try:
             shapes = list(load_workload(workload).shapes)
         except WorkloadError as exc:
-            fail(f"--workload: {exc}")
+            fail(str(exc))
     else:
         shapes = _problem_set(space_obj, problems, "hgemm")
     problem_list = [{"m": s[0], "n": s[1], "k": s[2], "batch": s[3]} for s in shapes]
@@ -222,6 +224,10 @@ def _space(kernel: str, path: Path | None) -> SearchSpace:
         fail(f"--space: {exc}")
     if loaded.kernel != kernel:
         fail(f"--space: {loaded.path} is a space for {loaded.kernel!r}, not {kernel!r}")
+    try:
+        loaded.check(get_tunable(kernel).check_values())
+    except SpaceError as exc:
+        fail(f"--space: {exc}")
     return loaded
 
 
@@ -260,15 +266,23 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         fail(f"--trials: must be at least 1, got {trials}")
     if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
         fail(f"--timeout: must be a positive number of seconds, got {timeout}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if not 0 <= seed < 2**32:
+        fail(f"--seed: must be an integer from 0 to 2**32 - 1, got {seed}")
     if jobs < 1:
         fail(f"--jobs: must be at least 1, got {jobs}")
     if study_name is not None and not study_name.strip():
         fail("--study-name: must not be empty")
+    if study_name is not None:
+        try:
+            study_name.encode("utf-8")
+        except UnicodeEncodeError:
+            fail("--study-name: must be valid text (it holds bytes that are not UTF-8)")
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
-    check_target(out, "out", ".json", {})
+    taken: dict[Path, str] = {}
+    if storage is not None and "://" not in storage:
+        taken[Path(storage).resolve()] = "the --storage journal"
+    check_target(out, "out", ".json", taken)
     try:
         hw = load_profile(hardware)
     except HardwareError as exc:
@@ -278,6 +292,9 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         open_storage(storage)
     except TuneError as exc:
         fail(str(exc))
+    if exhaustive and space.grid_size > MAX_GRID_POINTS:
+        fail(f"--exhaustive: the grid of {space.path} has {space.grid_size:,} points, more than "
+             f"{MAX_GRID_POINTS:,} can be evaluated; narrow the int ranges")
     request = TuneRequest(kernel, space.path, hardware, sampler, seed, trials, timeout, storage, study_name, jobs,
                           exhaustive)
 

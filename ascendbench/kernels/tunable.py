@@ -9,7 +9,7 @@ A *problem* is a plain dict of Python ints/strings (JSON-ready): for HGEMM {"m",
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,7 +17,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
-from ascendbench.kernels.scan import ScanParams, auto_chunk
+from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
 __all__ = ["TUNABLES", "Evaluation", "Infeasible", "Tunable", "get_tunable"]
@@ -54,6 +54,8 @@ class Tunable(Protocol):
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation: ...
 
+    def check_values(self) -> dict[str, Callable[[Any], bool]]: ...
+
 
 class HgemmTunable:
     """HGEMM (proposed variant): M0, N0, K0, split_k, shuffle_k, padding, double_buffer.
@@ -76,6 +78,11 @@ class HgemmTunable:
         tiling = resolve_tiling(self._shape(problem), HgemmParams(), hw)
         return {"m0": tiling.m0, "n0": tiling.n0, "k0": tiling.k0, "split_k": 1, "shuffle_k": True,
                 "padding": True, "double_buffer": True}
+
+    def check_values(self) -> dict[str, Callable[[Any], bool]]:
+        """The parameters a space must have, each with a test of the values it may take."""
+        return {"m0": _multiple(16), "n0": _multiple(16), "k0": _multiple(8), "split_k": _multiple(1),
+                "shuffle_k": _is_bool, "padding": _is_bool, "double_buffer": _is_bool}
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason (a tile that does
@@ -102,7 +109,7 @@ class ScanTunable:
 
     def problem_key(self, problem: Mapping[str, Any]) -> str:
         kind = "exclusive" if problem.get("exclusive") else "inclusive"
-        return f"n={problem['n']},{problem.get('dtype', 'fp16')},{kind}"
+        return f"n={problem['n']} {problem.get('dtype', 'fp16')} {kind}"  # as `results compare` names runs
 
     def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
         dtype = problem.get("dtype", "fp16")
@@ -111,6 +118,11 @@ class ScanTunable:
         split = int(problem["n"]) * (params.in_bytes + params.out_bytes) > hw.l2_bytes
         return {"algorithm": algorithm, "s": 128, "blocks": hw.ai_cores,
                 "chunk": auto_chunk(hw, params) if split else "off"}
+
+    def check_values(self) -> dict[str, Callable[[Any], bool]]:
+        """The parameters a space must have, each with a test of the values it may take."""
+        return {"algorithm": lambda v: v in _MULTI_CORE_SCANS, "s": lambda v: _is_int(v) and v in S_VALUES,
+                "blocks": _multiple(1), "chunk": lambda v: v == "off" or (_is_int(v) and v >= 1)}
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
@@ -140,12 +152,17 @@ class BatchedScanTunable:
 
     def problem_key(self, problem: Mapping[str, Any]) -> str:
         kind = "exclusive" if problem.get("exclusive") else "inclusive"
-        return f"{problem['batch']}x{problem['length']},{problem.get('dtype', 'fp16')},{kind}"
+        return f"{problem['batch']}x{problem['length']} {problem.get('dtype', 'fp16')} {kind}"
 
     def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
         many_short = int(problem["batch"]) > 18 and int(problem["length"]) < 4096
         algorithm = "scanu" if many_short or problem.get("dtype", "fp16") == "int8" else "scanul1"
         return {"algorithm": algorithm, "s": 128}
+
+    def check_values(self) -> dict[str, Callable[[Any], bool]]:
+        """The parameters a space must have, each with a test of the values it may take."""
+        return {"algorithm": lambda v: v in ("scanu", "scanul1", "vector"),
+                "s": lambda v: _is_int(v) and v in S_VALUES}
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
@@ -159,6 +176,21 @@ class BatchedScanTunable:
             raise Infeasible(str(exc)) from None
         moved = batch * length * (params.scan.in_bytes + params.scan.out_bytes)
         return Evaluation(sim.time_s, moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0, self.unit)
+
+
+_MULTI_CORE_SCANS = ("mcscan", "mcscan-ul1")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _multiple(step: int) -> Callable[[Any], bool]:
+    return lambda v: _is_int(v) and v >= step and v % step == 0
 
 
 TUNABLES: dict[str, Tunable] = {t.name: t for t in (HgemmTunable(), ScanTunable(), BatchedScanTunable())}

@@ -79,6 +79,14 @@ class Parameter(_Model):
             raise ValueError(f"`default` {self.default!r} is not a value of the parameter (or \"heuristic\")")
         return self
 
+    def count(self) -> int:
+        """Number of grid values, without listing them (an int range may be huge)."""
+        if self.type == "int":
+            return (self.high - self.low) // self.step + 1
+        if self.type == "log-int":
+            return len(self.special) + self.high.bit_length() - self.low.bit_length() + 1
+        return len(self.values())
+
     def values(self) -> list[Scalar]:
         """Every value of the parameter's grid, in order (specials first)."""
         if self.type == "categorical":
@@ -113,8 +121,8 @@ class Parameter(_Model):
 class _Problems(_Model):
     description: str = ""
     workloads: list[str] = []
-    shapes: list[list[Annotated[int, Field(ge=1)]]] = []
-    n: list[Annotated[int, Field(ge=0)]] = []
+    shapes: list[list[Annotated[int, Field(ge=1, le=2**40)]]] = []
+    n: list[Annotated[int, Field(ge=1, le=2**60)]] = []
     dtype: Literal["fp16", "int8"] = "fp16"
     exclusive: bool = False
 
@@ -149,12 +157,32 @@ class SearchSpace:
     def grid_size(self) -> int:
         size = 1
         for p in self.parameters.values():
-            size *= len(p.values())
+            size *= p.count()
         return size
 
     def optuna_grid(self) -> dict[str, list[Scalar]]:
         """The grid as Optuna's GridSampler takes it."""
         return {p.optuna_name(name): p.optuna_values() for name, p in self.parameters.items()}
+
+    def check(self, allowed: dict[str, Any]) -> None:
+        """Check the space against what its kernel takes: `allowed` maps each parameter the kernel needs to a
+        test of one value. Raises SpaceError naming the file and key (a missing or unknown parameter, or a
+        value the kernel does not take; int ranges are checked at their ends)."""
+        for name in allowed:
+            if name not in self.parameters:
+                raise SpaceError(f"{self.path}: parameters.{name}: missing; {self.kernel} needs "
+                                 f"{', '.join(allowed)}")
+        for name, p in self.parameters.items():
+            if name not in allowed:
+                raise SpaceError(f"{self.path}: parameters.{name}: not a parameter of {self.kernel}; it has "
+                                 f"{', '.join(allowed)}")
+            values = [p.low, p.high] if p.type == "int" else p.values()
+            if p.default != "heuristic":
+                values.append(p.default)
+            for value in values:
+                if not allowed[name](value):
+                    raise SpaceError(f"{self.path}: parameters.{name}: {value!r} is not a value {self.kernel} "
+                                     "takes")
 
     def fingerprint(self) -> str:
         """SHA-256 (16 hex digits) of the parameters' definitions: a study is only resumed on the same space."""

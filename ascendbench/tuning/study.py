@@ -26,7 +26,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,9 @@ import optuna
 from optuna.trial import TrialState
 
 from ascendbench.hardware import HardwareProfile, load_profile
+from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.tunable import Evaluation, Infeasible, get_tunable
+from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.tuning.space import SearchSpace, load_space
 
 __all__ = [
@@ -111,10 +112,17 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
 
     Raises TuneError (--storage) when the database cannot be opened or the path cannot be written."""
     target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
+    if "://" in target and not _is_url(target):
+        raise TuneError(f"--storage: unknown URL scheme {target.split('://', 1)[0]!r}; give an RDB URL "
+                        "(postgresql://..., mysql://..., sqlite:///FILE) or a journal file path")
+    if target.split("+", 1)[0].startswith("sqlite") and target.split("://", 1)[1] in ("", "/", "/:memory:"):
+        raise TuneError("--storage: sqlite:// needs a file (sqlite:///studies.db): an in-memory database "
+                        "keeps nothing")
     try:
         if _is_url(target):
             return _rdb_storage(target)
         path = Path(target)
+        _check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         # A writer killed while holding the file lock leaves it behind; others break it after the grace period
         # (a write holds the lock for milliseconds, so 10 s is safe and keeps a resumed run from waiting long).
@@ -123,6 +131,8 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         path = path.resolve()
         lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=10)
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path), lock))
+    except TuneError:
+        raise
     except ImportError:
         raise TuneError(f"--storage: no database driver for {describe_storage(storage)} is installed "
                         "(PostgreSQL: the postgres extra, pip install -e '.[postgres]' in the project's folder)") from None
@@ -148,6 +158,34 @@ def _rdb_storage(url: str, attempts: int = 5) -> optuna.storages.RDBStorage:
     raise AssertionError("unreachable")
 
 
+def _check_journal(path: Path) -> None:
+    """Refuse a journal path that is not a regular file, not an Optuna journal, or not writable (with its
+    folder, where the lock file goes), before anything is appended to it."""
+    if path.exists() or path.is_symlink():
+        if not path.is_file():
+            raise TuneError(f"--storage: {path} exists and is not a regular file")
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+        if first:
+            try:
+                ok = isinstance(json.loads(first), dict) and "op_code" in json.loads(first)
+            except (ValueError, UnicodeDecodeError):
+                ok = False
+            if not ok:
+                raise TuneError(f"--storage: {path} is not an Optuna journal file (its first line is not a "
+                                "journal record); give a new path or the journal of earlier studies")
+        if not os.access(path, os.W_OK):
+            raise TuneError(f"--storage: {path} is not writable")
+    folder = path.parent if str(path.parent) else Path(".")
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise TuneError(f"--storage: {parent} is not a folder")
+            if not os.access(parent, os.W_OK):
+                raise TuneError(f"--storage: folder {parent} is not writable")
+            break
+
+
 def describe_storage(storage: str | None) -> str:
     """The storage as it may be printed or saved: passwords of URLs hidden."""
     if storage is None:
@@ -169,6 +207,7 @@ def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.Ba
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "grid":
+        _check_grid_size(space, "--sampler")
         return optuna.samplers.GridSampler(space.optuna_grid(), seed=seed)
     if name == "cmaes":
         if importlib.util.find_spec("cmaes") is None:
@@ -260,7 +299,7 @@ def _sampler_seed(seed: int, worker: int, done: int) -> int:
 
 
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
-              progress: Callable[[int, float | None], None] | None = None) -> None:
+              progress: Callable[[int, float | None], None] | None = None, escalate: bool = True) -> None:
     """Run trials until the study holds request.trials finished ones (or the timeout / grid ends)."""
     hw = load_profile(request.hardware)
     storage = open_storage(request.storage)
@@ -278,7 +317,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
             progress(len(trials), min(times) if times else None)
 
         callbacks.append(report)
-    with _stop_after_trial_on_interrupt() as interrupted:
+    with _stop_after_trial_on_interrupt(escalate) as interrupted:
         callbacks.append(lambda st, _trial: st.stop() if interrupted() else None)
         study.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
     if interrupted():
@@ -286,15 +325,16 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
 
 @contextlib.contextmanager
-def _stop_after_trial_on_interrupt():
+def _stop_after_trial_on_interrupt(escalate: bool = True):
     """While Optuna runs: a first Ctrl-C or SIGTERM lets the trial in flight finish (milliseconds) and then
     stops the study, so that nothing is left half-written or running in the storage (an interrupt inside
     Optuna's own bookkeeping can leave a trial RUNNING or fail in its clean-up); a second one interrupts at
-    once. Yields a function telling whether an interrupt came."""
+    once (unless escalate is False: worker processes, which their parent stops). Yields a function telling
+    whether an interrupt came."""
     seen: list[int] = []
 
     def handler(signum, _frame) -> None:
-        if seen:
+        if seen and escalate:
             raise KeyboardInterrupt
         seen.append(signum)
 
@@ -309,10 +349,22 @@ def _stop_after_trial_on_interrupt():
             signal.signal(sig, previous)
 
 
-def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key: str, worker: int) -> None:
-    """A worker process of --jobs: Ctrl-C ends it quietly (the parent reports)."""
+def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key: str, worker: int,
+            parent: int) -> None:
+    """A worker process of --jobs. It starts with SIGINT ignored (the parent arranges it, so that a Ctrl-C
+    during start-up prints no traceback); an interrupt then finishes the trial in flight and ends it quietly
+    (the parent reports), and so does the parent's death (SIGKILL of the command leaves no orphans)."""
+
+    def watch_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30.0)  # still here: the interrupt came before the handler was installed
+        os._exit(1)
+
+    threading.Thread(target=watch_parent, daemon=True).start()
     try:
-        _optimize(request, load_space(space_path), problem, key, worker)
+        _optimize(request, load_space(space_path), problem, key, worker, escalate=False)
     except KeyboardInterrupt:
         pass
 
@@ -320,6 +372,19 @@ def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key
 # ---------------------------------------------------------------------------------------------------------
 # Exhaustive evaluation
 # ---------------------------------------------------------------------------------------------------------
+def _evaluate_chunk(args: tuple) -> list[float | None]:
+    return _evaluate_points(*args)
+
+
+MAX_GRID_POINTS = 1_000_000
+
+
+def _check_grid_size(space: SearchSpace, option: str) -> None:
+    if space.grid_size > MAX_GRID_POINTS:
+        raise TuneError(f"{option}: the grid of {space.path} has {space.grid_size:,} points, more than "
+                        f"{MAX_GRID_POINTS:,} can be listed; narrow the int ranges or use another sampler")
+
+
 def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points: list[dict[str, Any]]):
     tunable, hw = get_tunable(kernel), load_profile(hardware)
     out = []
@@ -334,17 +399,26 @@ def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points
 def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
                   progress: Callable[[int, int], None] | None = None) -> list[tuple[dict[str, Any], float | None]]:
     """Simulated time of every grid point (None where infeasible), on request.jobs processes."""
+    _check_grid_size(space, "--exhaustive")
     points = space.grid()
     chunks = [points[i:i + 64] for i in range(0, len(points), 64)]
     times: list[float | None] = []
     if request.jobs > 1 and len(chunks) > 1:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(request.jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_evaluate_points, request.kernel, request.hardware, problem, c) for c in chunks]
-            for fut in futures:
-                times.extend(fut.result())
+        with _children_ignore_sigint():
+            pool = ctx.Pool(request.jobs)
+        try:
+            args = [(request.kernel, request.hardware, problem, c) for c in chunks]
+            for part in pool.imap(_evaluate_chunk, args):
+                times.extend(part)
                 if progress:
                     progress(len(times), len(points))
+            pool.close()
+        except BaseException:
+            pool.terminate()  # Ctrl-C: stop at once, the grid is not stored anyway
+            raise
+        finally:
+            pool.join()
     else:
         for c in chunks:
             times.extend(_evaluate_points(request.kernel, request.hardware, problem, c))
@@ -391,10 +465,11 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
     """request.jobs worker processes on one study. On Ctrl-C or SIGTERM of this process the workers are sent
     SIGINT (Optuna marks their trial in flight as failed, finished trials stay) and joined."""
     ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_worker, args=(request, request.space_path, problem, key, w), daemon=True)
-               for w in range(request.jobs)]
-    for proc in workers:
-        proc.start()
+    workers = [ctx.Process(target=_worker, args=(request, request.space_path, problem, key, w, os.getpid()),
+                           daemon=True) for w in range(request.jobs)]
+    with _children_ignore_sigint():
+        for proc in workers:
+            proc.start()
     try:
         while any(proc.is_alive() for proc in workers):
             time.sleep(0.3)
@@ -416,6 +491,20 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
     if failed:
         raise RuntimeError(f"{len(failed)} of {len(workers)} tuning worker processes failed (exit codes {failed}); "
                            "their finished trials are kept in the study")
+
+
+@contextlib.contextmanager
+def _children_ignore_sigint():
+    """Processes started inside inherit an ignored SIGINT (a terminal's Ctrl-C reaches the whole process group;
+    children are stopped by their parent instead, and install their own handler once started)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _fail_own_running(study: optuna.Study, run_id: str) -> None:
@@ -461,16 +550,17 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         best = {"config": dict(top.user_attrs["config"]), "time_s": top.value,
                 "throughput": top.user_attrs.get("throughput"), "trial": top.number}
 
-    heur_config = tunable.heuristic(problem, hw)
+    heur_config: dict[str, Any] = {}
     try:
+        heur_config = tunable.heuristic(problem, hw)
         ev = tunable.evaluate(problem, heur_config, hw)
         distinct = {json.dumps(t.user_attrs["config"], sort_keys=True): t.value for t in complete}
         rank = 1 + sum(1 for v in distinct.values() if v < ev.time_s * (1 - 1e-9))
         heuristic = {"config": heur_config, "time_s": ev.time_s, "throughput": ev.throughput, "rank": rank,
                      "ranked_among": len(distinct | {json.dumps(heur_config, sort_keys=True): ev.time_s})}
-    except Infeasible as exc:  # the paper's choice may not fit a user's profile
+    except (Infeasible, ParamError, BufferCapacityError) as exc:  # the paper's rule may not fit a user's profile
         heuristic = {"config": heur_config, "time_s": None, "throughput": None, "rank": None,
-                     "ranked_among": None, "infeasible": exc.reason}
+                     "ranked_among": None, "infeasible": getattr(exc, "reason", str(exc))}
     speedup = heuristic["time_s"] / best["time_s"] if best and heuristic["time_s"] else None
 
     outcome = ProblemOutcome(dict(problem), key, study.study_name, counts, best, heuristic, speedup, reasons,

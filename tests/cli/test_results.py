@@ -87,3 +87,26 @@ def test_every_run_kind_is_listed_with_its_problem(tmp_path, cli):
     for name in runs:
         same = cli(["results", "compare", f"results/{name}", f"results/{name}"], tmp_path)
         assert same.exit_code == 0 and "same" in same.output, same.output
+
+
+def test_foreign_and_figure_files_do_not_crash(tmp_path, cli):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "other.json").write_text('{"schema_version": 2, "name": "x", "problem": [1]}')
+    (folder / "figure.json").write_text('{"schema_version": 1, "kind": "figure", "data": [1, 2]}')
+    (folder / "dir.json").mkdir()
+    rows = json.loads(cli(["results", "list", "--json"], tmp_path).stdout)
+    assert sorted(r["path"] for r in rows) == ["results/figure.json", "results/other.json"]
+    assert all(r["problems"] == 0 for r in rows)
+    shown = cli(["results", "show", "results/figure.json"], tmp_path)
+    assert shown.exit_code == 0 and "no simulated problem times" in shown.output
+    out = cli(["results", "compare", "results/other.json", "results/other.json"], tmp_path)
+    assert out.exit_code == 2 and "no problem of" in out.output
+
+
+def test_tuned_scan_matches_a_run_of_the_same_problem(tmp_path, cli):
+    assert cli(["run", "scan", "--n", "100000", "--out", "r.json"], tmp_path).exit_code == 0
+    assert cli(["tune", "scan", "--n", "100000", "--trials", "3", "--out", "t.json"], tmp_path).exit_code == 0
+    out = cli(["results", "compare", "r.json", "t.json", "--json"], tmp_path)
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["problem"] == "scan n=100000 fp16 inclusive" and row["b"] == "tuned best"

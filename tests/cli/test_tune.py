@@ -70,17 +70,22 @@ def test_exhaustive_flag(tmp_path, cli):
     (["hgemm", *SHAPE, "--sampler", "annealing"], "--sampler: must be one of tpe, random, cmaes, gp, grid"),
     (["hgemm", *SHAPE, "--jobs", "0"], "--jobs: must be at least 1"),
     (["hgemm", *SHAPE, "--timeout", "-1"], "--timeout: must be a positive number of seconds"),
-    (["hgemm", *SHAPE, "--seed", "-3"], "--seed: must be a non-negative integer"),
+    (["hgemm", *SHAPE, "--seed", "-3"], "--seed: must be an integer from 0 to 2**32 - 1"),
+    (["hgemm", *SHAPE, "--seed", str(2**32)], "--seed: must be an integer from 0 to 2**32 - 1"),
+    (["hgemm", "--m", str(10**23), "--n", "5", "--k", "5"], "--m: must be a positive integer up to 2**40"),
+    (["hgemm", *SHAPE, "--storage", "s.journal", "--out", "s.journal"], "--out: must end in .json"),
+    (["hgemm", *SHAPE, "--storage", "same.json", "--out", "same.json"], "is also the --storage journal"),
+    (["hgemm", *SHAPE, "--storage", "foo://bar"], "--storage: unknown URL scheme 'foo'"),
+    (["hgemm", "--workload", "nope"], "error: --workload: unknown workload 'nope'"),
     (["hgemm", "--m", "10"], "--m: give --m, --n and --k together"),
     (["hgemm", *SHAPE, "--workload", "fig6"], "--workload: give one of"),
-    (["hgemm", "--workload", "nope"], "--workload: unknown workload 'nope'"),
     (["hgemm", "--problems", "nope"], "--problems: "),
     (["hgemm", *SHAPE, "--space", "missing.toml"], "--space: missing.toml: no such search space file"),
     (["hgemm", *SHAPE, "--out", "r.txt"], "--out: must end in .json"),
     (["hgemm", *SHAPE, "--out", "r.json", "--no-save"], "--out: cannot be combined with --no-save"),
     (["hgemm", *SHAPE, "--hardware", "tpu"], "tpu"),
     (["hgemm", *SHAPE, "--study-name", " "], "--study-name: must not be empty"),
-    (["hgemm", *SHAPE, "--storage", "blocker/s.journal"], "--storage: cannot open"),
+    (["hgemm", *SHAPE, "--storage", "blocker/s.journal"], "--storage: blocker is not a folder"),
     (["hgemm", *SHAPE, "--storage", "postgresql://u:pw@127.0.0.1:1/db"], "--storage: "),
     (["scan", "--n", "-5"], "--n: "),
     (["scan", "--n", "1e6", "--dtype", "fp64"], "--dtype: must be fp16 or int8"),
@@ -94,6 +99,27 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, 
     lines = out.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], out.output
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("[parameters.chunk]", "[parameters.chunk_size]"), "parameters.chunk: missing; scan needs"),
+    (('choices = ["mcscan", "mcscan-ul1"]', 'choices = ["mcscan", "foo"]'), "parameters.algorithm: 'foo'"),
+    (("choices = [16, 32, 64, 128]", 'choices = [16, "x", 128]'), "parameters.s: 'x' is not a value scan takes"),
+    (("high = 40", "high = 1000000000000"), None),  # a huge int range is fine for sampling
+])
+def test_space_values_are_checked_against_the_kernel(tmp_path, cli, edit, message):
+    from ascendbench.tuning.space import space_path
+
+    text = space_path("scan").read_text().replace(*edit)
+    (tmp_path / "s.toml").write_text(text)
+    out = cli(["tune", "scan", "--n", "1e6", "--space", "s.toml", "--trials", "2", "--no-save", "--json"], tmp_path)
+    if message is None:
+        assert out.exit_code == 0, out.output
+        huge = cli(["tune", "scan", "--n", "1e6", "--space", "s.toml", "--exhaustive"], tmp_path)
+        assert huge.exit_code == 2 and "--exhaustive: the grid of s.toml has" in huge.output
+    else:
+        assert out.exit_code == 2 and message in out.output, out.output
+        assert not (tmp_path / "results").exists()  # refused before any study was made
 
 
 def test_hgemm_space_file_for_scan_is_refused(tmp_path, cli):

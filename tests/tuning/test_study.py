@@ -173,8 +173,18 @@ def test_study_made_for_another_problem_or_space_is_refused(tmp_path, small_spac
 def test_storage_errors_and_descriptions(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(TuneError, match="--storage: cannot open"):
+    with pytest.raises(TuneError, match="is not a folder"):
         open_storage(str(blocker / "sub" / "s.journal"))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    with pytest.raises(TuneError, match="is not an Optuna journal file"):
+        open_storage(str(notes))
+    assert notes.read_text() == "my notes\n"  # nothing appended to a file that is not a journal
+    for url, message in (("foo://bar", "unknown URL scheme 'foo'"), ("sqlite://", "needs a file"),
+                         ("/dev/null", "not a regular file")):
+        with pytest.raises(TuneError, match=message):
+            open_storage(url)
+    assert not (tmp_path / "foo:").exists()
     assert describe_storage("postgresql://user:secret@host/db") == "postgresql://user:***@host/db"
     assert describe_storage(None) == "results/tuning/studies.journal"
 
