@@ -13,6 +13,7 @@ import math
 import platform
 import sys
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,7 +61,7 @@ def load_rows(path: Path) -> tuple[np.ndarray, str, str]:
         x = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
     if not isinstance(x, np.ndarray):
         raise InputError(f"--input: {path} holds several arrays; give one 2-D .npy array (batch, length)")
@@ -277,7 +278,7 @@ def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise InputError(
             f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})"
         ) from None

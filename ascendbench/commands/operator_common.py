@@ -11,6 +11,7 @@ import io
 import platform
 import sys
 import time
+import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,7 +90,7 @@ def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict
     try:
         data = path.read_bytes()
         loaded = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
     if isinstance(loaded, np.ndarray):
         arrays = {single: loaded}
@@ -114,8 +115,18 @@ def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict
     return arrays, hashlib.sha256(data).hexdigest()
 
 
+_BYTES_PER_ELEMENT = 32  # values, flags, indices, outputs and NumPy temporaries of the functional run
+
+
 def generate_values(n: int, dtype: str, rng: np.random.Generator) -> np.ndarray:
-    """Seeded test values: floats standard normal, integers uniform over the whole range of the dtype."""
+    """Seeded test values: floats standard normal, integers uniform over the whole range of the dtype.
+    Fails (exit 2, naming --n) when the functional run would not fit the memory available."""
+    from ascendbench.commands.run import _available_memory
+
+    needed, available = n * _BYTES_PER_ELEMENT, _available_memory()
+    if available is not None and needed > 0.9 * available:
+        fail(f"--n: a functional run of {n:,} elements needs about {needed / 2**30:,.1f} GiB, more than the "
+             f"{available / 2**30:,.1f} GiB available; give a smaller --n")
     t = np.dtype(DTYPE_NAMES[dtype])
     if t.kind == "f":
         return rng.standard_normal(n, dtype=np.float32).astype(t)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zipfile
 from pathlib import Path
 from typing import Annotated
 
@@ -51,7 +52,7 @@ def header_elements(path: Path) -> int | None:
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
         return int(np.prod(getattr(arr, "shape", (0,))))
-    except (OSError, ValueError, EOFError):  # the run reports unreadable inputs with their reason
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # the run reports unreadable inputs with their reason
         return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import time
+import zipfile
 from pathlib import Path
 from typing import Annotated
 
@@ -33,7 +34,7 @@ def load_probs(path: Path) -> tuple[np.ndarray, str]:
     try:
         data = path.read_bytes()
         loaded = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
     if not isinstance(loaded, np.ndarray):
         with loaded:

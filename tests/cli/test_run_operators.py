@@ -114,3 +114,17 @@ def test_bad_input_files(tmp_path, cli, setup, args, message):
     assert out.exit_code == 2, out.output
     assert message in out.output and "Traceback" not in out.output
     assert files(tmp_path) == before
+
+
+@pytest.mark.parametrize("op", [["split"], ["compress"], ["sort"], ["topk", "--k", "1"], ["topp"], ["sample"],
+                                ["batched-scan"], ["segmented-scan"]])
+def test_a_broken_npz_is_a_one_line_error(tmp_path, cli, op):
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04garbage")
+    out = cli(["run", *op, "--input", "bad.npz", "--no-save"], tmp_path)
+    assert out.exit_code == 2 and out.output.startswith("error: --input: bad.npz is not a readable"), out.output
+
+
+@pytest.mark.parametrize("op", [["split"], ["compress"], ["sort"], ["topk", "--k", "1"]])
+def test_a_size_beyond_memory_is_refused(tmp_path, cli, op):
+    out = cli(["run", *op, "--n", "1e13", "--no-save"], tmp_path)
+    assert out.exit_code == 2 and "--n: a functional run of 10,000,000,000,000 elements needs about" in out.output
