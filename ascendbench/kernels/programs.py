@@ -64,10 +64,13 @@ def depth(fits_two: bool) -> int:
 
 
 def piece_elements(hw: HardwareProfile, in_bytes: float, out_bytes: float) -> int:
-    """Elements per UB piece of the copy pass: COPY_PIECE, or fewer (a multiple of 256) when two buffers of
-    input and output would not fit the UB."""
-    fit = int(hw.ub_bytes // (2 * (in_bytes + out_bytes)) // 256 * 256)
-    return max(256, min(COPY_PIECE, fit))
+    """Elements per UB piece of the copy pass: COPY_PIECE, or fewer (a multiple of 256 where possible) when
+    two buffers of input and output would not fit the UB. A copy that widens each element a lot (padding
+    rows of one element to 512 bytes) takes pieces of fewer than 256 elements."""
+    fit = int(hw.ub_bytes // (2 * (in_bytes + out_bytes)))
+    if fit >= 256:
+        fit = fit // 256 * 256
+    return max(1, min(COPY_PIECE, fit))
 
 
 def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback: bool = True) -> SimResult:

@@ -237,3 +237,14 @@ def test_run_cache_does_not_change_results():
     misses = RUN_CACHE.misses
     simulate_hgemm(GemmShape(1000, 900, 800), HgemmParams(), HW, warm_l2=True)
     assert RUN_CACHE.misses == 2 * misses and RUN_CACHE.hits == 0
+
+
+@pytest.mark.parametrize("m, n, k", [(512, 512, 1), (1, 1, 1), (512, 1, 512), (1, 4096, 1), (2, 3, 1)])
+def test_rows_of_one_element_are_padded_in_small_pieces(m, n, k):
+    # Padding a row of 1 fp16 element to 512 bytes widens it 256 times: the pad pass must take UB pieces of
+    # fewer than 256 elements (it overflowed the UB before).
+    from ascendbench.runner import run_hgemm
+
+    run = run_hgemm(m, n, k, params=HgemmParams(alpha=0.5, beta=0.5))
+    shape = run.result.shapes[0]
+    assert shape.verification.passed and shape.time_s > 0
