@@ -108,7 +108,8 @@ def sample_command(
         needed = (count * 2 if arrays is None else 0) + (1 << 20) * 16 + k * 24
         available = _available_memory()
         if needed > 2**62 or (available is not None and needed > 0.9 * available):
-            fail(f"--samples: the functional run needs about {needed / 2**30:.1f} GiB; use --model-only for timings "
+            option = "--samples" if k * 24 > count * 2 else "--n"
+            fail(f"{option}: the functional run needs about {needed / 2**30:.1f} GiB; use --model-only for timings "
                  "at this size")
 
     t0 = time.perf_counter()

@@ -99,7 +99,7 @@ def _print(result, saved_to: Path | None) -> None:
 
 
 def validate(
-    only: Annotated[str | None, typer.Option("--only", help="Comma-separated claim IDs, e.g. S-4,G-1 (a CLAIMS.md ID "
+    only: Annotated[str | None, typer.Option("--only", help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim ID "
                                              "selects all its rows: G-9a = 'G-9a M=8' and 'G-9a M=512').")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "
                                         "calibration claims and cheap shape claims of every kernel family).")] = False,
@@ -126,7 +126,7 @@ def validate(
         try:
             select_claims(ids)
         except ClaimError as exc:
-            fail(f"--only: {exc}; see CLAIMS.md IDs S-W1, S-1 ... S-18, G-1 ... G-11 (or `ascendbench validate`)")
+            fail(f"--only: {exc}; claim IDs are S-W1, S-1 ... S-18 and G-1 ... G-11 (`ascendbench validate` lists them)")
     if not 1 <= random_shapes <= RANDOM_SHAPES:
         fail(f"--random: must be between 1 and {RANDOM_SHAPES}, got {random_shapes}")
     if out is not None and no_save:

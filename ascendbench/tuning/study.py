@@ -305,8 +305,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     storage = open_storage(request.storage)
     probe = optuna.load_study(study_name=study_name_for(request, key), storage=storage)
     done = _finished(probe)
-    if done >= request.trials:
-        return
+    if done >= request.trials or (request.sampler == "grid" and done >= space.grid_size):
+        return  # enough trials, or the grid is already covered (Optuna would re-evaluate points)
     study = _open_study(request, space, problem, key, _sampler_seed(request.seed, worker, done), storage)
     objective = _Objective(request.kernel, space, problem, hw, request.run_id)
     callbacks: list[Callable] = [optuna.study.MaxTrialsCallback(request.trials, states=_FINISHED)]
