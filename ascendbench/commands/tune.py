@@ -289,7 +289,7 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         fail(str(exc))
     try:
         make_sampler(sampler, seed, space)
-        open_storage(storage)
+        opened = open_storage(storage)  # once: every problem's study lives in it
     except TuneError as exc:
         fail(str(exc))
     if exhaustive and space.grid_size > MAX_GRID_POINTS:
@@ -315,12 +315,12 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
                                 best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
 
             try:
-                outcomes.append(tune_problem(request, problem, report))
+                outcomes.append(tune_problem(request, problem, report, opened))
             except TuneError as exc:
                 fail(str(exc))
             except KeyboardInterrupt:
                 interrupted = True
-                stored = _stored_outcome(request, space, problem)
+                stored = _stored_outcome(request, space, problem, opened)
                 if stored is not None:
                     outcomes.append(stored)
                 break
@@ -353,7 +353,8 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         raise typer.Exit(130)
 
 
-def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any]) -> ProblemOutcome | None:
+def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
+                    storage) -> ProblemOutcome | None:
     """The outcome of an interrupted problem from what its study holds (no exhaustive evaluation); None when
     the interrupt came before its study was made."""
     import optuna
@@ -362,7 +363,7 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
 
     key = get_tunable(request.kernel).problem_key(problem)
     try:
-        study = optuna.load_study(study_name=study_name_for(request, key), storage=open_storage(request.storage))
+        study = optuna.load_study(study_name=study_name_for(request, key), storage=storage)
     except KeyError:
         return None
     quick = TuneRequest(**{**request.__dict__, "exhaustive": False})

@@ -132,8 +132,7 @@ class ScanTunable:
                             exclusive=bool(problem.get("exclusive", False)), dtype=problem.get("dtype", "fp16"))
         kernel = get_kernel(config["algorithm"])
         try:
-            kernel.check(n, params, hw)
-            sim = kernel.simulate(n, params, hw)
+            sim = kernel.simulate(n, params, hw)  # simulate runs the kernel's checks first
         except (ParamError, BufferCapacityError) as exc:
             raise Infeasible(str(exc)) from None
         moved = n * (params.in_bytes + params.out_bytes)

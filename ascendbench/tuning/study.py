@@ -15,6 +15,7 @@ processes through file locks (plain SQLite does not: "database is locked").
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import json
 import math
@@ -265,16 +266,22 @@ class _Objective:
         return ev.time_s
 
 
+@functools.lru_cache(maxsize=8)
+def _profile(hardware: str) -> HardwareProfile:
+    """The profile of a run, read once per process (every problem, trial batch and grid chunk uses it)."""
+    return load_profile(hardware)
+
+
 def _finished(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=_FINISHED))
 
 
-def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str, seed: int,
-                storage=None) -> optuna.Study:
-    storage = storage if storage is not None else open_storage(request.storage)
+def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str,
+                storage) -> optuna.Study:
+    """The problem's study (made if new), checked to belong to this kernel, problem, hardware and space.
+    Its sampler is set by whoever runs trials on it (_optimize)."""
     name = study_name_for(request, key)
-    study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True,
-                                sampler=make_sampler(request.sampler, seed, space))
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True)
     want = {"kernel": request.kernel, "problem": dict(problem), "hardware": request.hardware,
             "space": space.fingerprint()}
     have = study.user_attrs
@@ -299,16 +306,16 @@ def _sampler_seed(seed: int, worker: int, done: int) -> int:
 
 
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
-              progress: Callable[[int, float | None], None] | None = None, escalate: bool = True) -> None:
+              progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
+              storage=None) -> None:
     """Run trials until the study holds request.trials finished ones (or the timeout / grid ends)."""
-    hw = load_profile(request.hardware)
-    storage = open_storage(request.storage)
-    probe = optuna.load_study(study_name=study_name_for(request, key), storage=storage)
-    done = _finished(probe)
+    storage = storage if storage is not None else open_storage(request.storage)
+    study = _open_study(request, space, problem, key, storage)
+    done = _finished(study)
     if done >= request.trials or (request.sampler == "grid" and done >= space.grid_size):
         return  # enough trials, or the grid is already covered (Optuna would re-evaluate points)
-    study = _open_study(request, space, problem, key, _sampler_seed(request.seed, worker, done), storage)
-    objective = _Objective(request.kernel, space, problem, hw, request.run_id)
+    study.sampler = make_sampler(request.sampler, _sampler_seed(request.seed, worker, done), space)
+    objective = _Objective(request.kernel, space, problem, _profile(request.hardware), request.run_id)
     callbacks: list[Callable] = [optuna.study.MaxTrialsCallback(request.trials, states=_FINISHED)]
     if progress is not None:
         def report(st: optuna.Study, _trial) -> None:
@@ -386,7 +393,7 @@ def _check_grid_size(space: SearchSpace, option: str) -> None:
 
 
 def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points: list[dict[str, Any]]):
-    tunable, hw = get_tunable(kernel), load_profile(hardware)
+    tunable, hw = get_tunable(kernel), _profile(hardware)
     out = []
     for config in points:
         try:
@@ -438,23 +445,24 @@ def _trials_to_within(history: list[float], optimum: float, fraction: float) -> 
 # One problem
 # ---------------------------------------------------------------------------------------------------------
 def tune_problem(request: TuneRequest, problem: dict[str, Any],
-                 progress: Callable[[str, int, int, float | None], None] | None = None) -> ProblemOutcome:
+                 progress: Callable[[str, int, int, float | None], None] | None = None,
+                 storage=None) -> ProblemOutcome:
     """Tune one problem: run the study (resuming it), evaluate the heuristic, and with exhaustive evaluation
     the true optimum of the grid. KeyboardInterrupt propagates after the trials already finished are stored.
 
-    progress(stage, done, total, best_time_s) is called as trials finish.
+    progress(stage, done, total, best_time_s) is called as trials finish. storage: an open storage of
+    request.storage, to share one between problems (opening a journal replays it).
     Raises TuneError for user errors (sampler, storage, a study made for another problem or space)."""
     space = load_space(request.space_path)
-    tunable = get_tunable(request.kernel)
-    key = tunable.problem_key(problem)
-    storage = open_storage(request.storage)
-    study = _open_study(request, space, problem, key, request.seed, storage)
-    start_done = _finished(study)
+    key = get_tunable(request.kernel).problem_key(problem)
+    storage = storage if storage is not None else open_storage(request.storage)
+    study = _open_study(request, space, problem, key, storage)
     if progress:
-        progress(key, start_done, request.trials, None)
+        progress(key, _finished(study), request.trials, None)
     if request.jobs <= 1:
         _optimize(request, space, problem, key, 0,
-                  (lambda done, best: progress(key, done, request.trials, best)) if progress else None)
+                  (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
+                  storage=storage)
     else:
         _run_workers(request, problem, key, study, progress)
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
@@ -521,7 +529,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None) -> ProblemOutcome:
     """The outcome of a study as stored now: best, heuristic with its rank, trial counts, exhaustive check."""
     tunable = get_tunable(request.kernel)
-    hw = load_profile(request.hardware)
+    hw = _profile(request.hardware)
     trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
     finished = [t for t in trials if t.state in _FINISHED]
     complete = [t for t in finished if t.state == TrialState.COMPLETE]
@@ -583,7 +591,7 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
                 "trials_to_1pct": None, "trials_to_5pct": None}
     config, opt = min(feasible, key=lambda ct: ct[1])
     tunable = get_tunable(request.kernel)
-    throughput = tunable.evaluate(problem, config, load_profile(request.hardware)).throughput
+    throughput = tunable.evaluate(problem, config, _profile(request.hardware)).throughput
     return {"points": len(grid), "feasible": len(feasible),
             "optimum": {"config": config, "time_s": opt, "throughput": throughput},
             "regret": best["time_s"] / opt - 1 if best else None,
