@@ -127,16 +127,59 @@ def batched_scan(
         cols = parse_count(length, "length") if length is not None else None
     except ValueError as exc:
         fail(str(exc))
-    if algorithm not in ALGORITHMS:
-        fail(f"--algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    check_scan_options(algorithm, ALGORITHMS, s, dtype, seed)
+    if input_file is None and (rows is None or cols is None):
+        fail(f"--{'batch' if rows is None else 'length'}: is required without --input")
+    check_files(input_file, output_file, trace, out, no_save, model_only)
+    if not model_only:
+        if input_file is not None:
+            check_memory(header_elements(input_file), "input")
+        else:
+            check_memory(rows * cols, "length")
+
+    run_and_finish(
+        lambda report: run_batched_scan(
+            rows,
+            cols,
+            algorithm=algorithm,
+            s=s,
+            exclusive=exclusive,
+            dtype=dtype,
+            seed=seed,
+            input_file=input_file,
+            hardware=hardware,
+            model_only=model_only,
+            verify=verify,
+            warm_l2=warm_l2,
+            command=command_line(),
+            progress=report,
+        ),
+        _print_report,
+        memory_option="length",
+        wall0=wall0,
+        output_file=output_file,
+        trace=trace,
+        out=out,
+        no_save=no_save,
+        json_out=json_out,
+    )
+
+
+def check_scan_options(algorithm: str, algorithms, s: int, dtype: str | None, seed: int) -> None:
+    """The option checks every row-scan command shares (one-line failures naming the option)."""
+    if algorithm not in algorithms:
+        fail(f"--algorithm: must be one of {', '.join(algorithms)}, got {algorithm!r}")
     if s not in S_VALUES:
         fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
     if dtype is not None and dtype not in ("fp16", "int8"):
         fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
-    if input_file is None and (rows is None or cols is None):
-        fail(f"--{'batch' if rows is None else 'length'}: is required without --input")
+
+
+def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:
+    """Checks of a row-scan command's files before any work: the input exists, the output paths are writable,
+    distinct from the input and have the right suffix."""
     if output_file is not None and model_only:
         fail("--output-file: there is no output with --model-only; drop one of them")
     if input_file is not None and not input_file.exists():
@@ -147,40 +190,35 @@ def batched_scan(
     check_target(output_file, "output-file", ".npy", taken)
     check_target(trace, "trace", ".json", taken)
     check_target(out, "out", ".json", taken)
-    if not model_only:
-        if input_file is not None:
-            check_memory(header_elements(input_file), "input")
-        else:
-            check_memory(rows * cols, "length")
 
+
+def run_and_finish(
+    start,
+    print_report,
+    *,
+    memory_option: str,
+    wall0: float,
+    output_file,
+    trace,
+    out,
+    no_save: bool,
+    json_out: bool,
+) -> None:
+    """Run a row-scan runner (`start(progress)`) under the progress bar, turn its errors into one-line failures,
+    write the outputs, print the report (or the JSON) and exit 1 when verification failed."""
     progress, report = progress_bar(json_out)
     try:
         with progress:
-            run = run_batched_scan(
-                rows,
-                cols,
-                algorithm=algorithm,
-                s=s,
-                exclusive=exclusive,
-                dtype=dtype,
-                seed=seed,
-                input_file=input_file,
-                hardware=hardware,
-                model_only=model_only,
-                verify=verify,
-                warm_l2=warm_l2,
-                command=command_line(),
-                progress=report,
-            )
+            run = start(report)
     except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
         fail(str(exc))
     except MemoryError:
-        fail("--length: not enough memory for the functional run at this size; use --model-only")
+        fail(f"--{memory_option}: not enough memory for the functional run at this size; use --model-only")
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
     saved_to = write_outputs(result, run.sim, run.output, output_file, trace, out, no_save, json_out)
     if not json_out:
-        _print_report(result)
+        print_report(result)
         print_paths(saved_to, output_file, trace)
     if result.verification.performed and not result.verification.passed:
         raise typer.Exit(1)

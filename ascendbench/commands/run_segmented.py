@@ -12,28 +12,23 @@ from rich.table import Table
 from ascendbench.commands.common import (
     HardwareOption,
     JsonOption,
-    check_target,
     command_line,
     fail,
     out_console,
     parse_count,
     print_utilisation,
-    progress_bar,
 )
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.commands.run_batched import (
+    check_files,
     check_memory,
+    check_scan_options,
     header_elements,
-    print_paths,
     report_rows,
-    write_outputs,
+    run_and_finish,
 )
-from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
-from ascendbench.kernels import ParamError
-from ascendbench.kernels.scan import S_VALUES
+from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 from ascendbench.kernels.segmented_scan import ALGORITHMS
-from ascendbench.runner import InputError
-from ascendbench.sim.engine import BufferCapacityError
 
 
 @app.command("segmented-scan")
@@ -126,66 +121,47 @@ def segmented_scan(
         fail(f"--segment-length: must be at least 1, got {segment_length!r}")
     if heads not in ("random", "regular"):
         fail(f"--heads: must be random or regular, got {heads!r}")
-    if algorithm not in ALGORITHMS:
-        fail(f"--algorithm: must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    if s not in S_VALUES:
-        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
-    if dtype is not None and dtype not in ("fp16", "int8"):
-        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+    check_scan_options(algorithm, ALGORITHMS, s, dtype, seed)
     if input_file is None and count is None:
         fail("--n: is required without --input")
     if input_file is not None and input_file.suffix not in (".npz", ".npy"):
         fail(f"--input: must be a .npz (values and flags) or a .npy (values), got {str(input_file)!r}")
-    if input_file is not None and not input_file.exists():
+    if input_file is not None and not input_file.exists():  # before the --output-file check, as before
         fail(f"--input: file not found: {input_file}")
-    if output_file is not None and model_only:
-        fail("--output-file: there is no output with --model-only; drop one of them")
-    if out is not None and no_save:
-        fail("--out: cannot be combined with --no-save")
-    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", ".npy", taken)
-    check_target(trace, "trace", ".json", taken)
-    check_target(out, "out", ".json", taken)
+    check_files(input_file, output_file, trace, out, no_save, model_only)
     if not model_only:
         if input_file is not None and input_file.suffix == ".npy":
             check_memory(header_elements(input_file), "input", 64)
         elif input_file is None:
             check_memory(count, "n", 64)  # values, flags, the two scans and float64 references
 
-    progress, report = progress_bar(json_out)
-    try:
-        with progress:
-            run = run_segmented_scan(
-                count,
-                algorithm=algorithm,
-                s=s,
-                exclusive=exclusive,
-                dtype=dtype,
-                segment_length=seg_len,
-                heads=heads,
-                seed=seed,
-                input_file=input_file,
-                hardware=hardware,
-                model_only=model_only,
-                verify=verify,
-                warm_l2=warm_l2,
-                command=command_line(),
-                progress=report,
-            )
-    except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
-        fail(str(exc))
-    except MemoryError:
-        fail("--n: not enough memory for the functional run at this size; use --model-only")
-    result = run.result
-    result.host.wall_time_s = time.perf_counter() - wall0
-    saved_to = write_outputs(result, run.sim, run.output, output_file, trace, out, no_save, json_out)
-    if not json_out:
-        _print_report(result)
-        print_paths(saved_to, output_file, trace)
-    if result.verification.performed and not result.verification.passed:
-        raise typer.Exit(1)
+    run_and_finish(
+        lambda report: run_segmented_scan(
+            count,
+            algorithm=algorithm,
+            s=s,
+            exclusive=exclusive,
+            dtype=dtype,
+            segment_length=seg_len,
+            heads=heads,
+            seed=seed,
+            input_file=input_file,
+            hardware=hardware,
+            model_only=model_only,
+            verify=verify,
+            warm_l2=warm_l2,
+            command=command_line(),
+            progress=report,
+        ),
+        _print_report,
+        memory_option="n",
+        wall0=wall0,
+        output_file=output_file,
+        trace=trace,
+        out=out,
+        no_save=no_save,
+        json_out=json_out,
+    )
 
 
 def _print_report(r) -> None:
