@@ -142,6 +142,12 @@ class Outputs:
             raise
         self.written.append(path)
 
+    def write_json(self, option: str, path: Path, doc) -> None:
+        """Write a result document (dump_json, atomically) as one of this run's files."""
+        from ascendbench.store.io import atomic_write_text
+
+        self.write(option, path, lambda target: atomic_write_text(target, dump_json(doc) + "\n"))
+
     def rollback(self) -> None:
         for path in self.written:
             try:

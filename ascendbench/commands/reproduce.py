@@ -26,7 +26,7 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Pat
     from ascendbench import __version__
     from ascendbench.reference.claims import Context
     from ascendbench.reference.figures import FIGURES, draw
-    from ascendbench.store.io import atomic_write_bytes, atomic_write_text
+    from ascendbench.store.io import atomic_write_bytes
 
     fig = FIGURES[figure_id]
     ctx = Context(profiles=dict(ctx.profiles)) if ctx is not None else Context()  # profiles shared, memo not
@@ -41,7 +41,7 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Pat
     draw(fig, data, buffer)
     outputs = Outputs()
     outputs.write("out-dir", png, lambda path: atomic_write_bytes(path, buffer.getvalue()))
-    outputs.write("out-dir", js, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+    outputs.write_json("out-dir", js, doc)
     return png, js, doc
 
 

@@ -227,7 +227,6 @@ def scan(
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
     from ascendbench.sim.trace import write_chrome_trace
-    from ascendbench.store.io import atomic_write_text
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", algorithm))
@@ -238,7 +237,7 @@ def scan(
     if trace is not None:
         outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=algorithm))
     if saved_to is not None:
-        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+        outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

@@ -121,7 +121,7 @@ def hgemm(
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
     from ascendbench.sim.trace import write_chrome_trace
-    from ascendbench.store.io import atomic_save_npy, atomic_write_text
+    from ascendbench.store.io import atomic_save_npy
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", "hgemm"))
@@ -132,7 +132,7 @@ def hgemm(
     if trace is not None:
         outputs.write("trace", trace, lambda path: write_chrome_trace(run.sims[0], path, name="hgemm"))
     if saved_to is not None:
-        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+        outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

@@ -335,13 +335,12 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         "interrupted": interrupted, "problems": [_problem_doc(o) for o in outcomes],
         "summary": _summary(outcomes), "claims": claims, "host": {"wall_time_s": time.perf_counter() - wall0},
     }
-    from ascendbench.store.io import atomic_write_text
     from ascendbench.store.schema import TuningResult
 
     doc = TuningResult.model_validate(doc).model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("tuning", kernel))
     if saved_to is not None:
-        Outputs().write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+        Outputs().write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

@@ -115,7 +115,6 @@ def validate(
     verdict). Exit status 0 when every exact, calibration and shape claim holds (validation misses are shown
     and fail only with --strict), 1 otherwise, 2 on bad options."""
     from ascendbench.reference.claims import ClaimError, select_claims
-    from ascendbench.store.io import atomic_write_text
 
     wall0 = time.perf_counter()
     ids = None
@@ -145,7 +144,7 @@ def validate(
     selection = "quick" if quick else ("only" if ids is not None else "all")
     saved_to = None if no_save else (out or default_result_path("validate", selection))
     if saved_to is not None:
-        Outputs().write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+        Outputs().write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:
