@@ -14,6 +14,7 @@ import platform
 import shutil
 import sys
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -78,6 +79,36 @@ def generate_input(n: int, dtype: str, seed: int) -> np.ndarray:
     return out
 
 
+_DTYPES = {np.dtype(np.float16): "fp16", np.dtype(np.int8): "int8"}  # input dtype -> CLI dtype name
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load_npy(path: Path, ndim: int, axes: str = "") -> tuple[np.ndarray, str, str]:
+    """Memory-map an --input .npy array of `ndim` dimensions (`axes` names them in messages), float16 or int8.
+    Returns (array, dtype name, sha256 of the file); raises InputError naming --input."""
+    path = Path(path)
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--input: file not found: {path}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
+    if not isinstance(x, np.ndarray):
+        raise InputError(f"--input: {path} holds several arrays; give one {ndim}-D .npy array{axes}")
+    if x.ndim != ndim:
+        raise InputError(f"--input: array must be {ndim}-D{axes}, got shape {tuple(x.shape)}")
+    if x.dtype not in _DTYPES:
+        raise InputError(f"--input: array dtype must be float16 or int8, got {x.dtype}")
+    return x, _DTYPES[x.dtype], _sha256(path)
+
+
 def load_input(path: Path) -> tuple[np.ndarray, str, str]:
     """Open a user's 1-D .npy array of float16 or int8 as a read-only memory map (any size: pages are read on
     demand). Returns (array, dtype name, sha256 of the file).
@@ -85,25 +116,30 @@ def load_input(path: Path) -> tuple[np.ndarray, str, str]:
     Raises:
         InputError: unreadable, not an .npy array, not 1-D, or another dtype (the message says which).
     """
-    path = Path(path)
-    try:
-        x = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
-    if not isinstance(x, np.ndarray):
-        raise InputError(f"--input: {path} holds several arrays; give one 1-D .npy array")
-    if x.ndim != 1:
-        raise InputError(f"--input: array must be 1-D, got shape {tuple(x.shape)}")
-    names = {np.dtype(np.float16): "fp16", np.dtype(np.int8): "int8"}
-    if x.dtype not in names:
-        raise InputError(f"--input: array dtype must be float16 or int8, got {x.dtype}")
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            digest.update(block)
-    return x, names[x.dtype], digest.hexdigest()  # the memory map: read slice by slice, never whole
+    return _load_npy(path, 1)  # the memory map: read slice by slice, never whole
+
+
+def _host(wall0: float, functional_s: float | None, model_s: float) -> Host:
+    """The host record of a run started at perf_counter() time wall0."""
+    return Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=functional_s, model_time_s=model_s,
+                machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__)
+
+
+def _verification(v) -> Verification:
+    """The result document's record of a performed check (v: a verifier's result with passed and errors)."""
+    return Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
+                        max_rel_error=v.max_rel_error, tolerance=v.tolerance)
+
+
+def _bandwidth_metrics(n: int, moved: float, sim: SimResult, hw: HardwareProfile) -> dict[str, float]:
+    """time_s, bandwidth_gbps (moved bytes / simulated time, 1 GB = 1e9 B), fraction_of_peak, elements_per_s."""
+    bandwidth = moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0
+    return {
+        "time_s": sim.time_s,
+        "bandwidth_gbps": bandwidth,
+        "fraction_of_peak": bandwidth / hw.hbm_bandwidth_gbps,
+        "elements_per_s": n / sim.time_s if sim.time_s > 0 else 0.0,
+    }
 
 
 def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: HardwareProfile,
@@ -288,19 +324,15 @@ def run_scan(
         if isinstance(output, np.memmap):
             output.flush()
         v = check.result()
-        verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
-                                    max_rel_error=v.max_rel_error, tolerance=v.tolerance)
+        verification = _verification(v)
         functional_s = time.perf_counter() - t1
 
     moved = n * (params.in_bytes + params.out_bytes)
-    bandwidth = moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0
     memcpy_bw = moved / memcpy.time_s / 1e9 if memcpy.time_s > 0 else 0.0
     phases = {name: cycles / hw.clock_hz for name, cycles in sim.phases.items()}
-    metrics = {
-        "time_s": sim.time_s,
-        "bandwidth_gbps": bandwidth,
-        "fraction_of_peak": bandwidth / hw.hbm_bandwidth_gbps,
-        "elements_per_s": n / sim.time_s if sim.time_s > 0 else 0.0,
+    metrics = _bandwidth_metrics(n, moved, sim, hw)
+    bandwidth = metrics["bandwidth_gbps"]
+    metrics |= {
         "memcpy_time_s": memcpy.time_s,
         "memcpy_bandwidth_gbps": memcpy_bw,
         "fraction_of_memcpy": bandwidth / memcpy_bw if memcpy_bw > 0 else None,
@@ -326,8 +358,7 @@ def run_scan(
         utilisation=sim.utilisation(),
         counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=functional_s, model_time_s=model_s,
-                  machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
+        host=_host(wall0, functional_s, model_s),
         model={
             "extrapolated": sim.extrapolated,
             "warm_l2": warm_l2,
@@ -366,8 +397,7 @@ def _load_matrix(path: Path, name: str) -> tuple[np.ndarray, str]:
                          f"{getattr(arr, 'shape', '?')}")
     if arr.dtype != np.float16:
         raise InputError(f"--{name}: array dtype must be float16, got {arr.dtype}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return (arr[None] if arr.ndim == 2 else arr), digest
+    return (arr[None] if arr.ndim == 2 else arr), _sha256(path)
 
 
 def _gemm_inputs(shape, seed: int, beta: float, alpha: float):
@@ -521,8 +551,7 @@ def run_hgemm(
         metrics=metrics,
         utilisation=results[0][2] if total == 1 else {},
         counters=counters,
-        host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=verify_s or None, model_time_s=model_s,
-                  machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
+        host=_host(wall0, verify_s or None, model_s),
         model={"extrapolated": any(r[7] for r in results), "worker_processes": jobs,
                "note": "task and K-block loops extrapolated from truncated runs; identical cores simulated once"},
     )
@@ -553,8 +582,7 @@ def _hgemm_shape(i, shape, params, hw, warm_l2, verify, limit, seed, mats, keep_
             a, b, c = _gemm_inputs(shape, seed + i, params.beta, params.alpha)
         out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
         v = verify_hgemm(a, b, c if params.beta != 0 else None, out, params)
-        verification = Verification(performed=True, passed=v.passed, max_abs_error=v.max_abs_error,
-                                    max_rel_error=v.max_rel_error, tolerance=v.tolerance)
+        verification = _verification(v)
         verify_s = time.perf_counter() - t1
     elif verify:
         verification = Verification(performed=False,

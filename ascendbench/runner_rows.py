@@ -8,10 +8,7 @@ data through the simulated machine, verify it against NumPy, and build the resul
 
 from __future__ import annotations
 
-import hashlib
 import math
-import platform
-import sys
 import time
 import zipfile
 from collections.abc import Callable
@@ -24,10 +21,20 @@ import numpy as np
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
-from ascendbench.runner import InputError, _check_int, generate_input
+from ascendbench.runner import (
+    _DTYPES,
+    InputError,
+    _bandwidth_metrics,
+    _check_int,
+    _host,
+    _load_npy,
+    _sha256,
+    _verification,
+    generate_input,
+)
 from ascendbench.sim.result import SimResult
 from ascendbench.store.rows import BatchedProblem, BatchedScanResult, SegmentedProblem, SegmentedScanResult
-from ascendbench.store.schema import Host, Verification
+from ascendbench.store.schema import Verification
 
 __all__ = [
     "BatchedRun",
@@ -39,37 +46,14 @@ __all__ = [
     "run_segmented_scan",
 ]
 
-_DTYPES = {np.dtype(np.float16): "fp16", np.dtype(np.int8): "int8"}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def load_rows(path: Path) -> tuple[np.ndarray, str, str]:
     """Load a (batch, length) .npy array of float16 or int8. Returns (array, dtype name, sha256 of the file).
 
     Raises:
         InputError: unreadable, not one .npy array, not 2-D, or another dtype (the message says which).
     """
-    path = Path(path)
-    try:
-        x = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
-    if not isinstance(x, np.ndarray):
-        raise InputError(f"--input: {path} holds several arrays; give one 2-D .npy array (batch, length)")
-    if x.ndim != 2:
-        raise InputError(f"--input: array must be 2-D (batch, length), got shape {tuple(x.shape)}")
-    if x.dtype not in _DTYPES:
-        raise InputError(f"--input: array dtype must be float16 or int8, got {x.dtype}")
-    return np.ascontiguousarray(x), _DTYPES[x.dtype], _sha256(path)
+    x, name, sha = _load_npy(path, 2, " (batch, length)")
+    return np.ascontiguousarray(x), name, sha
 
 
 @dataclass
@@ -80,17 +64,6 @@ class BatchedRun:
     result: BatchedScanResult
     sim: SimResult
     output: np.ndarray | None
-
-
-def _host(wall0: float, functional_s: float | None, model_s: float) -> Host:
-    return Host(
-        wall_time_s=time.perf_counter() - wall0,
-        functional_time_s=functional_s,
-        model_time_s=model_s,
-        machine=platform.machine() or "unknown",
-        python=sys.version.split()[0],
-        numpy=np.__version__,
-    )
 
 
 def _resolve_data(x, input_file, dtype, loader):
@@ -193,24 +166,13 @@ def run_batched_scan(
             if progress:
                 progress("verifying", n, n)
             v = bs.verify_batched(x, output, params, run.algorithm)
-            verification = Verification(
-                performed=True,
-                passed=v.passed,
-                max_abs_error=v.max_abs_error,
-                max_rel_error=v.max_rel_error,
-                tolerance=v.tolerance,
-            )
+            verification = _verification(v)
         functional_s = time.perf_counter() - t1
     sim = run.sim
     p = params.scan
     moved = n * (p.in_bytes + p.out_bytes)
-    bandwidth = moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0
     phases = sim.phases_s
-    metrics = {
-        "time_s": sim.time_s,
-        "bandwidth_gbps": bandwidth,
-        "fraction_of_peak": bandwidth / hw.hbm_bandwidth_gbps,
-        "elements_per_s": n / sim.time_s if sim.time_s > 0 else 0.0,
+    metrics = _bandwidth_metrics(n, moved, sim, hw) | {
         "bytes_moved": float(moved),
         "rows_per_s": batch / sim.time_s if sim.time_s > 0 else 0.0,
     }
@@ -421,24 +383,11 @@ def run_segmented_scan(
             if progress:
                 progress("verifying", n, n)
             v = ss.verify_segmented(values, flags, output, params, hw)
-            verification = Verification(
-                performed=True,
-                passed=v.passed,
-                max_abs_error=v.max_abs_error,
-                max_rel_error=v.max_rel_error,
-                tolerance=v.tolerance,
-            )
+            verification = _verification(v)
         functional_s = time.perf_counter() - t1
     vp = params.values_scan
     moved = n * (vp.in_bytes + 1 + vp.out_bytes)
-    bandwidth = moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0
-    metrics = {
-        "time_s": sim.time_s,
-        "bandwidth_gbps": bandwidth,
-        "fraction_of_peak": bandwidth / hw.hbm_bandwidth_gbps,
-        "elements_per_s": n / sim.time_s if sim.time_s > 0 else 0.0,
-        "bytes_moved": float(moved),
-    }
+    metrics = _bandwidth_metrics(n, moved, sim, hw) | {"bytes_moved": float(moved)}
     result = SegmentedScanResult(
         tool_version=__version__,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
