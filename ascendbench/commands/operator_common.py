@@ -49,11 +49,16 @@ __all__ = [
     "DTYPE_NAMES",
     "NOption",
     "OperatorRun",
+    "check_choice",
     "finish",
     "generate_values",
     "load_arrays",
+    "load_values",
+    "output_suffix",
+    "parse_count_option",
     "parse_n",
     "prepare",
+    "read_input",
 ]
 
 # CLI dtype name -> NumPy dtype
@@ -73,25 +78,54 @@ def dtype_name(dtype: np.dtype) -> str:
     return str(dtype)
 
 
-def parse_n(text: str | None) -> int | None:
+def parse_count_option(text: str | None, option: str) -> int | None:
+    """A count option's value (1e6, 2**20, ...; None stays None); a bad one fails naming --option (exit 2)."""
     if text is None:
         return None
     try:
-        return parse_count(text, "n")
+        return parse_count(text, option)
     except ValueError as exc:
         fail(str(exc))
+
+
+def parse_n(text: str | None) -> int | None:
+    return parse_count_option(text, "n")
+
+
+def check_choice(value, choices, option: str) -> None:
+    """Fail (exit 2) naming --option unless value is one of choices; None (an option left out) passes."""
+    if value is not None and value not in choices:
+        fail(f"--{option}: must be one of {', '.join(map(str, choices))}, got {value!r}")
+
+
+def output_suffix(output_file: Path | None, model_only: bool) -> str:
+    """The suffix of an --output-file that may be .npy or .npz (".npy" without one); fails (exit 2) on another
+    suffix or with --model-only, which has no output."""
+    if output_file is None:
+        return ".npy"
+    if output_file.suffix not in (".npy", ".npz"):
+        fail(f"--output-file: must end in .npy or .npz, got {str(output_file)!r}")
+    if model_only:
+        fail("--output-file: there is no output with --model-only; drop one of them")
+    return output_file.suffix
+
+
+def read_input(path: Path) -> tuple[Any, bytes]:
+    """np.load of an --input .npy or .npz (an array or an NpzFile) and the file's bytes; fails (exit 2) when the
+    file is missing or unreadable."""
+    if not path.exists():
+        fail(f"--input: file not found: {path}")
+    try:
+        data = path.read_bytes()
+        return np.load(io.BytesIO(data), allow_pickle=False), data
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
 
 
 def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict[str, np.ndarray], str]:
     """Arrays of an --input file: a .npy is the array named `single`; a .npz holds named arrays among `allowed`.
     Every array must be 1-D and all of one length. Returns (arrays, sha256 of the file); bad files fail (exit 2)."""
-    if not path.exists():
-        fail(f"--input: file not found: {path}")
-    try:
-        data = path.read_bytes()
-        loaded = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
+    loaded, data = read_input(path)
     if isinstance(loaded, np.ndarray):
         arrays = {single: loaded}
     else:
@@ -308,6 +342,15 @@ def check_n(n: int | None, arrays: dict[str, np.ndarray] | None) -> int:
     if n is None:
         fail("--n: is required without --input")
     return n
+
+
+def load_values(input_file: Path | None, allowed: tuple[str, ...], n: int | None):
+    """The --input arrays of an operator on 'values' (a .npy is 'values'; a .npz holds `allowed`, 'values' among
+    them) and the problem size (see check_n). Returns (arrays or None, sha256 or None, n)."""
+    arrays, sha = load_arrays(input_file, allowed, "values") if input_file else (None, None)
+    if arrays is not None and "values" not in arrays:
+        fail("--input: the .npz must hold an array named 'values'")
+    return arrays, sha, check_n(n, arrays)
 
 
 def timed(fn, *args, **kwargs):

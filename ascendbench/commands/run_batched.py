@@ -26,6 +26,7 @@ from ascendbench.commands.common import (
     print_utilisation,
     progress_bar,
 )
+from ascendbench.commands.operator_common import check_choice
 from ascendbench.commands.run import _available_memory, _fmt_s, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
 from ascendbench.kernels import ParamError
@@ -167,10 +168,8 @@ def batched_scan(
 
 def check_scan_options(algorithm: str, algorithms, s: int, dtype: str | None, seed: int) -> None:
     """The option checks every row-scan command shares (one-line failures naming the option)."""
-    if algorithm not in algorithms:
-        fail(f"--algorithm: must be one of {', '.join(algorithms)}, got {algorithm!r}")
-    if s not in S_VALUES:
-        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
+    check_choice(algorithm, algorithms, "algorithm")
+    check_choice(s, S_VALUES, "s")
     if dtype is not None and dtype not in ("fp16", "int8"):
         fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if seed < 0:

@@ -9,20 +9,20 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption
 from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
     OperatorRun,
-    check_n,
+    check_choice,
     finish,
-    load_arrays,
+    load_values,
     parse_n,
     prepare,
     timed,
 )
 from ascendbench.commands.run import app
-from ascendbench.commands.run_split import check_dtype, flags_from, values_from
+from ascendbench.commands.run_split import flags_from, values_from
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 from ascendbench.kernels.split import COMPRESS_VARIANTS, compress, simulate_compress
 from ascendbench.store.operators import OperatorVerification
@@ -52,15 +52,11 @@ def compress_command(
     the scan paper §5.2)."""
     wall0 = time.perf_counter()
     count = parse_n(n)
-    if variant not in COMPRESS_VARIANTS:
-        fail(f"--variant: must be one of {', '.join(COMPRESS_VARIANTS)}, got {variant!r}")
-    check_dtype(dtype)
+    check_choice(variant, COMPRESS_VARIANTS, "variant")
+    check_choice(dtype, DTYPE_NAMES, "dtype")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npy", trace=trace, out=out,
                  no_save=no_save, seed=seed, hardware=hardware)
-    arrays, sha = load_arrays(input_file, ("values", "mask"), "values") if input_file else (None, None)
-    if arrays is not None and "values" not in arrays:
-        fail("--input: the .npz must hold an array named 'values'")
-    count = check_n(count, arrays)
+    arrays, sha, count = load_values(input_file, ("values", "mask"), count)
     rng = np.random.default_rng(seed)
     values, vname = values_from(arrays, count, dtype, rng)
     mask = flags_from(arrays, "mask", count, rng)

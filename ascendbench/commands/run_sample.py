@@ -10,13 +10,16 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail, parse_count
+from ascendbench.commands.common import HardwareOption, JsonOption, fail
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
+    check_choice,
     check_n,
     finish,
     load_arrays,
+    output_suffix,
+    parse_count_option,
     parse_n,
     prepare,
 )
@@ -77,22 +80,11 @@ def sample_command(
     category is never returned."""
     wall0 = time.perf_counter()
     count = parse_n(n)
-    try:
-        k = parse_count(samples, "samples")
-    except ValueError as exc:
-        fail(str(exc))
-    if variant not in SAMPLE_VARIANTS:
-        fail(f"--variant: must be one of {', '.join(SAMPLE_VARIANTS)}, got {variant!r}")
-    if s not in S_VALUES:
-        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
-    if output_file is not None:
-        if output_file.suffix not in (".npy", ".npz"):
-            fail(f"--output-file: must end in .npy or .npz, got {str(output_file)!r}")
-        if model_only:
-            fail("--output-file: there is no output with --model-only; drop one of them")
-    hw = prepare(input_file=input_file, output_file=output_file,
-                 output_suffix=output_file.suffix if output_file is not None else ".npy", trace=trace, out=out,
-                 no_save=no_save, seed=seed, hardware=hardware)
+    k = parse_count_option(samples, "samples")
+    check_choice(variant, SAMPLE_VARIANTS, "variant")
+    check_choice(s, S_VALUES, "s")
+    hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
+                 trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
     arrays, sha = load_arrays(input_file, ("weights",), "weights") if input_file is not None else (None, None)
     count = check_n(count, arrays)
     if arrays is not None and arrays["weights"].dtype != np.float16:

@@ -13,11 +13,11 @@ from ascendbench.commands.common import HardwareOption, JsonOption, fail
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
-    check_n,
+    check_choice,
     dtype_name,
     finish,
     generate_values,
-    load_arrays,
+    load_values,
     parse_n,
     prepare,
     timed,
@@ -81,14 +81,11 @@ def sort(
     (the scan paper §5.3)."""
     wall0 = time.perf_counter()
     count = parse_n(n)
-    if variant not in SORT_VARIANTS:
-        fail(f"--variant: must be one of {', '.join(SORT_VARIANTS)}, got {variant!r}")
-    if dtype is not None and dtype not in KEY_NAMES:
-        fail(f"--dtype: must be one of {', '.join(KEY_NAMES)}, got {dtype!r}")
+    check_choice(variant, SORT_VARIANTS, "variant")
+    check_choice(dtype, KEY_NAMES, "dtype")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npz", trace=trace, out=out,
                  no_save=no_save, seed=seed, hardware=hardware)
-    arrays, sha = load_arrays(input_file, ("values",), "values") if input_file else (None, None)
-    count = check_n(count, arrays)
+    arrays, sha, count = load_values(input_file, ("values",), count)
     keys, kname = keys_from(arrays, count, dtype, np.random.default_rng(seed))
     (values, indices), functional_s = timed(radix_sort, keys, descending)
     t0 = time.perf_counter()

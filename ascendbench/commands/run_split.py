@@ -14,11 +14,11 @@ from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
     OperatorRun,
-    check_n,
+    check_choice,
     dtype_name,
     finish,
     generate_values,
-    load_arrays,
+    load_values,
     parse_n,
     prepare,
     timed,
@@ -54,11 +54,6 @@ def values_from(arrays, n: int, dtype: str | None, rng) -> tuple[np.ndarray, str
     return generate_values(n, dtype, rng), dtype
 
 
-def check_dtype(dtype: str | None) -> None:
-    if dtype is not None and dtype not in DTYPE_NAMES:
-        fail(f"--dtype: must be one of {_DTYPES}, got {dtype!r}")
-
-
 @app.command("split")
 def split(
     n: NOption = None,
@@ -86,15 +81,11 @@ def split(
     number of true flags (SplitInd, the scan paper §5.1)."""
     wall0 = time.perf_counter()
     count = parse_n(n)
-    if variant not in SPLIT_VARIANTS:
-        fail(f"--variant: must be one of {', '.join(SPLIT_VARIANTS)}, got {variant!r}")
-    check_dtype(dtype)
+    check_choice(variant, SPLIT_VARIANTS, "variant")
+    check_choice(dtype, DTYPE_NAMES, "dtype")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npz", trace=trace, out=out,
                  no_save=no_save, seed=seed, hardware=hardware)
-    arrays, sha = load_arrays(input_file, ("values", "flags"), "values") if input_file else (None, None)
-    if arrays is not None and "values" not in arrays:
-        fail("--input: the .npz must hold an array named 'values'")
-    count = check_n(count, arrays)
+    arrays, sha, count = load_values(input_file, ("values", "flags"), count)
     rng = np.random.default_rng(seed)
     values, vname = values_from(arrays, count, dtype, rng)
     flags = flags_from(arrays, "flags", count, rng)

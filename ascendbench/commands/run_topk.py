@@ -9,13 +9,14 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail, parse_count
+from ascendbench.commands.common import HardwareOption, JsonOption, fail
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
-    check_n,
+    check_choice,
     finish,
-    load_arrays,
+    load_values,
+    parse_count_option,
     parse_n,
     prepare,
 )
@@ -56,18 +57,12 @@ def topk_command(
     torch.topk(sorted=True) with stable ties (the scan paper §5.4)."""
     wall0 = time.perf_counter()
     count = parse_n(n)
-    try:
-        kk = parse_count(k, "k")
-    except ValueError as exc:
-        fail(str(exc))
-    if variant not in TOPK_VARIANTS:
-        fail(f"--variant: must be one of {', '.join(TOPK_VARIANTS)}, got {variant!r}")
-    if dtype is not None and dtype not in KEY_NAMES:
-        fail(f"--dtype: must be one of {', '.join(KEY_NAMES)}, got {dtype!r}")
+    kk = parse_count_option(k, "k")
+    check_choice(variant, TOPK_VARIANTS, "variant")
+    check_choice(dtype, KEY_NAMES, "dtype")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npz", trace=trace, out=out,
                  no_save=no_save, seed=seed, hardware=hardware)
-    arrays, sha = load_arrays(input_file, ("values",), "values") if input_file else (None, None)
-    count = check_n(count, arrays)
+    arrays, sha, count = load_values(input_file, ("values",), count)
     if kk > count:
         fail(f"--k: must be at most n = {count}, got {kk}")
     keys, kname = keys_from(arrays, count, dtype, np.random.default_rng(seed))

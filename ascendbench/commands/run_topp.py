@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import time
-import zipfile
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail, parse_count
-from ascendbench.commands.operator_common import OperatorRun, finish, prepare
+from ascendbench.commands.common import HardwareOption, JsonOption, fail
+from ascendbench.commands.operator_common import (
+    OperatorRun,
+    check_choice,
+    finish,
+    output_suffix,
+    parse_count_option,
+    prepare,
+    read_input,
+)
 from ascendbench.commands.run import _available_memory, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 from ascendbench.kernels.base import ParamError
@@ -29,13 +35,7 @@ _SHOWN_TOKENS = 32  # the result document lists the tokens of at most this many 
 def load_probs(path: Path) -> tuple[np.ndarray, str]:
     """Probabilities of an --input file: a .npy array, or a .npz with an array named 'probs'; shape (vocab,) or
     (batch, vocab), float16. Returns (probs, sha256 of the file); bad files fail with exit status 2."""
-    if not path.exists():
-        fail(f"--input: file not found: {path}")
-    try:
-        data = path.read_bytes()
-        loaded = np.load(io.BytesIO(data), allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
+    loaded, data = read_input(path)
     if not isinstance(loaded, np.ndarray):
         with loaded:
             if loaded.files != ["probs"]:
@@ -96,26 +96,15 @@ def topp_command(
     """Draw one token per row by Llama 3's sample_top_p (sort descending, cumsum, mask cumsum - prob > p,
     renormalise, sample, map back), timed on the simulated NPU: 17 scans per fp16 row (claim S-16)."""
     wall0 = time.perf_counter()
-    try:
-        count = parse_count(vocab, "vocab") if vocab is not None else None
-    except ValueError as exc:
-        fail(str(exc))
+    count = parse_count_option(vocab, "vocab")
     if not 0.0 <= p <= 1.0:
         fail(f"--p: must be in [0, 1], got {p}")
     if batch is not None and batch < 0:
         fail(f"--batch: must be a non-negative integer, got {batch}")
-    if variant not in TOPP_VARIANTS:
-        fail(f"--variant: must be one of {', '.join(TOPP_VARIANTS)}, got {variant!r}")
-    if s not in S_VALUES:
-        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
-    if output_file is not None:
-        if output_file.suffix not in (".npy", ".npz"):
-            fail(f"--output-file: must end in .npy or .npz, got {str(output_file)!r}")
-        if model_only:
-            fail("--output-file: there is no output with --model-only; drop one of them")
-    hw = prepare(input_file=input_file, output_file=output_file,
-                 output_suffix=output_file.suffix if output_file is not None else ".npy", trace=trace, out=out,
-                 no_save=no_save, seed=seed, hardware=hardware)
+    check_choice(variant, TOPP_VARIANTS, "variant")
+    check_choice(s, S_VALUES, "s")
+    hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
+                 trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
     probs, sha = load_probs(input_file) if input_file is not None else (None, None)
     if probs is not None:
         rows, length = (probs.shape if probs.ndim == 2 else (1, probs.shape[0]))
