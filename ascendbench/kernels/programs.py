@@ -4,13 +4,13 @@ truncated for extrapolation, and the copy pass that all AIVs run (memcpy, zero-p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, simulate
 
-__all__ = ["COPY_PIECE", "Ring", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
+__all__ = ["COPY_PIECE", "Ring", "aiv_pieces", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
 
 COPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
 
@@ -59,6 +59,27 @@ def loop(engine: Engine, count: int, skip: int, emit: Callable[[int], None]) -> 
     return count - skip
 
 
+def aiv_pieces(engine: Engine, per_aiv: list[int], n: int, piece: int,
+               skip: int) -> Iterator[tuple[str, int, int, int]]:
+    """The AIVs of a pass over n elements in pieces of `piece` elements, AIV w taking per_aiv[w] consecutive
+    pieces from the front. AIVs with the same piece count run the same program (the one holding the partial
+    last piece differs), so one representative per group is yielded, already weighted for its group (see
+    Engine.set_weight): (unit, pieces, elements of its last piece (or more: min with `piece`), iterations
+    loop() emits with this skip). AIVs without pieces are left out."""
+    hw = engine.hw
+    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
+    total = sum(per_aiv)
+    keys = [(c, firsts[w] + c == total) for w, c in enumerate(per_aiv)]
+    for w, weight in engine.groups(keys):
+        count = per_aiv[w]
+        if count == 0:
+            continue
+        unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
+        engine.set_weight(unit, weight)
+        # Only the very last piece of the array is partial.
+        yield unit, count, n - (firsts[w] + count - 1) * piece, count - clamp_skip(count, skip)
+
+
 def depth(fits_two: bool) -> int:
     return 2 if fits_two else 1
 
@@ -92,21 +113,9 @@ def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes
     hw = engine.hw
     piece = piece_elements(hw, in_bytes, out_bytes)
     piece_in, piece_out = piece * in_bytes, piece * out_bytes
-    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
-    total = sum(per_aiv)
-    # Workers with the same piece count run the same program; the one holding the partial last piece differs.
-    keys = [(c, firsts[w] + c == total) for w, c in enumerate(per_aiv)]
-    for w, weight in engine.groups(keys):
-        count, first_piece = per_aiv[w], firsts[w]
-        if count == 0:
-            continue
-        unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-        engine.set_weight(unit, weight)
+    for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
         engine.alloc(unit, "UB", 2 * (piece_in + piece_out), "copy pieces (2 buffers of input and output)")
         ring = Ring(2)
-        # Only the very last piece of the array is partial.
-        tail = n - (first_piece + count - 1) * piece
-        emitted = count - clamp_skip(count, skip)
 
         def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
             elems = min(tail, piece) if i == emitted - 1 else piece

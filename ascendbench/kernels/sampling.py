@@ -29,7 +29,7 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.partition import offset_dtype
-from ascendbench.kernels.programs import Ring, clamp_skip, loop, piece_elements, split_front
+from ascendbench.kernels.programs import Ring, aiv_pieces, loop, piece_elements, split_front
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
@@ -198,22 +198,13 @@ def elementwise_pass(hw: HardwareProfile, n: int, *, in_bytes: int, out_bytes: i
     piece = piece_elements(hw, in_bytes + 4, out_bytes)
     pieces = math.ceil(n / piece)
     per_aiv = split_front(pieces, hw.aiv_cores)
-    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = phase
-        keys = [(c, firsts[w] + c == pieces) for w, c in enumerate(per_aiv)]
         last = []
-        for w, weight in engine.groups(keys):
-            count = per_aiv[w]
-            if count == 0:
-                continue
-            unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-            engine.set_weight(unit, weight)
+        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * (in_bytes + 4 + out_bytes), f"{phase} pieces (2 buffers)")
             ring = Ring(2)
-            tail = n - (firsts[w] + count - 1) * piece
-            emitted = count - clamp_skip(count, skip)
             ops = []
 
             def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted, ops=ops) -> None:

@@ -44,7 +44,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.partition import PARTITION_LIMIT, index_bytes, offset_dtype, partitions
-from ascendbench.kernels.programs import Ring, clamp_skip, copy_pass, loop, split_front
+from ascendbench.kernels.programs import Ring, aiv_pieces, copy_pass, loop, split_front
 from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -382,21 +382,12 @@ def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool
     workers = gather_workers(n, hw)
     per_aiv = split_front(tiles, workers)
     depth = 2 if 2 * need <= hw.ub_bytes else 1
-    firsts = [sum(per_aiv[:w]) for w in range(workers)]
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "gather"
-        keys = [(c, firsts[w] + c == tiles) for w, c in enumerate(per_aiv)]
-        for w, weight in engine.groups(keys):
-            count = per_aiv[w]
-            if count == 0:
-                continue
-            unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-            engine.set_weight(unit, weight)
+        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, tile, skip):
             engine.alloc(unit, "UB", depth * need, f"gather tiles of {tile} elements ({depth} buffer(s))")
             ring = Ring(depth)
-            tail = n - (firsts[w] + count - 1) * tile
-            emitted = count - clamp_skip(count, skip)
 
             def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
                 elems = min(tail, tile) if i == emitted - 1 else tile
@@ -523,22 +514,13 @@ def _scalar_masked_select(n: int, vb: int, hw: HardwareProfile, n_true: int, val
     piece = min(_MASKED_SELECT_PIECE, int(hw.ub_bytes // (2 * (1 + 2 * vb)) // 256 * 256))
     pieces = math.ceil(n / piece)
     per_aiv = split_front(pieces, hw.ai_cores * hw.aiv_per_core)
-    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
     frac = n_true / n
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "select"
-        keys = [(c, firsts[w] + c == pieces) for w, c in enumerate(per_aiv)]
-        for w, weight in engine.groups(keys):
-            count = per_aiv[w]
-            if count == 0:
-                continue
-            unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-            engine.set_weight(unit, weight)
+        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * (1 + 2 * vb), "masked_select pieces (2 buffers)")
             ring = Ring(2)
-            tail = n - (firsts[w] + count - 1) * piece
-            emitted = count - clamp_skip(count, skip)
 
             def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
                 elems = min(tail, piece) if i == emitted - 1 else piece

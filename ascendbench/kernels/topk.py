@@ -33,7 +33,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.partition import index_bytes
-from ascendbench.kernels.programs import Ring, clamp_skip, copy_pass, loop, split_front
+from ascendbench.kernels.programs import Ring, aiv_pieces, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import KEY_DTYPES, encode_keys, radix_sort, simulate_radix_sort
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind
 from ascendbench.sim.engine import Engine
@@ -156,21 +156,12 @@ def _reduce(n: int, vb: int, hw: HardwareProfile, hit: bool) -> SimResult:
     piece = VECTOR_PIECE
     pieces = math.ceil(n / piece)
     per_aiv = split_front(pieces, hw.ai_cores * hw.aiv_per_core)
-    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "minmax"
-        keys = [(c, firsts[w] + c == pieces) for w, c in enumerate(per_aiv)]
-        for w, weight in engine.groups(keys):
-            count = per_aiv[w]
-            if count == 0:
-                continue
-            unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-            engine.set_weight(unit, weight)
+        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * vb, "min/max pieces (2 buffers)")
             ring = Ring(2)
-            tail = n - (firsts[w] + count - 1) * piece
-            emitted = count - clamp_skip(count, skip)
             last = []
 
             def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted, last=last) -> None:
@@ -204,23 +195,14 @@ def _vector_topk(n: int, k: int, vb: int, hw: HardwareProfile, warm_l2: bool) ->
     piece = VECTOR_PIECE - k  # each piece is sorted together with the k best so far
     pieces = math.ceil(n / piece)
     per_aiv = split_front(pieces, workers)
-    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
     passes = _merge_passes(VECTOR_PIECE)
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "select"
-        keys = [(c, firsts[w] + c == pieces) for w, c in enumerate(per_aiv)]
-        for w, weight in engine.groups(keys):
-            count = per_aiv[w]
-            if count == 0:
-                continue
-            unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-            engine.set_weight(unit, weight)
+        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * vb + 2 * VECTOR_PIECE * pair, "top-k pieces and sort buffers")
             ring = Ring(2)
             chain: list = [None]
-            tail = n - (firsts[w] + count - 1) * piece
-            emitted = count - clamp_skip(count, skip)
 
             def emit(i: int, unit=unit, ring=ring, chain=chain, tail=tail, emitted=emitted) -> None:
                 elems = min(tail, piece) if i == emitted - 1 else piece
