@@ -151,19 +151,8 @@ def layout(
     """The layout of `algorithm` ("scanu", "scanul1" or "vector"; not "auto") for a (batch, length) problem."""
     s = params.s
     if algorithm == "vector":
-        tile = _CUMSUM_INFO[0] * _CUMSUM_INFO[1]
-        per_row = math.ceil(length / tile)
-        rows = _round_robin(batch, hw.ai_cores * hw.aiv_per_core)
-        return BatchedLayout(
-            algorithm,
-            batch,
-            length,
-            tile,
-            per_row,
-            False,
-            length % tile != 0,
-            batch,
-            tuple(r * per_row for r in rows),
+        return _whole_rows(
+            algorithm, batch, length, _CUMSUM_INFO[0] * _CUMSUM_INFO[1], hw.ai_cores * hw.aiv_per_core
         )
     tile = s * s
     if 0 < length <= s:
@@ -194,7 +183,14 @@ def layout(
             2 * pairs,
             tuple(p * per_row for p in _round_robin(pairs, hw.ai_cores)),
         )
-    rows = _round_robin(batch, hw.ai_cores)
+    return _whole_rows(algorithm, batch, length, tile, hw.ai_cores)
+
+
+def _whole_rows(algorithm: str, batch: int, length: int, tile: int, workers: int) -> BatchedLayout:
+    """Whole rows dealt round-robin to `workers` (AI cores or AIVs), ceil(length / tile) tiles per row; padded
+    when the tile does not divide the row."""
+    per_row = math.ceil(length / tile)
+    rows = _round_robin(batch, workers)
     return BatchedLayout(
         algorithm,
         batch,
