@@ -256,7 +256,6 @@ def finish(run: OperatorRun, hw: HardwareProfile, wall0: float, *, output_file: 
            out: Path | None, no_save: bool, json_out: bool) -> None:
     """Write the outputs (all or nothing), print the report or the JSON; exit 1 if verification failed."""
     from ascendbench.sim.trace import write_chrome_trace
-    from ascendbench.store.io import atomic_write_text
 
     result = _result(run, hw, wall0)
     doc = result.model_dump(mode="json")
@@ -267,7 +266,7 @@ def finish(run: OperatorRun, hw: HardwareProfile, wall0: float, *, output_file: 
     if trace is not None:
         outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=run.operator))
     if saved_to is not None:
-        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+        outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

@@ -227,7 +227,7 @@ def write_outputs(result, sim, output, output_file, trace, out, no_save, json_ou
     """Write the run's files all or nothing (the output array, the trace, the result JSON), and print the JSON
     document with --json. Returns where the result went (None with --no-save)."""
     from ascendbench.sim.trace import write_chrome_trace
-    from ascendbench.store.io import atomic_save_npy, atomic_write_text
+    from ascendbench.store.io import atomic_save_npy
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", result.kernel))
@@ -237,7 +237,7 @@ def write_outputs(result, sim, output, output_file, trace, out, no_save, json_ou
     if trace is not None:
         outputs.write("trace", trace, lambda path: write_chrome_trace(sim, path, name=result.kernel))
     if saved_to is not None:
-        outputs.write("out", saved_to, lambda path: atomic_write_text(path, dump_json(doc) + "\n"))
+        outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     return saved_to
