@@ -428,6 +428,19 @@ def _predicate_pass(n: int, value_bytes: int, hw: HardwareProfile, values_hit: b
     return copy_pass(hw, n, value_bytes, 1, values_hit, phase, False, writeback=n * 5 > hw.l2_bytes)
 
 
+def _check_args(n: int, dtype: str, variant: str, variants, n_true: int | None) -> tuple[int, int]:
+    """Check a split / compress problem (ValueError naming n, dtype, variant or n_true); returns (bytes per value,
+    n_true with its default n // 2)."""
+    _check_n(n)
+    vb = _value_bytes(dtype)
+    if variant not in variants:
+        raise ValueError(f"variant: must be one of {', '.join(variants)}, got {variant!r}")
+    n_true = n // 2 if n_true is None else n_true
+    if not 0 <= n_true <= n:
+        raise ValueError(f"n_true: must be in [0, n], got {n_true}")
+    return vb, n_true
+
+
 def simulate_split(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "splitind",
                    with_indices: bool = True, predicate: bool = False, warm_l2: bool = False,
                    indices_in: bool = False, resident: bool = False, n_true: int | None = None,
@@ -446,13 +459,7 @@ def simulate_split(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "s
     Phases: launch, predicate, scan, sync, gather. Counters: the engine's plus "scans" (1).
     Raises ValueError naming n, dtype, variant or n_true.
     """
-    _check_n(n)
-    vb = _value_bytes(dtype)
-    if variant not in SPLIT_VARIANTS:
-        raise ValueError(f"variant: must be one of {', '.join(SPLIT_VARIANTS)}, got {variant!r}")
-    n_true = n // 2 if n_true is None else n_true
-    if not 0 <= n_true <= n:
-        raise ValueError(f"n_true: must be in [0, n], got {n_true}")
+    vb, n_true = _check_args(n, dtype, variant, SPLIT_VARIANTS, n_true)
     parts: list[tuple[SimResult, int]] = []
     if launch:
         parts.append((fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1), 1))
@@ -484,13 +491,7 @@ def simulate_compress(n: int, dtype: str, hw: HardwareProfile, *, variant: str =
     elements (default n // 2, the paper's uniformly random mask). Phases: launch, scan, count, gather / select.
     Raises ValueError naming n, dtype, variant or n_true.
     """
-    _check_n(n)
-    vb = _value_bytes(dtype)
-    if variant not in COMPRESS_VARIANTS:
-        raise ValueError(f"variant: must be one of {', '.join(COMPRESS_VARIANTS)}, got {variant!r}")
-    n_true = n // 2 if n_true is None else n_true
-    if not 0 <= n_true <= n:
-        raise ValueError(f"n_true: must be in [0, n], got {n_true}")
+    vb, n_true = _check_args(n, dtype, variant, COMPRESS_VARIANTS, n_true)
     launch_cycles = hw.kernel_launch_us * 1e-6 * hw.clock_hz
     parts: list[tuple[SimResult, int]] = [(fixed_cost(hw, launch_cycles, "launch", kernel_launches=1), 1)]
     if n == 0:
