@@ -9,20 +9,19 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
     check_choice,
-    dtype_name,
     finish,
-    generate_values,
     load_values,
     parse_n,
     prepare,
     timed,
 )
 from ascendbench.commands.run import app
+from ascendbench.commands.run_split import values_from
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 from ascendbench.kernels.radix_sort import SORT_VARIANTS, radix_sort, simulate_radix_sort
 from ascendbench.store.operators import OperatorVerification
@@ -42,16 +41,7 @@ def sort_reference(keys: np.ndarray, descending: bool) -> np.ndarray:
 
 
 def keys_from(arrays, n: int, dtype: str | None, rng) -> tuple[np.ndarray, str]:
-    if arrays is not None:
-        keys = arrays["values"]
-        name = dtype_name(keys.dtype)
-        if name not in KEY_NAMES:
-            fail(f"--input: array 'values' must be one of {', '.join(KEY_NAMES)}, got {keys.dtype}")
-        if dtype is not None and dtype != name:
-            fail(f"--dtype: {dtype} disagrees with the input's {name}; drop --dtype")
-        return keys, name
-    dtype = dtype or "fp16"
-    return generate_values(n, dtype, rng), dtype
+    return values_from(arrays, n, dtype, rng, KEY_NAMES)
 
 
 @app.command("sort")

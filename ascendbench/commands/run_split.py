@@ -41,12 +41,14 @@ def flags_from(arrays: dict[str, np.ndarray] | None, name: str, n: int, rng: np.
     return rng.integers(0, 2, size=n, dtype=np.uint8)
 
 
-def values_from(arrays, n: int, dtype: str | None, rng) -> tuple[np.ndarray, str]:
+def values_from(arrays, n: int, dtype: str | None, rng, names=DTYPE_NAMES) -> tuple[np.ndarray, str]:
+    """The --input's 'values' (their dtype must be one of `names` and agree with --dtype), or n generated values
+    of --dtype (default fp16). Returns (values, dtype name)."""
     if arrays is not None and "values" in arrays:
         values = arrays["values"]
         name = dtype_name(values.dtype)
-        if name not in DTYPE_NAMES:
-            fail(f"--input: array 'values' must be one of {_DTYPES}, got {values.dtype}")
+        if name not in names:
+            fail(f"--input: array 'values' must be one of {', '.join(names)}, got {values.dtype}")
         if dtype is not None and dtype != name:
             fail(f"--dtype: {dtype} disagrees with the input's {name}; drop --dtype")
         return values, name
