@@ -111,11 +111,17 @@ _NAN = math.nan
 class _Server:
     """A chip-wide bandwidth resource served first come, first served: a request of `nbytes` from each of
     `weight` identical cores (a group's representative) starting at `start` begins when the server is free
-    (max(start, free)) and keeps it busy for weight * nbytes / bytes_per_cycle. Engine.run applies this."""
+    (max(start, free)) and keeps it busy for weight * nbytes / bytes_per_cycle. Engine.run applies this.
+
+    HBM write-backs are not queued with the reads: L2 is write-back, so a write is done once it is in L2,
+    and the eviction of its dirty lines to HBM waits in `backlog` (cycles of HBM time), drained whenever
+    HBM serves no read (memory controllers serve reads first and drain writes in batches). A writer stalls
+    only when the backlog exceeds L2's capacity; a run is not over before the backlog has drained."""
 
     bytes_per_cycle: float
     free: float = 0.0
     busy: float = 0.0
+    backlog: float = 0.0  # HBM: write-back cycles still to serve once reads leave it idle (Engine.run)
 
 
 @dataclass
@@ -368,7 +374,7 @@ class Engine:
         eff = 1.0 if aligned else hw.unaligned_efficiency
         counts = [("bytes_gm_write", nbytes)]
         if writeback:
-            demands = (("l2", nbytes / eff), ("hbm", nbytes / eff))
+            demands = (("l2", nbytes / eff), ("hbm_writeback", nbytes / eff))
             counts.append(("bytes_hbm_write", nbytes))
         else:
             demands = (("l2", nbytes / eff),)
@@ -409,7 +415,12 @@ class Engine:
 
     def run(self) -> RunStats:
         """Schedule every op; returns makespan, phase spans and busy time per (unit, pipe), in cycles."""
-        servers = {"hbm": self.hbm, "l2": self.l2}
+        hbm = self.hbm
+        servers = {"hbm": hbm, "l2": self.l2, "hbm_writeback": hbm}
+        # L2 is write-back and HBM serves reads first: a write is done once it is in L2; its HBM transfer
+        # (the eviction of the dirty lines) waits in a backlog drained while no read is served, and the
+        # writer stalls only when that backlog outgrows L2.
+        dirty_cycles = self.hw.l2_bytes / hbm.bytes_per_cycle
         weights = self.weights
         heap: list[tuple[float, int, Op]] = []
         push, pop = heapq.heappush, heapq.heappop
@@ -434,9 +445,19 @@ class Engine:
                     server = servers[name]
                     free = server.free
                     served = nbytes / server.bytes_per_cycle * w
+                    server.busy += served
+                    if server is hbm:
+                        if start > free:  # the idle gap since the last read drains the write-back backlog
+                            backlog = hbm.backlog - (start - free)
+                            hbm.backlog = backlog if backlog > 0.0 else 0.0  # noqa: FURB136
+                            hbm.free = free = start
+                        if name == "hbm_writeback":
+                            backlog = hbm.backlog = hbm.backlog + served
+                            if backlog > dirty_cycles and free + backlog - dirty_cycles > data_end:
+                                data_end = free + backlog - dirty_cycles
+                            continue
                     free = (free if free > start else start) + served  # noqa: FURB136
                     server.free = free
-                    server.busy += served
                     if free > data_end:  # noqa: PLR1730
                         data_end = free
                 op.release = data_end
@@ -467,7 +488,7 @@ class Engine:
 
         phases: dict[str, tuple[float, float]] = {}
         busy: dict[tuple[str, str], float] = {}
-        makespan = 0.0
+        makespan = hbm.free + hbm.backlog if hbm.backlog > 0.0 else 0.0  # the last write-backs drain
         self.unlink()
         for op in self.ops:
             start, end = op.start, op.end
@@ -521,7 +542,7 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
         xfer = op.xfer
         if xfer is not None:
             for name, nbytes in xfer[0]:
-                if name == "hbm":
+                if name == "hbm" or name == "hbm_writeback":
                     hbm += nbytes * weights.get(unit, 1) / hbm_rate
     stats = RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
     return stats, dict(engine.prefix_counters), max(makespan, later_end)

@@ -99,6 +99,62 @@ def test_writes_back_to_hbm_only_when_asked():
     assert e.counters.get("bytes_hbm_write", 0) == 0 and e.counters["bytes_gm_write"] == 4096
 
 
+def test_a_written_back_write_is_done_once_in_l2_and_its_hbm_transfer_drains_later():
+    nbytes = 1 << 20
+    e = Engine(HW)
+    e.set_weight("core0.aiv0", HW.ai_cores)
+    wr = e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
+    stats = e.run()
+    l2_cycles = HW.ai_cores * nbytes / HW.l2_bytes_per_cycle
+    # The writer waits for L2 only (the chip-wide L2 rate binds the group, its own rate does not) ...
+    assert wr.release == pytest.approx(max(l2_cycles, nbytes / HW.l2_write_bytes_per_cycle))
+    assert wr.end == pytest.approx(wr.release + HW.gm_write_latency_cycles)
+    # ... and the kernel is not over before HBM has taken every dirty byte.
+    hbm_cycles = HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle
+    assert stats.hbm_busy == pytest.approx(hbm_cycles)
+    assert stats.makespan == pytest.approx(max(hbm_cycles, wr.end))
+    assert hbm_cycles > wr.end
+
+
+def test_hbm_serves_reads_before_queued_write_backs():
+    nbytes = 1 << 20
+    e = Engine(HW)
+    e.set_weight("core0.aiv0", HW.ai_cores)
+    e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
+    rd = e.gm_read("core1.aic", "MTE2", 4096, l2_hit=False)
+    stats = e.run()
+    # the read does not queue behind the 20 MB of write-backs issued at the same time
+    assert rd.end == pytest.approx(4096 / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
+    # the write-backs still take their HBM time: they finish after the read's
+    assert stats.makespan == pytest.approx((HW.ai_cores * nbytes + 4096) / HW.hbm_bytes_per_cycle)
+
+
+def test_idle_hbm_time_drains_the_write_back_backlog():
+    nbytes = 1 << 20
+    e = Engine(HW)
+    wr = e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
+    later = e.compute("core1.aic", "SCALAR", 10 * nbytes / HW.hbm_bytes_per_cycle)
+    rd = e.gm_read("core1.aic", "MTE2", 4096, l2_hit=False, deps=[later])
+    e.run()
+    assert wr.end < later.end
+    # by the time the read comes, the backlog has drained: it is served at once
+    assert rd.end == pytest.approx(later.end + 4096 / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
+
+
+def test_a_writer_stalls_when_the_dirty_backlog_outgrows_l2():
+    # 20 cores write 8 x 4 MB each, far faster than HBM drains: L2 holds at most its capacity of dirty lines,
+    # so the last write is done only when HBM has taken all but an L2's worth of the bytes.
+    e = Engine(HW)
+    e.set_weight("core0.aiv0", HW.ai_cores)
+    nbytes, count = 4 << 20, 8
+    writes = [e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True) for _ in range(count)]
+    stats = e.run()
+    total = HW.ai_cores * nbytes * count
+    assert writes[-1].release == pytest.approx((total - HW.l2_bytes) / HW.hbm_bytes_per_cycle)
+    assert writes[0].release == pytest.approx(nbytes / HW.l2_write_bytes_per_cycle)  # no stall yet
+    assert stats.makespan == pytest.approx(total / HW.hbm_bytes_per_cycle)
+
+
 def test_queue_depth_bounds_how_far_a_producer_runs_ahead():
     for depth in (1, 2):
         e = Engine(HW)
