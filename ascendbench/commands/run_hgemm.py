@@ -64,7 +64,9 @@ def hgemm(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
                                          "M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes are "
                                          "timed only).")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A and B in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A, B (and C, when all three fit) in L2: "
+                                          "the state after back-to-back runs, as the HGEMM paper timed them "
+                                          "(default: cold).")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", help="Worker processes for a workload's shapes "
                                              "(default: the CPU count for 64 shapes or more).")] = None,
     hardware: HardwareOption = "atlas-300t-a2",

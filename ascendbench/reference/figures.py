@@ -277,13 +277,11 @@ def hgemm_fig10(ctx):
 
 
 def hgemm_fig11(ctx):
-    from ascendbench.reference.hgemm_claims import tflops
-    from ascendbench.workloads import load_workload
+    from ascendbench.reference.hgemm_claims import hpl_tflops
 
-    hw = ctx.hw(HGEMM_HW)
-    shapes = [s[:3] for s in load_workload("hpl-mxp").shapes]
-    values = [tflops(hw, s) for s in shapes]
-    labels = [f"{m}x{n}x{k}" for m, n, k in shapes]
+    rows = hpl_tflops(ctx.hw(HGEMM_HW))
+    values = [t for _, t in rows]
+    labels = [f"{m}x{n}x{k}" for (m, n, k), _ in rows]
     return {"kind": "lines", "xlabel": "M x N x K (hpl-mxp workload)", "ylabel": "TFLOPS", "xscale": "linear",
             "yscale": "linear", "series": [
                 _series("proposed (simulated)", labels, values),

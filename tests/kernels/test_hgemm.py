@@ -248,3 +248,21 @@ def test_rows_of_one_element_are_padded_in_small_pieces(m, n, k):
     run = run_hgemm(m, n, k, params=HgemmParams(alpha=0.5, beta=0.5))
     shape = run.result.shapes[0]
     assert shape.verification.passed and shape.time_s > 0
+
+
+def test_warm_l2_keeps_c_resident_only_when_a_b_and_c_fit():
+    params = HgemmParams(alpha=0.5, beta=0.5, padding=False)
+    fits = GemmShape(4096, 4096, 512)  # A + B + C = 4 + 4 + 32 MiB of L2's 192 MB
+    c_bytes = 4096 * 4096 * 2
+    cold, _ = simulate_hgemm(fits, params, HW)
+    warm, _ = simulate_hgemm(fits, params, HW, warm_l2=True)
+    # cold: C is read from HBM and written back; warm: C is read from L2 and its writes stay there
+    assert cold.counters["bytes_hbm_write"] == c_bytes
+    assert cold.counters["bytes_hbm_read"] >= c_bytes
+    assert warm.counters.get("bytes_hbm_write", 0) == 0 and warm.counters.get("bytes_hbm_read", 0) == 0
+    assert warm.counters["bytes_gm_read"] == cold.counters["bytes_gm_read"]
+    assert warm.time_s < cold.time_s
+    big = GemmShape(10240, 10240, 128)  # C alone is 210 MB: it cannot stay in L2
+    big_warm, _ = simulate_hgemm(big, params, HW, warm_l2=True)
+    assert big_warm.counters["bytes_hbm_write"] == 10240 * 10240 * 2
+    assert big_warm.counters["bytes_hbm_read"] >= 10240 * 10240 * 2
