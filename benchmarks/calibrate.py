@@ -11,8 +11,8 @@ own evaluator (what `ascendbench validate` runs), by a deterministic bisection:
                  l2_read_bytes_per_cycle   on G-9a M=512 (862.50 us; the smallest rate within 1% of the best
                                            the model reaches, when it cannot reach the paper's time)
                  vector_* constants copied from ascend-910b4 (same AIV design)
-G-8 is not fitted on (no constant of the model moves it close enough, see README); no validation claim is
-used. The fitted values are written into the shipped TOML files with the claim, the paper's value and the date
+G-8 is not fitted on (its maximum holds unfitted; its average is bound by HBM at any plausible efficiency,
+see README); no validation claim is used. The fitted values are written into the shipped TOML files with the claim, the paper's value and the date
 in their source. --check writes nothing: it reports how far the shipped values are from a fresh fit and exits
 1 when any differs (by more than 0.11, or 0.2% of the value).
 """

@@ -21,7 +21,7 @@ def test_scan_claims_hold(scan_rows, cid):
     assert scan_rows[cid]["holds"], scan_rows[cid]
 
 
-@pytest.mark.parametrize("cid", ["G-1", "G-2", "G-3", "G-4", "G-5", "G-6", "G-9a M=8", "G-9a M=512", "G-10", "G-11"])
+@pytest.mark.parametrize("cid", ["G-1", "G-2", "G-3", "G-4", "G-5", "G-6", "G-8a", "G-9a M=8", "G-9a M=512", "G-11"])
 def test_hgemm_claims_hold(hgemm_rows, cid):
     assert hgemm_rows[cid]["holds"], hgemm_rows[cid]
 

@@ -7,8 +7,8 @@ measures it with that claim's own evaluator, the one `ascendbench validate` runs
 with a fixed number of steps on a quantity monotone in its constant, so the result is deterministic. A constant
 marked "calibrated: ... of <profile> (same AIV design)" is copied from the profile it was fitted on.
 
-Claim G-8 (HPL-MxP TFLOPS) is a calibration claim that no constant is fitted on: no single constant of the
-model brings it near (see README).
+Claim G-8 (HPL-MxP TFLOPS) is a calibration claim that no constant is fitted on: its maximum holds unfitted,
+and its average is bound by HBM at any plausible efficiency (see README).
 """
 
 from __future__ import annotations
