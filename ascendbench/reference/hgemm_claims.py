@@ -3,7 +3,7 @@
 Usage: python -m ascendbench.reference.hgemm_claims [--random N] [--json]
 
 --random N evaluates G-7 on the first N shapes of the seeded random-5000 workload (default: all 5000; a
-full run takes a few minutes on 2 cores). Simulated values come only from the timing model and the selector;
+full run takes under a minute on 2 cores). Simulated values come only from the timing model and the selector;
 `ascendbench validate --only G-7 --random N` evaluates the same.
 TFLOPS = 2 M N K / time / 1e12. alpha = beta = 0.5 (the paper draws them in [-1, 1]; C is read); warm L2, as
 the paper timed back-to-back runs (WARM_L2).
