@@ -115,8 +115,9 @@ class _Server:
 
     HBM write-backs are not queued with the reads: L2 is write-back, so a write is done once it is in L2,
     and the eviction of its dirty lines to HBM waits in `backlog` (cycles of HBM time), drained whenever
-    HBM serves no read (memory controllers serve reads first and drain writes in batches). A writer stalls
-    only when the backlog exceeds L2's capacity; a run is not over before the backlog has drained."""
+    HBM serves no read (memory controllers serve reads first and drain writes in batches). When the backlog
+    would exceed L2's capacity, the excess is written back at once, ahead of later reads, and the writer
+    waits for it; a run is not over before the backlog has drained."""
 
     bytes_per_cycle: float
     free: float = 0.0
@@ -128,12 +129,18 @@ class _Server:
 class RunStats:
     """What one engine run measured: all in cycles."""
 
-    makespan: float
+    makespan: float  # until the last op ends and HBM has taken the last write-backs
     phases: dict[str, tuple[float, float]]
     busy: dict[tuple[str, str], float]
     hbm_busy: float
     l2_busy: float
     unit_weights: dict[str, int] = field(default_factory=dict)
+    drain: float = 0.0  # of the makespan, the time after the last op ends while HBM takes the last write-backs
+
+    @property
+    def ops_end(self) -> float:
+        """When the last op ended (the makespan without the final write-back drain)."""
+        return self.makespan - self.drain
 
 
 class Engine:
@@ -345,9 +352,11 @@ class Engine:
             demands.append(("l2", hit_bytes / eff))
             core_cycles += hit_bytes / (hw.l2_read_bytes_per_cycle * eff)
         if hit < 1.0:
+            # a miss is filled into L2 and delivered from it: it takes L2 bandwidth as well as HBM's
             miss_bytes = nbytes * (1.0 - hit)
             counts.append(("bytes_hbm_read", miss_bytes))
             demands.append(("hbm", miss_bytes / eff))
+            demands.append(("l2", miss_bytes / eff))
             core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
         if not aligned:
             counts.append(("bytes_unaligned", nbytes))
@@ -452,9 +461,15 @@ class Engine:
                             hbm.backlog = backlog if backlog > 0.0 else 0.0  # noqa: FURB136
                             hbm.free = free = start
                         if name == "hbm_writeback":
-                            backlog = hbm.backlog = hbm.backlog + served
-                            if backlog > dirty_cycles and free + backlog - dirty_cycles > data_end:
-                                data_end = free + backlog - dirty_cycles
+                            backlog = hbm.backlog + served
+                            if backlog > dirty_cycles:
+                                # L2 is full of dirty lines: the excess is evicted now, ahead of later reads
+                                free += backlog - dirty_cycles
+                                hbm.free = free
+                                backlog = dirty_cycles
+                                if free > data_end:  # noqa: PLR1730
+                                    data_end = free
+                            hbm.backlog = backlog
                             continue
                     free = (free if free > start else start) + served  # noqa: FURB136
                     server.free = free
@@ -488,7 +503,7 @@ class Engine:
 
         phases: dict[str, tuple[float, float]] = {}
         busy: dict[tuple[str, str], float] = {}
-        makespan = hbm.free + hbm.backlog if hbm.backlog > 0.0 else 0.0  # the last write-backs drain
+        makespan = 0.0
         self.unlink()
         for op in self.ops:
             start, end = op.start, op.end
@@ -503,8 +518,10 @@ class Engine:
             if unit != "chip":
                 key = (unit, op.pipe)
                 busy[key] = busy.get(key, 0.0) + (op.release - start)
-        self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
-                              {u: weights.get(u, 1) for u, _ in busy})
+        drain = hbm.free + hbm.backlog - makespan if hbm.backlog > 0.0 else 0.0
+        drain = drain if drain > 0.0 else 0.0  # noqa: FURB136
+        self.stats = RunStats(makespan + drain, phases, busy, self.hbm.busy, self.l2.busy,
+                              {u: weights.get(u, 1) for u, _ in busy}, drain)
         return self.stats
 
 
@@ -516,10 +533,10 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
     if engine.prefix_tasks != tasks:
         raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
     weights = engine.weights
-    hbm_rate = engine.hbm.bytes_per_cycle
+    hbm_rate, l2_rate = engine.hbm.bytes_per_cycle, engine.l2.bytes_per_cycle
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
-    makespan = hbm = later_end = 0.0
+    makespan = hbm = l2 = later_end = 0.0
     # one pass over every op of the run: comparisons instead of min()/max() calls (same results)
     for op in engine.ops:
         task = op.task
@@ -542,9 +559,11 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
         xfer = op.xfer
         if xfer is not None:
             for name, nbytes in xfer[0]:
-                if name == "hbm" or name == "hbm_writeback":
+                if name == "l2":
+                    l2 += nbytes * weights.get(unit, 1) / l2_rate
+                else:
                     hbm += nbytes * weights.get(unit, 1) / hbm_rate
-    stats = RunStats(makespan, phases, busy, hbm, 0.0, {u: weights.get(u, 1) for u, _ in busy})
+    stats = RunStats(makespan, phases, busy, hbm, l2, {u: weights.get(u, 1) for u, _ in busy})
     return stats, dict(engine.prefix_counters), max(makespan, later_end)
 
 

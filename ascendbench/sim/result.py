@@ -211,7 +211,7 @@ def simulate(
     truncated programs keeping `keep[0]` and `keep[1]` iterations are simulated and every time-like quantity
     is extended linearly by the per-iteration steady-state increment:
     T(N) = T(k2) + (N - k2) * (T(k2) - T(k1)) / (k2 - k1),
-    never below the extrapolated busy time of the busiest pipe or of HBM. A test checks that this agrees with
+    never below the extrapolated busy time of the busiest pipe, of HBM or of L2. A test checks that this agrees with
     the exact simulation within 1% on sizes that can run exactly.
 
     `cache` with `cache_key(skip)` (a hashable description of the truncated program) lets calls whose
@@ -234,7 +234,8 @@ def simulate(
     busy = {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()}
     hbm = extend(s2.hbm_busy, s1.hbm_busy)
     stats = RunStats(
-        max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0), hbm),  # see simulate_2d
+        max(extend(s2.ops_end, s1.ops_end) + _drain(hw, extend(s2.drain, s1.drain)),  # see simulate_2d
+            max(busy.values(), default=0.0), hbm, extend(s2.l2_busy, s1.l2_busy)),
         s2.phases,
         busy,
         hbm,
@@ -242,7 +243,23 @@ def simulate(
         s2.unit_weights,
     )
     phases = {k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}
-    return _to_result(hw, engine, stats, phases, True, _count_only(hw, warm_l2, build, iterations))
+    counters = _count_only(hw, warm_l2, build, iterations)
+    # Loops that the truncated runs keep whole on some cores add no increment: the exact HBM byte counters
+    # bound the time from below as well.
+    stats.makespan = max(stats.makespan, _hbm_bound(hw, counters))
+    return _to_result(hw, engine, stats, phases, True, counters)
+
+
+def _hbm_bound(hw: HardwareProfile, counters: dict[str, float]) -> float:
+    """Cycles HBM needs at least for the bytes the counters say it moves."""
+    return (counters.get("bytes_hbm_read", 0.0) + counters.get("bytes_hbm_write", 0.0)) / hw.hbm_bytes_per_cycle
+
+
+def _drain(hw: HardwareProfile, fitted: float) -> float:
+    """The final write-back drain (RunStats.drain) of a fitted run: it grows with the work where writes outrun
+    HBM and shrinks where the work leaves HBM idle time, so it is fitted like the rest, but it is never
+    negative and never longer than HBM takes to write back a full L2 of dirty lines."""
+    return min(max(fitted, 0.0), hw.l2_bytes / hw.hbm_bytes_per_cycle)
 
 
 def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
@@ -324,7 +341,9 @@ def simulate_2d(
             # of a task is measured between the ends of tasks t1 and t2 - 2, which both still run
             # among successors on every core, and the run's end is stepped back by it.
             period = (end_b - first.makespan) / (t2 - 2 - t1)
-            first.makespan = stats.makespan - (t2 - t1) * period
+            # the final write-back drain is taken to be the larger run's (it is not measured for a prefix)
+            first.drain = stats.drain
+            first.makespan = stats.ops_end - (t2 - t1) * period + stats.drain
             # a phase's span steps back by the same period where its ops run in every task
             spans = {p: hi - lo - ((t2 - t1) * period if p in first.phases else 0.0)
                      for p, (lo, hi) in stats.phases.items()}
@@ -364,13 +383,16 @@ def simulate_2d(
     last_stats, _, last_counters = runs[(ts[-1], ks[-1])]
     hbm = fit(lambda t, k: runs[(t, k)][0].hbm_busy)
     busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
-    # Busy time adds up op by op, so its fit is reliable; no run ends before its busiest pipe (or HBM) is done,
-    # which bounds the makespan's fit from below when the truncated runs have not reached the steady state.
-    makespan = max(fit(lambda t, k: runs[(t, k)][0].makespan), max(busy.values(), default=0.0), hbm)
+    # Busy time adds up op by op, so its fit is reliable; no run ends before its busiest pipe (or HBM, or L2) is
+    # done, which bounds the makespan's fit from below when the truncated runs have not reached the steady state.
+    # The final write-back drain is fitted apart from the end of the ops (see _drain).
+    makespan = max(fit(lambda t, k: runs[(t, k)][0].ops_end) + _drain(hw, fit(lambda t, k: runs[(t, k)][0].drain)),
+                   max(busy.values(), default=0.0), hbm, fit(lambda t, k: runs[(t, k)][0].l2_busy))
     # a phase (the span of its ops) never outlasts the whole run
     phases = {p: min(makespan, fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0))) for p in runs[(ts[-1], ks[-1])][1]}
     # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks.
     counters = {c: round(fit(lambda t, k, c=c: runs[(t, k)][2].get(c, 0.0)), 3) for c in last_counters}
+    makespan = max(makespan, _hbm_bound(hw, counters))
     extrapolated = len(ts) > 1 or len(ks) > 1
     return SimResult(hw, makespan, phases, busy, counters, [(ops, 0.0)], extrapolated, hbm,
                      dict(last_stats.unit_weights))

@@ -123,8 +123,11 @@ def test_hbm_serves_reads_before_queued_write_backs():
     e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
     rd = e.gm_read("core1.aic", "MTE2", 4096, l2_hit=False)
     stats = e.run()
-    # the read does not queue behind the 20 MB of write-backs issued at the same time
-    assert rd.end == pytest.approx(4096 / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
+    # the read does not queue behind the 20 MB of write-backs issued at the same time: it waits only for L2,
+    # which the writes (and the read's own fill) go through at the L2 rate
+    l2_done = (HW.ai_cores * nbytes + 4096) / HW.l2_bytes_per_cycle
+    assert rd.end == pytest.approx(l2_done + HW.gm_read_latency_cycles)
+    assert l2_done < HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle / 5
     # the write-backs still take their HBM time: they finish after the read's
     assert stats.makespan == pytest.approx((HW.ai_cores * nbytes + 4096) / HW.hbm_bytes_per_cycle)
 
@@ -153,6 +156,34 @@ def test_a_writer_stalls_when_the_dirty_backlog_outgrows_l2():
     assert writes[-1].release == pytest.approx((total - HW.l2_bytes) / HW.hbm_bytes_per_cycle)
     assert writes[0].release == pytest.approx(nbytes / HW.l2_write_bytes_per_cycle)  # no stall yet
     assert stats.makespan == pytest.approx(total / HW.hbm_bytes_per_cycle)
+
+
+def test_dirty_lines_never_outgrow_l2_while_reads_keep_hbm_busy():
+    # Reads have priority, but once L2 is full of dirty lines the write-backs go out ahead of later reads:
+    # the writer cannot finish more than an L2's worth ahead of HBM.
+    e = Engine(HW)
+    e.set_weight("core0.aic", HW.ai_cores)
+    e.set_weight("core0.aiv0", HW.ai_cores)
+    nbytes, count = 1 << 20, 60
+    reads = [e.gm_read("core0.aic", "MTE2", nbytes, l2_hit=False) for _ in range(count)]
+    writes = [e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True) for _ in range(count)]
+    stats = e.run()
+    written = HW.ai_cores * nbytes * count
+    rate = HW.hbm_bytes_per_cycle
+    # the reads share HBM with every write-back beyond an L2 of dirty lines (not only after the last read)
+    assert reads[-1].end == pytest.approx((2 * written - HW.l2_bytes) / rate, rel=1e-3)
+    assert (written - HW.l2_bytes) / rate <= writes[-1].release <= reads[-1].end
+    assert stats.makespan == pytest.approx(2 * written / rate)
+
+
+def test_a_read_that_misses_l2_also_takes_l2_bandwidth():
+    nbytes = 1 << 20
+    e = Engine(HW)
+    e.set_weight("core0.aic", HW.ai_cores)
+    e.gm_read("core0.aic", "MTE2", nbytes, l2_hit=False)
+    stats = e.run()
+    assert stats.l2_busy == pytest.approx(HW.ai_cores * nbytes / HW.l2_bytes_per_cycle)
+    assert stats.hbm_busy == pytest.approx(HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle)
 
 
 def test_queue_depth_bounds_how_far_a_producer_runs_ahead():
