@@ -315,7 +315,7 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     hit_fast = 1 - 1 / slow_count if fast_resident else 1 - 1 / max(share_fast, 1.0)
     hit_a, hit_b = (hit_fast, hit_slow) if fast_is_a else (hit_slow, hit_fast)
     footprint = (m * k + k * n) * _FP16 * batch
-    c_resident = warm_l2 and footprint + m * n * _FP16 * batch <= hw.l2_bytes
+    c_resident = _c_resident(shape, params, hw, warm_l2)
     warm_a = footprint <= hw.l2_bytes and (warm_l2 or padded_a)
     warm_b = footprint <= hw.l2_bytes and (warm_l2 or padded_b)
     if warm_a:
@@ -355,27 +355,18 @@ def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, 
     tiling = resolve_tiling(shape, params, hw)
     launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
     parts: list[tuple[SimResult, int]] = [(launch, 1)]
-    m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
+    m, n, k = shape.m, shape.n, shape.k
     if m == 0 or n == 0:
         return sequence(parts), tiling
     ab = params.alpha != 0 and k > 0
     layout = _layout(shape, params, tiling, hw, warm_l2)
-    if ab and params.variant == "proposed" and params.padding:
-        pad_elems, pad_out = 0, 0
-        if (k * _FP16) % 512:
-            kp = math.ceil(k / _ALIGN_ELEMS) * _ALIGN_ELEMS
-            pad_elems, pad_out = pad_elems + m * k, pad_out + m * kp
-        if (n * _FP16) % 512:
-            np_ = math.ceil(n / _ALIGN_ELEMS) * _ALIGN_ELEMS
-            pad_elems, pad_out = pad_elems + k * n, pad_out + k * np_
-        if pad_elems:
-            pad_elems *= batch
-            pad_out *= batch
-            # The padded copies are read by the AIC right after; while they fit L2 they are not written back.
-            resident = pad_out * _FP16 <= hw.l2_bytes
-            parts.append((copy_pass(hw, pad_elems, _FP16, _FP16 * pad_out / pad_elems, warm_l2, "padding",
-                                    force_exact, writeback=not resident), 1))
-            parts.append((fixed_cost(hw, hw.cross_core_flag_cycles, "padding", cross_core_flags=1), 1))
+    pad_elems, pad_out = _padding(shape, params)
+    if pad_elems:
+        # The padded copies are read by the AIC right after; while they fit L2 they are not written back.
+        resident = pad_out * _FP16 <= hw.l2_bytes
+        parts.append((copy_pass(hw, pad_elems, _FP16, _FP16 * pad_out / pad_elems, warm_l2, "padding",
+                                force_exact, writeback=not resident), 1))
+        parts.append((fixed_cost(hw, hw.cross_core_flag_cycles, "padding", cross_core_flags=1), 1))
     if ab:
         epilogue_inline = params.variant == "proposed"
 
@@ -401,9 +392,9 @@ def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, 
                            cache_key=lambda skip, kept_blocks: program(skip, kept_blocks, not every_core))
         parts.append((gemm, 1))
         if not epilogue_inline and (params.alpha != 1 or params.beta != 0):
-            parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
+            parts.append((_elementwise_pass(hw, shape, params, layout.c_resident, force_exact), 1))
     else:
-        parts.append((_elementwise_pass(hw, shape, params, warm_l2, force_exact), 1))
+        parts.append((_elementwise_pass(hw, shape, params, layout.c_resident, force_exact), 1))
     result = sequence(parts)
     result.counters.update(hgemm_counters(shape, params, tiling, _k_splits(tiling, params, hw)))
     return result, tiling
@@ -416,11 +407,42 @@ def _keep_blocks(tiling: Tiling) -> tuple[int, int]:
     return (first, 2 * first)
 
 
-def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, warm_l2: bool, force_exact: bool) -> SimResult:
-    """C = beta * C (+ alpha * C1 for gemm-example) on all AIVs: read C (and C1) and write C."""
+def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, resident: bool, force_exact: bool) -> SimResult:
+    """C = beta * C (+ alpha * C1 for gemm-example) on all AIVs: read C (and C1) and write C; from and to
+    L2 only where they are resident (_c_resident)."""
     elems = shape.m * shape.n * shape.batch
     reads = (1 if params.beta != 0 else 0) + (1 if params.alpha != 0 and shape.k > 0 else 0)
-    return copy_pass(hw, elems, _FP16 * max(reads, 0) or 1e-9, _FP16, warm_l2, "epilogue", force_exact)
+    return copy_pass(hw, elems, _FP16 * max(reads, 0) or 1e-9, _FP16, resident, "epilogue", force_exact,
+                     writeback=not resident)
+
+
+def _padding(shape: GemmShape, params: HgemmParams) -> tuple[int, int]:
+    """Elements the pad pass reads and writes: A (B) when its rows are not 512-byte aligned (proposed kernel
+    with padding on, A and B read at all); (0, 0) when nothing is padded."""
+    m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
+    if not (params.padding and params.variant == "proposed" and params.alpha != 0 and k > 0):
+        return 0, 0
+    elems, out = 0, 0
+    if (k * _FP16) % 512:
+        elems, out = elems + m * k, out + m * math.ceil(k / _ALIGN_ELEMS) * _ALIGN_ELEMS
+    if (n * _FP16) % 512:
+        elems, out = elems + k * n, out + k * math.ceil(n / _ALIGN_ELEMS) * _ALIGN_ELEMS
+    return elems * batch, out * batch
+
+
+def _c_resident(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool) -> bool:
+    """With a warm L2 (back-to-back runs), whether everything a run touches fits L2 together, so that C is
+    read from L2 and its writes stay there: C, and where A and B are read, A, B, their padded copies and
+    (gemm-example) the A @ B workspace."""
+    m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
+    if not warm_l2:
+        return False
+    elems = m * n * batch
+    if params.alpha != 0 and k > 0:
+        elems += (m * k + k * n) * batch + _padding(shape, params)[1]
+        if params.variant == "gemm-example":
+            elems += m * n * batch
+    return elems * _FP16 <= hw.l2_bytes
 
 
 @dataclass(frozen=True)

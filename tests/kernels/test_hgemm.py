@@ -266,3 +266,22 @@ def test_warm_l2_keeps_c_resident_only_when_a_b_and_c_fit():
     big_warm, _ = simulate_hgemm(big, params, HW, warm_l2=True)
     assert big_warm.counters["bytes_hbm_write"] == 10240 * 10240 * 2
     assert big_warm.counters["bytes_hbm_read"] >= 10240 * 10240 * 2
+
+
+@pytest.mark.parametrize(("shape", "options", "resident"), [
+    ((2048, 2048, 2048), {"variant": "gemm-example"}, True),  # A, B, C and the A @ B workspace: 32 MiB
+    ((8192, 8192, 1024), {"variant": "gemm-example"}, False),  # 302 MB with the workspace
+    ((5500, 5500, 5500), {}, False),  # A + B + C fit (182 MB), not with the padded copies (+124 MB)
+    ((8192, 8192, 1024), {"alpha": 0.0}, True),  # alpha = 0 touches C only
+])
+def test_warm_residency_counts_everything_the_run_touches(shape, options, resident):
+    params = HgemmParams(**{"alpha": 0.5, "beta": 0.5, **options})
+    sim, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=True)
+    c_bytes = shape[0] * shape[1] * 2
+    if resident:
+        assert sim.counters.get("bytes_hbm_read", 0) == 0 and sim.counters.get("bytes_hbm_write", 0) == 0
+    else:
+        # C goes back to HBM (and, for gemm-example, the A @ B workspace too)
+        workspace = c_bytes if options.get("variant") == "gemm-example" else 0
+        assert sim.counters["bytes_hbm_write"] >= c_bytes + workspace
+        assert sim.counters["bytes_hbm_read"] >= c_bytes
