@@ -339,6 +339,8 @@ class Engine:
 
     def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float) -> tuple[tuple, tuple]:
         """Counters and (server demands, core cycles, latency) of one gm_read."""
+        if nbytes < 0:
+            raise ValueError(f"a GM read moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
@@ -378,6 +380,8 @@ class Engine:
 
     def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
         """Counters and (server demands, core cycles, latency) of one gm_write."""
+        if nbytes < 0:
+            raise ValueError(f"a GM write moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency

@@ -239,3 +239,11 @@ def test_queue_depth_one_serialises_producer_and_consumer():
         ring.push(e.compute("core0.aiv0", "VECTOR", 100, deps=[p]))
     e.run()
     assert math.isclose(ring.released[-1].end, 3 * 110)
+
+
+def test_negative_transfer_sizes_are_refused():
+    e = Engine(HW)
+    with pytest.raises(ValueError, match="nbytes >= 0"):
+        e.gm_read("core0.aic", "MTE2", -1, l2_hit=False)
+    with pytest.raises(ValueError, match="nbytes >= 0"):
+        e.gm_write("core0.aiv0", "MTE3", -1000, writeback=True)
