@@ -505,23 +505,8 @@ class Engine:
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
 
-        phases: dict[str, tuple[float, float]] = {}
-        busy: dict[tuple[str, str], float] = {}
-        makespan = 0.0
         self.unlink()
-        for op in self.ops:
-            start, end = op.start, op.end
-            if end > makespan:  # noqa: PLR1730 (max() costs a call per op)
-                makespan = end
-            span = phases.get(op.phase)
-            if span is None:
-                phases[op.phase] = (start, end)
-            elif start < span[0] or end > span[1]:
-                phases[op.phase] = (min(span[0], start), max(span[1], end))
-            unit = op.unit
-            if unit != "chip":
-                key = (unit, op.pipe)
-                busy[key] = busy.get(key, 0.0) + (op.release - start)
+        makespan, phases, busy = _spans(self.ops)
         drain = hbm.free + hbm.backlog - makespan if hbm.backlog > 0.0 else 0.0
         drain = drain if drain > 0.0 else 0.0  # noqa: FURB136
         self.stats = RunStats(makespan + drain, phases, busy, self.hbm.busy, self.l2.busy,
@@ -529,25 +514,13 @@ class Engine:
         return self.stats
 
 
-def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:
-    """What the ops of tasks below `tasks` (Engine.task when they were added) measured in a finished run:
-    the time their last op ended, the spans of their phases, their pipe busy time and HBM time, and their
-    counters (kept apart when engine.prefix_tasks == tasks); and when the ops of tasks below `later` ended.
-    Cycles."""
-    if engine.prefix_tasks != tasks:
-        raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
-    weights = engine.weights
-    hbm_rate, l2_rate = engine.hbm.bytes_per_cycle, engine.l2.bytes_per_cycle
+def _spans(ops: Iterable[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
+    """When the last of `ops` ended, the (start, end) span of each phase and the busy time of each
+    (unit, pipe), in cycles. Comparisons instead of min()/max() calls: this runs once per op of every run."""
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
-    makespan = hbm = l2 = later_end = 0.0
-    # one pass over every op of the run: comparisons instead of min()/max() calls (same results)
-    for op in engine.ops:
-        task = op.task
-        if task >= tasks:
-            if task < later and op.end > later_end:
-                later_end = op.end
-            continue
+    makespan = 0.0
+    for op in ops:
         start, end = op.start, op.end
         if end > makespan:  # noqa: PLR1730
             makespan = end
@@ -560,13 +533,30 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
         if unit != "chip":
             key = (unit, op.pipe)
             busy[key] = busy.get(key, 0.0) + (op.release - start)
-        xfer = op.xfer
-        if xfer is not None:
-            for name, nbytes in xfer[0]:
+    return makespan, phases, busy
+
+
+def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:
+    """What the ops of tasks below `tasks` (Engine.task when they were added) measured in a finished run:
+    the time their last op ended, the spans of their phases, their pipe busy time and HBM time, and their
+    counters (kept apart when engine.prefix_tasks == tasks); and when the ops of tasks below `later` ended.
+    Cycles."""
+    if engine.prefix_tasks != tasks:
+        raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
+    weights = engine.weights
+    hbm_rate, l2_rate = engine.hbm.bytes_per_cycle, engine.l2.bytes_per_cycle
+    first = [op for op in engine.ops if op.task < tasks]
+    later_end = max((op.end for op in engine.ops if tasks <= op.task < later), default=0.0)
+    makespan, phases, busy = _spans(first)
+    hbm = l2 = 0.0
+    for op in first:
+        if op.xfer is not None:
+            w = weights.get(op.unit, 1)
+            for name, nbytes in op.xfer[0]:
                 if name == "l2":
-                    l2 += nbytes * weights.get(unit, 1) / l2_rate
+                    l2 += nbytes * w / l2_rate
                 else:
-                    hbm += nbytes * weights.get(unit, 1) / hbm_rate
+                    hbm += nbytes * w / hbm_rate
     stats = RunStats(makespan, phases, busy, hbm, l2, {u: weights.get(u, 1) for u, _ in busy})
     return stats, dict(engine.prefix_counters), max(makespan, later_end)
 
