@@ -17,8 +17,11 @@ import typer
 from rich.console import Console
 
 __all__ = [
+    "ExclusiveOption",
     "HardwareOption",
     "JsonOption",
+    "NoSaveOption",
+    "TraceOption",
     "default_result_path",
     "err_console",
     "fail",
@@ -34,6 +37,9 @@ HardwareOption = Annotated[
     str, typer.Option("--hardware", help="Hardware profile: a shipped name (see `ascendbench hardware list`) or a .toml path.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only the JSON document on stdout (messages go to stderr).")]
+NoSaveOption = Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")]
+TraceOption = Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")]
+ExclusiveOption = Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

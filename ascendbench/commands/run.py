@@ -13,8 +13,10 @@ import typer
 from rich.table import Table
 
 from ascendbench.commands.common import (
+    ExclusiveOption,
     HardwareOption,
     JsonOption,
+    NoSaveOption,
     Outputs,
     check_target,
     command_line,
@@ -131,7 +133,7 @@ def scan(
                                                   "(default: all AI cores; more run in waves).")] = None,
     chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (default: the paper's "
                                                  "rule), 'off'/0, or a count such as 2**24.")] = None,
-    exclusive: Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")] = False,
+    exclusive: ExclusiveOption = False,
     dtype: Annotated[str | None, typer.Option("--dtype", help="Input dtype: fp16 or int8 (default fp16, or the "
                                                  "--input array's).")] = None,
     out_dtype: Annotated[str | None, typer.Option("--out-dtype", help="Output dtype: fp32 (default for fp16), fp16, "
@@ -153,7 +155,7 @@ def scan(
                                                   "(open it in Perfetto).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                                 "results/runs/<kernel>/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Scan an array on the simulated Ascend NPU: simulated time, bandwidth, % of peak and of memcpy,

@@ -12,9 +12,12 @@ import typer
 from rich.table import Table
 
 from ascendbench.commands.common import (
+    ExclusiveOption,
     HardwareOption,
     JsonOption,
+    NoSaveOption,
     Outputs,
+    TraceOption,
     check_target,
     command_line,
     default_result_path,
@@ -77,9 +80,7 @@ def batched_scan(
         ),
     ] = "auto",
     s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
-    exclusive: Annotated[
-        bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")
-    ] = False,
+    exclusive: ExclusiveOption = False,
     dtype: Annotated[
         str | None,
         typer.Option(
@@ -106,16 +107,14 @@ def batched_scan(
         bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
     ] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[
-        Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")
-    ] = None,
+    trace: TraceOption = None,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out", help="Result JSON path (default: results/runs/batched-<algorithm>/<time>-<id>.json)."
         ),
     ] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Scan every row of a (batch, length) array (scan paper appendix B.1): simulated time, bandwidth,

@@ -9,7 +9,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
 from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
@@ -42,10 +42,10 @@ def compress_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with values[mask != 0].")] = True,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of the timeline.")] = None,
+    trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/runs/compress/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """The values whose mask entry is true, in order: x[mask] / torch.masked_select on 1-D input (compress,

@@ -13,6 +13,7 @@ from rich.table import Table
 from ascendbench.commands.common import (
     HardwareOption,
     JsonOption,
+    NoSaveOption,
     Outputs,
     check_target,
     command_line,
@@ -73,7 +74,7 @@ def hgemm(
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                                 "results/runs/hgemm/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Run C = alpha * A @ B + beta * C (fp16, fp32 accumulation) on the simulated NPU: TFLOPS, % of cube

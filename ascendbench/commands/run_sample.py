@@ -10,7 +10,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, fail
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
@@ -69,10 +69,10 @@ def sample_command(
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no data.")] = False,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the weights in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of the timeline.")] = None,
+    trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/runs/sample/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Draw indices with probability proportional to the weights: an inclusive scan of the weights, then the

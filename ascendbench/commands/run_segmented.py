@@ -10,8 +10,11 @@ import typer
 from rich.table import Table
 
 from ascendbench.commands.common import (
+    ExclusiveOption,
     HardwareOption,
     JsonOption,
+    NoSaveOption,
+    TraceOption,
     command_line,
     fail,
     out_console,
@@ -69,9 +72,7 @@ def segmented_scan(
         ),
     ] = "mcscan",
     s: Annotated[int, typer.Option("--s", help="Tile side s of the matrix scans: 16, 32, 64 or 128.")] = 128,
-    exclusive: Annotated[
-        bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")
-    ] = False,
+    exclusive: ExclusiveOption = False,
     dtype: Annotated[
         str | None,
         typer.Option(
@@ -95,16 +96,14 @@ def segmented_scan(
         bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
     ] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[
-        Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")
-    ] = None,
+    trace: TraceOption = None,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out", help="Result JSON path (default: results/runs/segmented-scan/<time>-<id>.json)."
         ),
     ] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Segmented scan (values and head flags) built on the matrix scans: simulated time, bandwidth, the time of

@@ -9,7 +9,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
@@ -61,10 +61,10 @@ def sort(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with NumPy's stable sort.")] = True,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the keys in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of the timeline.")] = None,
+    trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/runs/sort/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Sort keys with their indices like torch.sort(stable=True): LSB radix sort, one SplitInd per key bit

@@ -9,7 +9,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, fail
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
@@ -47,10 +47,10 @@ def topk_command(
                                          "stable sort.")] = True,
     warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of the timeline.")] = None,
+    trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/runs/topk/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """The k largest (or smallest) values and their indices, sorted, ties in input order, like

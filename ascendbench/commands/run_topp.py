@@ -10,7 +10,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, fail
 from ascendbench.commands.operator_common import (
     OperatorRun,
     check_choice,
@@ -90,7 +90,7 @@ def topp_command(
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of one row's timeline.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/runs/topp/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Draw one token per row by Llama 3's sample_top_p (sort descending, cumsum, mask cumsum - prob > p,

@@ -16,6 +16,7 @@ from ascendbench import __version__
 from ascendbench.commands.common import (
     HardwareOption,
     JsonOption,
+    NoSaveOption,
     Outputs,
     check_target,
     command_line,
@@ -72,7 +73,6 @@ ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named 
                                                     "(default: its 'default' set when no problem is given).")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                                 "results/tuning/<kernel>/<time>-<id>.json).")]
-NoSaveOption = Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")]
 
 
 @app.command("hgemm")

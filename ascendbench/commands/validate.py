@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ascendbench.commands.common import (
     JsonOption,
+    NoSaveOption,
     Outputs,
     check_target,
     command_line,
@@ -108,7 +109,7 @@ def validate(
                                                "(1 ... 5000).")] = RANDOM_SHAPES,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,
-    no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")] = False,
+    no_save: NoSaveOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Evaluate the papers' claims with the simulator: one row per claim (paper, simulated, ratio, tolerance,
