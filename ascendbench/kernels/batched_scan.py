@@ -33,10 +33,9 @@ from ascendbench.kernels.programs import clamp_skip, copy_pass, loop
 from ascendbench.kernels.scan import (
     _ACC_BYTES,
     _CUMSUM_INFO,
-    DTYPES,
-    S_VALUES,
     CubeRowScan,
     CubeUL1,
+    ScanOperatorParams,
     ScanParams,
     VecCumSumTile,
     aiv_carry_tile,
@@ -62,7 +61,7 @@ _U32 = 2.0**-24
 
 
 @dataclass(frozen=True)
-class BatchedScanParams:
+class BatchedScanParams(ScanOperatorParams):
     """Parameters of a batched scan.
 
     algorithm: "scanu", "scanul1", "auto" or "vector" (see the module docstring).
@@ -80,18 +79,6 @@ class BatchedScanParams:
     def scan(self) -> ScanParams:
         return ScanParams(s=self.s, exclusive=self.exclusive, dtype=self.dtype)
 
-    @property
-    def out(self) -> str:
-        return self.scan.out
-
-    def to_dict(self) -> dict:
-        return {
-            "algorithm": self.algorithm,
-            "s": self.s,
-            "exclusive": self.exclusive,
-            "dtype": self.dtype,
-            "out_dtype": self.out,
-        }
 
 
 def check(batch: int, length: int, params: BatchedScanParams) -> None:
@@ -99,12 +86,7 @@ def check(batch: int, length: int, params: BatchedScanParams) -> None:
     for name, value in (("batch", batch), ("length", length)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ParamError(name, f"must be a non-negative integer, got {value!r}")
-    if params.algorithm not in ALGORITHMS:
-        raise ParamError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {params.algorithm!r}")
-    if params.s not in S_VALUES:
-        raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {params.s}")
-    if params.dtype not in DTYPES:
-        raise ParamError("dtype", f"must be one of {', '.join(DTYPES)}, got {params.dtype!r}")
+    params.check(ALGORITHMS)
     if params.algorithm == "scanul1" and params.dtype == "int8":
         raise ParamError(
             "dtype",

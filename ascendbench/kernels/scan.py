@@ -32,7 +32,8 @@ from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
 __all__ = [
-    "DTYPES", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanParams", "VecCumSumTile",
+    "DTYPES", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanOperatorParams", "ScanParams",
+    "VecCumSumTile",
     "aiv_carry_tile", "auto_chunk", "expected_matmuls", "l2_chunk_tiles",
 ]
 
@@ -83,6 +84,33 @@ class ScanParams:
     def to_dict(self) -> dict:
         return {"s": self.s, "blocks": self.blocks, "chunk": self.chunk, "exclusive": self.exclusive,
                 "dtype": self.dtype, "out_dtype": self.out}
+
+
+class ScanOperatorParams:
+    """What the params of the operators built on the scans (batched, segmented) share: the fields algorithm,
+    s, exclusive and dtype (fp16 -> fp32 output, int8 -> int32), their output dtype and their JSON form."""
+
+    algorithm: str
+    s: int
+    exclusive: bool
+    dtype: str
+
+    @property
+    def out(self) -> str:
+        return ScanParams(s=self.s, dtype=self.dtype).out
+
+    def to_dict(self) -> dict:
+        return {"algorithm": self.algorithm, "s": self.s, "exclusive": self.exclusive, "dtype": self.dtype,
+                "out_dtype": self.out}
+
+    def check(self, algorithms) -> None:
+        """Raise ParamError naming the option when algorithm, s or dtype is not allowed."""
+        if self.algorithm not in algorithms:
+            raise ParamError("algorithm", f"must be one of {', '.join(algorithms)}, got {self.algorithm!r}")
+        if self.s not in S_VALUES:
+            raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {self.s}")
+        if self.dtype not in DTYPES:
+            raise ParamError("dtype", f"must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 
 
 def auto_chunk(hw: HardwareProfile, params: ScanParams) -> int:

@@ -32,7 +32,13 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.programs import Ring, loop, split_front
-from ascendbench.kernels.scan import _ACC_BYTES, _CUMSUM_INFO, DTYPES, S_VALUES, SCAN_KERNELS, ScanParams
+from ascendbench.kernels.scan import (
+    _ACC_BYTES,
+    _CUMSUM_INFO,
+    SCAN_KERNELS,
+    ScanOperatorParams,
+    ScanParams,
+)
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
@@ -54,7 +60,7 @@ _U32 = 2.0**-24
 
 
 @dataclass(frozen=True)
-class SegmentedScanParams:
+class SegmentedScanParams(ScanOperatorParams):
     """algorithm: "mcscan" (default: values scanned with MCScan), "mcscan-ul1" (with MCScanUL1, fp16 only; faster,
     but its fp16 rounding of C1 adds an error that scales with the global prefix) or "vector" (baseline);
     s: tile side of the matrix scans (16/32/64/128); exclusive; dtype: "fp16" (fp32 out) or "int8" (int32)."""
@@ -68,30 +74,13 @@ class SegmentedScanParams:
     def values_scan(self) -> ScanParams:
         return ScanParams(s=self.s, dtype=self.dtype)
 
-    @property
-    def out(self) -> str:
-        return self.values_scan.out
-
-    def to_dict(self) -> dict:
-        return {
-            "algorithm": self.algorithm,
-            "s": self.s,
-            "exclusive": self.exclusive,
-            "dtype": self.dtype,
-            "out_dtype": self.out,
-        }
 
 
 def check(n: int, params: SegmentedScanParams) -> None:
     """Raise ParamError naming the option for a size or parameters the segmented scan does not allow."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ParamError("n", f"must be a non-negative integer, got {n!r}")
-    if params.algorithm not in ALGORITHMS:
-        raise ParamError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {params.algorithm!r}")
-    if params.s not in S_VALUES:
-        raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {params.s}")
-    if params.dtype not in DTYPES:
-        raise ParamError("dtype", f"must be one of {', '.join(DTYPES)}, got {params.dtype!r}")
+    params.check(ALGORITHMS)
     if params.algorithm == "mcscan-ul1" and params.dtype == "int8":
         raise ParamError("dtype", "mcscan-ul1 supports fp16 only; use mcscan or vector for int8")
 
