@@ -301,8 +301,7 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     # read by the few consecutive tasks that share it, so only its first read misses. A panel of the other
     # ("fast") direction is read again each time the slow index advances: it hits if all fast panels plus
     # the slow panels of one wave stay in L2, else only the cores of one wave share it.
-    padded_a = params.padding and (k * _FP16) % 512 != 0 and params.variant == "proposed"
-    padded_b = params.padding and (n * _FP16) % 512 != 0 and params.variant == "proposed"
+    padded_a, padded_b = _padded(shape, params)
     k_task = min(k, per_task * tiling.k0)
     panel_a, panel_b = tiling.m0 * k_task * _FP16, k_task * tiling.n0 * _FP16
     fast_is_a = bm <= bn
@@ -416,16 +415,23 @@ def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, resident: bool,
                      writeback=not resident)
 
 
+def _padded(shape: GemmShape, params: HgemmParams) -> tuple[bool, bool]:
+    """Whether the proposed kernel (padding on) pads A, and B: their rows are not 512-byte aligned."""
+    on = params.padding and params.variant == "proposed"
+    return on and (shape.k * _FP16) % 512 != 0, on and (shape.n * _FP16) % 512 != 0
+
+
 def _padding(shape: GemmShape, params: HgemmParams) -> tuple[int, int]:
-    """Elements the pad pass reads and writes: A (B) when its rows are not 512-byte aligned (proposed kernel
-    with padding on, A and B read at all); (0, 0) when nothing is padded."""
+    """Elements the pad pass reads and writes (A and B as _padded says, when A and B are read at all);
+    (0, 0) when nothing is padded."""
     m, n, k, batch = shape.m, shape.n, shape.k, shape.batch
-    if not (params.padding and params.variant == "proposed" and params.alpha != 0 and k > 0):
+    if params.alpha == 0 or k == 0:
         return 0, 0
+    pad_a, pad_b = _padded(shape, params)
     elems, out = 0, 0
-    if (k * _FP16) % 512:
+    if pad_a:
         elems, out = elems + m * k, out + m * math.ceil(k / _ALIGN_ELEMS) * _ALIGN_ELEMS
-    if (n * _FP16) % 512:
+    if pad_b:
         elems, out = elems + k * n, out + k * math.ceil(n / _ALIGN_ELEMS) * _ALIGN_ELEMS
     return elems * batch, out * batch
 
