@@ -163,6 +163,21 @@ class Outputs:
         self.written.clear()
 
 
+
+def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:
+    """Checks of a scan command's files (run scan and the row scans) before any work: the input exists, the output paths are writable,
+    distinct from the input and have the right suffix."""
+    if output_file is not None and model_only:
+        fail("--output-file: there is no output with --model-only; drop one of them")
+    if input_file is not None and not input_file.exists():
+        fail(f"--input: file not found: {input_file}")
+    if out is not None and no_save:
+        fail("--out: cannot be combined with --no-save")
+    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
+    check_target(output_file, "output-file", ".npy", taken)
+    check_target(trace, "trace", ".json", taken)
+    check_target(out, "out", ".json", taken)
+
 def command_line() -> list[str]:
     return ["ascendbench", *sys.argv[1:]]
 

@@ -18,7 +18,7 @@ from ascendbench.commands.common import (
     JsonOption,
     NoSaveOption,
     Outputs,
-    check_target,
+    check_files,
     command_line,
     default_result_path,
     dump_json,
@@ -183,16 +183,7 @@ def scan(
         fail(f"--out-dtype: must be fp32, fp16 or int32, got {out_dtype!r}")
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
-    if output_file is not None and model_only:
-        fail("--output-file: there is no output with --model-only; drop one of them")
-    if input_file is not None and not input_file.exists():
-        fail(f"--input: file not found: {input_file}")
-    if out is not None and no_save:
-        fail("--out: cannot be combined with --no-save")
-    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", ".npy", taken)
-    check_target(trace, "trace", ".json", taken)
-    check_target(out, "out", ".json", taken)
+    check_files(input_file, output_file, trace, out, no_save, model_only)
     if not model_only and input_file is not None:
         try:
             header = np.load(input_file, mmap_mode="r", allow_pickle=False)

@@ -18,7 +18,7 @@ from ascendbench.commands.common import (
     NoSaveOption,
     Outputs,
     TraceOption,
-    check_target,
+    check_files,
     command_line,
     default_result_path,
     dump_json,
@@ -173,21 +173,6 @@ def check_scan_options(algorithm: str, algorithms, s: int, dtype: str | None, se
         fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
-
-
-def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:
-    """Checks of a row-scan command's files before any work: the input exists, the output paths are writable,
-    distinct from the input and have the right suffix."""
-    if output_file is not None and model_only:
-        fail("--output-file: there is no output with --model-only; drop one of them")
-    if input_file is not None and not input_file.exists():
-        fail(f"--input: file not found: {input_file}")
-    if out is not None and no_save:
-        fail("--out: cannot be combined with --no-save")
-    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", ".npy", taken)
-    check_target(trace, "trace", ".json", taken)
-    check_target(out, "out", ".json", taken)
 
 
 def run_and_finish(

@@ -15,6 +15,7 @@ from ascendbench.commands.common import (
     JsonOption,
     NoSaveOption,
     TraceOption,
+    check_files,
     command_line,
     fail,
     out_console,
@@ -23,7 +24,6 @@ from ascendbench.commands.common import (
 )
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.commands.run_batched import (
-    check_files,
     check_memory,
     check_scan_options,
     header_elements,
