@@ -428,6 +428,7 @@ def run_hgemm(
     c_file: Path | None = None,
     verify: bool = True,
     warm_l2: bool = False,
+    every_core: bool = False,
     jobs: int | None = None,
     command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
@@ -440,6 +441,10 @@ def run_hgemm(
         params: HgemmParams (variant, tiles, split_k, shuffle_k, padding, double_buffer, alpha, beta).
         verify: compare with a float64 NumPy reference when M*N*K*batch <= 2**33, or <= 2**27 per shape in a
             workload (skipped above, with a note).
+        warm_l2: start with A, B (and C, when all three fit) resident in L2.
+        every_core: simulate every AI core instead of one representative per group of cores with the same
+            task count (slower: about 10x per shape when nothing is cached; the grouping's lock-step transfers on
+            the shared L2 make it up to 15% slow on some shapes, see README).
         jobs: worker processes for the shapes (default: the CPU count for 64 shapes or more, else 1).
 
     Returns:
@@ -486,7 +491,7 @@ def run_hgemm(
         jobs = min(os.cpu_count() or 1, 8) if total >= 64 else 1
     if jobs < 1:
         raise ParamError("jobs", f"must be at least 1, got {jobs}")
-    task = (params, hw, warm_l2, verify, limit, seed, mats, total == 1)
+    task = (params, hw, warm_l2, every_core, verify, limit, seed, mats, total == 1)
     results: list = [None] * total
     if jobs == 1 or total == 1:
         for i, shape in enumerate(shapes):
@@ -514,7 +519,7 @@ def run_hgemm(
     if not sims:  # the shapes ran in worker processes; keep the first one's timeline (for --trace)
         from ascendbench.kernels.hgemm import simulate_hgemm
 
-        sims = [simulate_hgemm(shapes[0], params, hw, warm_l2=warm_l2)[0]]
+        sims = [simulate_hgemm(shapes[0], params, hw, warm_l2=warm_l2, every_core=every_core)[0]]
     output = results[0][4] if total == 1 else None
     model_s = sum(r[5] for r in results)
     verify_s = sum(r[6] for r in results)
@@ -543,7 +548,7 @@ def run_hgemm(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         command=command if command is not None else ["python-api", "run_hgemm"],
         hardware=hw.to_dict(),
-        params=params.to_dict() | {"warm_l2": warm_l2},
+        params=params.to_dict() | {"warm_l2": warm_l2, "every_core": every_core},
         problem=problem,
         workload=workload,
         shapes=records,
@@ -553,19 +558,20 @@ def run_hgemm(
         counters=counters,
         host=_host(wall0, verify_s or None, model_s),
         model={"extrapolated": any(r[7] for r in results), "worker_processes": jobs,
-               "note": "task and K-block loops extrapolated from truncated runs; identical cores simulated once"},
+               "note": "task and K-block loops extrapolated from truncated runs; "
+                       + ("every core simulated" if every_core else "identical cores simulated once")},
     )
     return HgemmRun(result, sims, output)
 
 
-def _hgemm_shape(i, shape, params, hw, warm_l2, verify, limit, seed, mats, keep_output, keep_sim=False):
+def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed, mats, keep_output, keep_sim=False):
     """One shape of run_hgemm: (record, counters, utilisation, sim or None, output or None, model seconds,
     verify seconds, extrapolated). Module-level so that worker processes can run it."""
     from ascendbench.kernels.hgemm import compute_hgemm, simulate_hgemm, verify_hgemm
     from ascendbench.store.schema import HgemmShapeResult
 
     t0 = time.perf_counter()
-    sim, tiling = simulate_hgemm(shape, params, hw, warm_l2=warm_l2)
+    sim, tiling = simulate_hgemm(shape, params, hw, warm_l2=warm_l2, every_core=every_core)
     model_s = time.perf_counter() - t0
     macs = shape.m * shape.n * shape.k * shape.batch
     elements = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * shape.batch
