@@ -43,6 +43,17 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def partial_run(doc: dict) -> str:
+    """Why a validate result does not cover every claim row ("" when it does)."""
+    if doc.get("kind") not in (None, "validation") or "claims" not in doc or "summary" not in doc:
+        return "not a validate --json result"
+    if doc.get("quick"):
+        return "a --quick run"
+    if doc.get("only"):
+        return f"an --only run ({', '.join(doc['only']) if isinstance(doc['only'], list) else doc['only']})"
+    return ""
+
+
 def rewrite(readme: str, doc: dict) -> str:
     """README text with the block between the markers replaced by table(doc). Raises ValueError without
     markers."""
@@ -58,14 +69,27 @@ def main(argv=None) -> int:
     ap.add_argument("--readme", type=Path, default=Path("README.md"))
     ap.add_argument("--check", action="store_true", help="exit 1 if the README is not up to date; write nothing")
     args = ap.parse_args(argv)
+    if not args.readme.is_file():
+        ap.exit(2, f"error: --readme: no such file: {args.readme}\n")
     if args.result is not None:
-        doc = json.loads(args.result.read_text(encoding="utf-8"))
+        if not args.result.is_file():
+            ap.exit(2, f"error: --result: no such file: {args.result}\n")
+        try:
+            doc = json.loads(args.result.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            ap.exit(2, f"error: --result: not a validate --json result ({exc})\n")
+        partial = partial_run(doc)
+        if partial:
+            ap.exit(2, f"error: --result: {partial}; the README table needs a full `ascendbench validate`\n")
     else:
         from ascendbench.commands.validate import run_validation
 
         doc = run_validation().model_dump(mode="json")
     text = args.readme.read_text(encoding="utf-8")
-    new = rewrite(text, doc)
+    try:
+        new = rewrite(text, doc)
+    except ValueError as exc:
+        ap.exit(2, f"error: {exc}\n")
     if args.check:
         return 0 if new == text else 1
     if new != text:

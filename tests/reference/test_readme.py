@@ -35,3 +35,25 @@ def test_shipped_readme_lists_every_claim_row():
     block = readme[readme.index(BEGIN): readme.index(END)]
     for c in load_claims():
         assert f"| {c.id} | {c.kind} |" in block, c.id
+
+
+@pytest.mark.parametrize(("extra", "reason"), [({"only": ["G-8"]}, "an --only run (G-8)"),
+                                               ({"quick": True}, "a --quick run"), ({}, "")])
+def test_a_partial_result_is_refused_and_the_readme_kept(tmp_path, extra, reason):
+    import json
+
+    from ascendbench.reference.readme import main, partial_run
+
+    doc = DOC | {"kind": "validation", "quick": False, "only": None} | extra
+    assert partial_run(doc) == reason
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# t\n{BEGIN}\nold table\n{END}\n", encoding="utf-8")
+    result = tmp_path / "v.json"
+    result.write_text(json.dumps(doc), encoding="utf-8")
+    if reason:
+        with pytest.raises(SystemExit) as exc:
+            main(["--result", str(result), "--readme", str(readme)])
+        assert exc.value.code == 2 and "old table" in readme.read_text(encoding="utf-8")
+    else:
+        assert main(["--result", str(result), "--readme", str(readme)]) == 0
+        assert "| S-4 | calibration |" in readme.read_text(encoding="utf-8")
