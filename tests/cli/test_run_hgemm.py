@@ -30,6 +30,23 @@ def test_json_and_options(tmp_path, cli):
     assert doc["shapes"][0]["tiling"]["source"] == "user" and doc["shapes"][0]["verification"]["passed"]
 
 
+def test_every_core_is_recorded_and_gives_the_every_core_simulation(tmp_path, cli):
+    from ascendbench.hardware import load_profile
+    from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
+
+    shape = ["--m", "5120", "--n", "5120", "--k", "640", "--alpha", "0.5", "--beta", "0.5", "--no-verify"]
+    runs = {}
+    for flag in ([], ["--every-core"]):
+        out = cli(["run", "hgemm", *shape, *flag, "--json", "--no-save"], tmp_path)
+        assert out.exit_code == 0, out.output
+        runs[bool(flag)] = json.loads(out.stdout)
+    assert runs[True]["params"]["every_core"] is True and runs[False]["params"]["every_core"] is False
+    assert "every core simulated" in runs[True]["model"]["note"]
+    params = HgemmParams(alpha=0.5, beta=0.5)
+    every = simulate_hgemm(GemmShape(5120, 5120, 640), params, load_profile("atlas-300t-a2"), every_core=True)[0]
+    assert runs[True]["shapes"][0]["time_s"] == pytest.approx(every.time_s, rel=1e-12)
+
+
 def test_files_in_and_out(tmp_path, cli):
     rng = np.random.default_rng(0)
     a = (rng.random((40, 30)) - 0.5).astype(np.float16)
