@@ -444,7 +444,7 @@ def run_hgemm(
         warm_l2: start with A, B (and C, when all three fit) resident in L2.
         every_core: simulate every AI core instead of one representative per group of cores with the same
             task count (slower: about 10x per shape when nothing is cached; the grouping's lock-step transfers on
-            the shared L2 make it up to 15% slow on some shapes, see README).
+            the shared L2 make it up to 14% slow on some shapes, see README).
         jobs: worker processes for the shapes (default: the CPU count for 64 shapes or more, else 1).
 
     Returns:

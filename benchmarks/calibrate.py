@@ -2,20 +2,19 @@
 
 Usage: python benchmarks/calibrate.py [--check]
 
-Only constants whose source in a shipped profile starts with "calibrated:" are fitted, each on rows of the
-calibration claims of reference/claims.toml (kind "calibration": S-2, S-4, G-8, G-9a), measured with the
-claims' own evaluators (what `ascendbench validate` runs), deterministically (a bisection on one row, a
-golden-section search for the least squares of log(simulated / paper) on several):
+Only constants whose source in a shipped profile starts with "calibrated:" are fitted, each on one row of a
+calibration claim of reference/claims.toml (kind "calibration": S-2, S-4, G-8, G-9a), measured with that
+claim's own evaluator (what `ascendbench validate` runs), by a deterministic bisection:
   ascend-910b4   vector_scalar_sync_cycles on S-4 (MCScan at 37.5% of HBM peak)
                  vector_barrier_cycles     on S-2 (ScanUL1 9.6x faster than vector-only CumSum)
-  atlas-300t-a2  hbm_efficiency            on G-9a M=8 (550.90 us) and G-8b (187.35 TFLOPS) together
-                 l2_read_bytes_per_cycle   on G-9a M=512 (862.50 us; the smallest rate within 1% of the best
+  atlas-300t-a2  l2_read_bytes_per_cycle   on G-9a M=512 (862.50 us; the smallest rate within 1% of the best
                                            the model reaches, when it cannot reach the paper's time)
                  vector_* constants copied from ascend-910b4 (same AIV design)
-G-8a (the HPL-MxP maximum) is not fitted on; no validation claim is used. The fitted values are written into
-the shipped TOML files with the claims, the paper's values and the date in their source. --check writes
-nothing: it reports how far the shipped values are from a fresh fit and exits 1 when any differs by more than
-the larger of 1.1 units of its last fitted digit and 0.2% of the value.
+G-8 and G-9a M=8 are not fitted on: the HBM efficiency they depend on has a public source. No validation
+claim is used. The fitted values are written into the shipped TOML files with the claim, the paper's value
+and the date in their source. --check writes nothing: it reports how far the shipped values are from a fresh
+fit and exits 1 when any differs by more than the larger of 1.1 units of its last fitted digit and 0.2% of
+the value.
 """
 
 from __future__ import annotations
@@ -46,8 +45,7 @@ def main(argv=None) -> int:
         hw = shipped.replace(**values)
         for fit in FITS:
             if fit.profile == name:
-                for row in fit.rows:
-                    print(f"  {row}: simulated {simulated(row, hw):.4g} with the fitted values")
+                print(f"  {fit.row}: simulated {simulated(fit.row, hw):.4g} with the fitted values")
     if args.check:
         print("shipped values are up to date" if ok else "shipped values differ from a fresh fit: run "
               "python benchmarks/calibrate.py")

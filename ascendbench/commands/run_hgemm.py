@@ -70,7 +70,7 @@ def hgemm(
                                           "(default: cold).")] = False,
     every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core, not one per group "
                                              "of cores with the same task count: slower, and without the "
-                                             "grouping's error (up to 15% on shapes bound by L2).")] = False,
+                                             "grouping's error (up to 14% on shapes bound by L2).")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", help="Worker processes for a workload's shapes "
                                              "(default: the CPU count for 64 shapes or more).")] = None,
     hardware: HardwareOption = "atlas-300t-a2",

@@ -2,21 +2,19 @@
 benchmarks/calibrate.py).
 
 A constant is fitted only when its profile source starts with "calibrated:" and a fit is defined for it below;
-each fit targets one row of a calibration claim (claims.toml kind "calibration": S-2, S-4, G-8, G-9a), or
-several, and measures them with the claims' own evaluators, the ones `ascendbench validate` runs. A fit on
-one row is a bisection on a quantity monotone in its constant; a fit on several rows is a golden-section
-search for the least squares of log(simulated / paper); both take a fixed number of steps, so the result is
-deterministic. A constant
+each fit targets one row of a calibration claim (claims.toml kind "calibration": S-2, S-4, G-8, G-9a) and
+measures it with that claim's own evaluator, the one `ascendbench validate` runs. Every fit is a bisection
+with a fixed number of steps on a quantity monotone in its constant, so the result is deterministic. A constant
 marked "calibrated: ... of <profile> (same AIV design)" is copied from the profile it was fitted on.
 
-A constant may be fitted on several rows at once (Fit.also): hbm_efficiency governs both the stream of B in
-G-9a M=8 and the HBM-bound updates of C in the HPL-MxP average G-8b, and is fitted on the two together.
+Claims G-8 (HPL-MxP TFLOPS) and G-9a M=8 (a pure stream of B) are calibration claims that no constant is
+fitted on: the HBM efficiency they depend on has a public source (a third-party streaming measurement on a
+1.6 TB/s 910B2), and with it both hold (see README).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -48,9 +46,7 @@ class Fit:
     """How one constant is fitted: on claim row `row` (its simulated value must equal the paper's), by
     bisection over [low, high]; `decreasing` says the simulated value falls as the constant grows; `digits`
     the rounding of the result. `best_within` > 0: when the model cannot reach the paper's value inside the
-    range, the constant is the one whose simulated value is within that fraction of the best reachable.
-    `also` names more rows the constant governs: the fit then minimises the sum over `row` and `also` of
-    log(simulated / paper)^2 by golden-section search over [low, high] (`decreasing` is not used)."""
+    range, the constant is the one whose simulated value is within that fraction of the best reachable."""
 
     constant: str
     profile: str
@@ -61,12 +57,7 @@ class Fit:
     digits: int = 1
     steps: int = 40
     best_within: float = 0.0
-    also: tuple[str, ...] = ()
     note: str = ""
-
-    @property
-    def rows(self) -> tuple[str, ...]:
-        return (self.row, *self.also)
 
 
 # In the order they are fitted (each fit sees the values fitted before it).
@@ -75,9 +66,6 @@ FITS: tuple[Fit, ...] = (
         note="the vector -> scalar -> vector round trip of every carry step"),
     Fit("vector_barrier_cycles", "ascend-910b4", "S-2", 0.0, 5000.0, decreasing=False,
         note="the vector pipe barrier between dependent vector instructions"),
-    Fit("hbm_efficiency", "atlas-300t-a2", "G-9a M=8", 0.2, 1.0, decreasing=True, digits=3, steps=22,
-        also=("G-8b",), note="M = 8 streams B once; the HPL-MxP shapes where C does not fit L2 stream C: "
-                             "both HBM bound"),
     Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9a M=512", 110.0, 440.0, decreasing=True, steps=30,
         best_within=0.01, note="the AIC's MTE2 re-reads panels from L2; searched up to 4x the platform file's 110"),
 )
@@ -104,24 +92,6 @@ def simulated(row: str, hw: HardwareProfile) -> float:
     claim = _claim(row)
     [evaluation] = evaluate_claims([claim], Context(profiles={claim.hardware: hw}))
     return float(evaluation.simulated)
-
-
-def _golden(f, fit: Fit) -> float:
-    """The minimum of f over [fit.low, fit.high] by golden-section search (fit.steps steps)."""
-    inv = (math.sqrt(5) - 1) / 2
-    lo, hi = fit.low, fit.high
-    a, b = hi - inv * (hi - lo), lo + inv * (hi - lo)
-    fa, fb = f(a), f(b)
-    for _ in range(fit.steps):
-        if fa <= fb:
-            hi, b, fb = b, a, fa
-            a = hi - inv * (hi - lo)
-            fa = f(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + inv * (hi - lo)
-            fb = f(b)
-    return round((lo + hi) / 2, fit.digits)
 
 
 def _bisect(f, target: float, fit: Fit) -> float:
@@ -158,16 +128,6 @@ def fit_profile(name: str, fitted: dict[str, dict[str, float]] | None = None) ->
             continue
         if fit.constant not in marked:
             continue  # the profile gives this constant a source: it is not fitted
-        if fit.also:
-            papers = {row: float(_claim(row).paper) for row in fit.rows}
-
-            def misfit(v, fit=fit, hw=hw, papers=papers):
-                trial = hw.replace(**{fit.constant: v})
-                return sum(math.log(simulated(row, trial) / paper) ** 2 for row, paper in papers.items())
-
-            out[fit.constant] = _golden(misfit, fit)
-            hw = hw.replace(**{fit.constant: out[fit.constant]})
-            continue
         target = float(_claim(fit.row).paper)
         f = lambda v, fit=fit, hw=hw: simulated(fit.row, hw.replace(**{fit.constant: v}))
         if fit.best_within:
@@ -192,14 +152,11 @@ def source_note(name: str, key: str, date: str) -> str:
     """The source written beside a fitted value: the claim it was fitted on, the paper's value and the date."""
     for fit in FITS:
         if fit.constant == key:
+            c = _claim(fit.row)
             origin = "" if fit.profile == name else f" of {fit.profile} (same AIV design)"
             extra = f"; {fit.note}" if fit.note else ""
-            claims = [_claim(row) for row in fit.rows]
-            stated = [f"{c.id} ({_RE_FITS.split(c.statement)[0]}: paper {c.paper} {c.unit}".rstrip() for c in claims]
-            if len(claims) == 1:
-                return f"calibrated: benchmarks/calibrate.py on claim {stated[0]}{extra}){origin}, {date}"
-            return (f"calibrated: benchmarks/calibrate.py on claims {'), '.join(stated)}), least squares of "
-                    f"log(simulated / paper){extra}{origin}, {date}")
+            return (f"calibrated: benchmarks/calibrate.py on claim {c.id} ({_RE_FITS.split(c.statement)[0]}: paper "
+                    f"{c.paper} {c.unit}".rstrip() + f"{extra}){origin}, {date}")
     raise CalibrationError(f"no fit for {key}")
 
 

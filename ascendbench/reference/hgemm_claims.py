@@ -31,7 +31,7 @@ CLAIM_IDS = ("G-1", "G-2", "G-3", "G-4", "G-5", "G-6", "G-7", "G-8", "G-9a", "G-
 # the operands that fit in L2 are resident when a timed run starts (warm_l2). The scan paper flushes L2.
 WARM_L2 = True
 # Every AI core is simulated (no representative per group of identical cores, whose lock-step transfers on
-# the shared L2 cost up to 15% on HPL-MxP shapes), except over the thousands of random shapes of G-7 and
+# the shared L2 cost up to 14% on HPL-MxP shapes), except over the thousands of random shapes of G-7 and
 # of the figures drawn from random-5000 (RANDOM_EVERY_CORE), where that would take minutes.
 EVERY_CORE = True
 RANDOM_EVERY_CORE = False

@@ -175,6 +175,17 @@ def test_extrapolated_timing_matches_the_full_loops():
         assert fast.time_s == pytest.approx(full.time_s, rel=0.07), shape  # typically < 1%; see README
 
 
+def test_every_core_extrapolation_matches_the_full_loops():
+    # every_core (the HGEMM claims' mode, run hgemm --every-core) extrapolates the same way, per core
+    for shape, params, warm in [((4096, 2048, 1024), HgemmParams(alpha=0.5, beta=0.5), True),
+                                ((3000, 2500, 1280), HgemmParams(alpha=0.5, beta=0.5, padding=False), False),
+                                ((1000, 3000, 2500), HgemmParams(split_k=2), False)]:
+        fast, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=warm, every_core=True)
+        full, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=warm, every_core=True, force_exact=True)
+        assert fast.extrapolated
+        assert fast.time_s == pytest.approx(full.time_s, rel=0.03), shape
+
+
 def test_timing_model_at_huge_sizes():
     sim, _ = simulate_hgemm(GemmShape(100_000, 100_000, 100_000), HgemmParams(), HW)
     assert sim.counters["matmuls"] == (100_000 // 256 + 1) * (100_000 // 128 + 1) * (-(-100_000 // 128)) * 2
