@@ -195,7 +195,8 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
         table.add_row("host wall time", f"{r.host.wall_time_s:.2f} s (timing model {r.host.model_time_s * 1e3:.0f} ms)")
         c.print(table)
         print_utilisation(r.utilisation)
-        c.print("[dim]stage times are spans: padding runs first; the cube's gemm and the vector epilogue overlap[/]")
+        c.print("[dim]stage times are spans: " + ("padding runs first; " if "padding" in s.phases_s else "")
+                + "the cube's gemm and the vector epilogue overlap[/]")
     else:
         count = len(r.shapes)
         c.rule(f"[bold]hgemm workload {r.workload}: {count} shape{'s' if count != 1 else ''} on {r.hardware['name']}")

@@ -126,7 +126,7 @@ def validate(
         try:
             select_claims(ids)
         except ClaimError as exc:
-            fail(f"--only: {exc}; claim IDs are S-W1, S-1 ... S-18 and G-1 ... G-11 (`ascendbench validate` lists them)")
+            fail(f"--only: {exc}; claim IDs are S-W1, S-1 ... S-18 and G-1 ... G-11, some split into rows (G-9a, G-9a M=8); `ascendbench validate` lists them")
     if not 1 <= random_shapes <= RANDOM_SHAPES:
         fail(f"--random: must be between 1 and {RANDOM_SHAPES}, got {random_shapes}")
     if out is not None and no_save:

@@ -145,7 +145,10 @@ def select_claims(only: Iterable[str] | None = None, quick: bool = False) -> lis
         known = {c.id for c in claims} | {c.claim for c in claims}
         unknown = [w for w in wanted if w not in known]
         if unknown:
-            raise ClaimError(f"unknown claim ID {', '.join(map(repr, unknown))}")
+            claim_ids = {c.claim for c in claims}
+            near = sorted({k for k in claim_ids for w in unknown if k.startswith(w) and k[len(w):len(w) + 1].isalpha()})
+            hint = f" (did you mean {', '.join(near)}?)" if near else ""
+            raise ClaimError(f"unknown claim ID {', '.join(map(repr, unknown))}{hint}")
         claims = tuple(c for c in claims if c.id in wanted or c.claim in wanted)
     if quick:
         claims = tuple(c for c in claims if c.quick)

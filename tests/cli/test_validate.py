@@ -49,6 +49,7 @@ def test_out_file_equals_json_stdout(cli, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--only", "S-4,S-99"], "--only: unknown claim ID 'S-99'"),
+    (["--only", "G-9"], "--only: unknown claim ID 'G-9' (did you mean G-9a, G-9b?)"),
     (["--only", ","], "--only: expected"),
     (["--random", "0"], "--random: must be between 1 and 5000"),
     (["--out", "v.txt"], "--out: must end in .json"),

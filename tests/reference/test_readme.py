@@ -38,7 +38,9 @@ def test_shipped_readme_lists_every_claim_row():
 
 
 @pytest.mark.parametrize(("extra", "reason"), [({"only": ["G-8"]}, "an --only run (G-8)"),
-                                               ({"quick": True}, "a --quick run"), ({}, "")])
+                                               ({"quick": True}, "a --quick run"),
+                                               ({"random_shapes": 50}, "a --random 50 run (G-7 on fewer than the "
+                                                                       "paper's 5000 shapes)"), ({}, "")])
 def test_a_partial_result_is_refused_and_the_readme_kept(tmp_path, extra, reason):
     import json
 
