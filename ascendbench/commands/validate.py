@@ -22,8 +22,8 @@ from ascendbench.commands.common import (
     out_console,
     progress_bar,
 )
+from ascendbench.reference import RANDOM_SHAPES
 
-RANDOM_SHAPES = 5000
 FAILING_KINDS = ("exact", "calibration", "shape")
 
 

@@ -6,6 +6,8 @@ claims.py loads them and runs one evaluator per claim. `ascendbench validate` pr
 prints one module's. The simulator and the kernels never import this package.
 """
 
+RANDOM_SHAPES = 5000  # claim G-7: the HGEMM paper's 5000 random shapes (workload random-5000)
+
 
 def format_value(value) -> str:
     """A paper or simulated value as printed: 4 significant digits, ranges as "low-high"."""

@@ -69,7 +69,6 @@ FITS: tuple[Fit, ...] = (
     Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9a M=512", 110.0, 440.0, decreasing=True, steps=30,
         best_within=0.01, note="the AIC's MTE2 re-reads panels from L2; searched up to 4x the platform file's 110"),
 )
-_RE_FITS = re.compile(r" \((?:fits|no constant) ")
 _SHARED = re.compile(r"^calibrated: .* of (?P<profile>[a-z0-9-]+) \(same AIV design\)")
 
 
@@ -155,7 +154,7 @@ def source_note(name: str, key: str, date: str) -> str:
             c = _claim(fit.row)
             origin = "" if fit.profile == name else f" of {fit.profile} (same AIV design)"
             extra = f"; {fit.note}" if fit.note else ""
-            return (f"calibrated: benchmarks/calibrate.py on claim {c.id} ({_RE_FITS.split(c.statement)[0]}: paper "
+            return (f"calibrated: benchmarks/calibrate.py on claim {c.id} ({c.statement.split(' (fits')[0]}: paper "
                     f"{c.paper} {c.unit}".rstrip() + f"{extra}){origin}, {date}")
     raise CalibrationError(f"no fit for {key}")
 

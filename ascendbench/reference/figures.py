@@ -246,14 +246,14 @@ def hgemm_fig6(ctx):
 
 
 def _random_tflops(ctx, count):
-    from ascendbench.reference.hgemm_claims import RANDOM_EVERY_CORE, tflops
+    from ascendbench.reference.hgemm_claims import random_tflops
     from ascendbench.workloads import load_workload
 
     def compute():
         hw = ctx.hw(HGEMM_HW)
         shapes = load_workload("random-5000").shapes[:count]
-        return ([s[:3] for s in shapes], [tflops(hw, s[:3], every_core=RANDOM_EVERY_CORE) for s in shapes],
-                [tflops(hw, s[:3], variant="gemm-example", every_core=RANDOM_EVERY_CORE) for s in shapes])
+        return ([s[:3] for s in shapes], [random_tflops(hw, s[:3]) for s in shapes],
+                [random_tflops(hw, s[:3], variant="gemm-example") for s in shapes])
 
     return ctx.memo(("random tflops", count), compute)
 
@@ -263,11 +263,11 @@ TABLE4_SHAPES = 1000
 
 
 def hgemm_fig10(ctx):
-    from ascendbench.reference.hgemm_claims import RANDOM_EVERY_CORE, tflops
+    from ascendbench.reference.hgemm_claims import random_tflops
 
     hw = ctx.hw(HGEMM_HW)
     shapes, proposed, example = _random_tflops(ctx, FIG10_SHAPES)
-    unpadded = [tflops(hw, s, padding=False, every_core=RANDOM_EVERY_CORE) for s in shapes]
+    unpadded = [random_tflops(hw, s, padding=False) for s in shapes]
     idx = list(range(len(shapes)))
     return {"kind": "scatter", "xlabel": "random shape (index)", "ylabel": "TFLOPS", "xscale": "linear",
             "yscale": "linear",
