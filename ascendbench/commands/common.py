@@ -29,9 +29,10 @@ __all__ = [
     "parse_count",
 ]
 
-# Wide enough for the report when stdout is a file or a pipe (rich would wrap at 80 columns).
+# Wide enough for the report when stdout is a file or a pipe (rich would wrap at 80 columns); a COLUMNS the
+# user set wins, as it does on a terminal.
 err_console = Console(stderr=True)
-out_console = Console(width=None if sys.stdout.isatty() else 132)
+out_console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 132)
 
 HardwareOption = Annotated[
     str, typer.Option("--hardware", help="Hardware profile: a shipped name (see `ascendbench hardware list`) or a .toml path.")

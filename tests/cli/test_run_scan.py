@@ -218,3 +218,19 @@ def test_empty_and_non_finite_inputs(tmp_path, cli):
     doc = json.loads(out.stdout)
     assert doc["verification"]["passed"] is False and "NaN" in doc["verification"]["tolerance"]
     assert doc["verification"]["max_abs_error"] is None  # inf is not JSON: written as null
+
+
+def test_piped_report_width_follows_columns(tmp_path):
+    # Piped output is 132 columns wide unless the user sets COLUMNS, which rich honours as on a terminal.
+    import os
+    import subprocess
+    import sys
+
+    code = "from ascendbench.commands.common import out_console; print(out_console.width)"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    widths = []
+    for extra in ({}, {"COLUMNS": "200"}):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                              env={**env, **extra}, check=True)
+        widths.append(int(proc.stdout))
+    assert widths == [132, 200]
