@@ -52,7 +52,7 @@ def show(
     table.add_column("source")
     for key, value in profile.constants().items():
         source = profile.sources.get(key, "")
-        style = "yellow" if source.startswith("calibrated") else ("dim" if source.startswith("estimate") else None)
+        style = {"calibrated": "yellow", "derived": "cyan", "estimate": "dim"}.get(source.split(":", 1)[0])
         table.add_row(key, f"{value:g}" if isinstance(value, float) else str(value), source, style=style)
     out_console.print(table)
     out_console.print(f"derived: fp16 cube peak {profile.cube_fp16_peak_tflops:.1f} TFLOPS, achievable HBM "

@@ -26,7 +26,9 @@ class HardwareProfile:
     the name says GB/s (1e9 bytes/s), latencies in cycles of the AI-core clock.
 
     `sources` maps each field name to where its value comes from (paper, public spec, "calibrated: ..." for
-    values fitted by benchmarks/calibrate.py, "estimate: ..." for documented guesses).
+    values fitted by benchmarks/calibrate.py on the papers' calibration claims, "derived: ..." for values
+    converted from a public measurement by a script (benchmarks/derive_nd2nz.py), "estimate: ..." for
+    documented guesses).
     """
 
     name: str
@@ -53,6 +55,8 @@ class HardwareProfile:
     gm_write_latency_cycles: float
     gm_alignment_bytes: int
     unaligned_efficiency: float
+    nd2nz_alignment_bytes: int
+    nd2nz_unaligned_efficiency: float
     mte_granularity_bytes: int
     cube_latency_cycles: float
     vector_bytes_per_repeat: int
@@ -117,9 +121,10 @@ _POSITIVE = {
     "hbm_bandwidth_gbps", "hbm_efficiency", "l2_bandwidth_gbps", "gm_read_bytes_per_cycle",
     "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle", "l1_to_l0_bytes_per_cycle",
     "fixpipe_to_l1_bytes_per_cycle", "gm_alignment_bytes", "unaligned_efficiency", "mte_granularity_bytes",
+    "nd2nz_alignment_bytes", "nd2nz_unaligned_efficiency",
     "vector_bytes_per_repeat", "vector_max_repeats",
 }
-_AT_MOST_ONE = {"hbm_efficiency", "unaligned_efficiency"}
+_AT_MOST_ONE = {"hbm_efficiency", "unaligned_efficiency", "nd2nz_unaligned_efficiency"}
 # Sanity bounds that keep the simulation meaningful (and fast): no real chip comes near them.
 _AT_MOST = {"ai_cores": 1024, "aiv_per_core": 8, "vector_max_repeats": 65535}
 _GENERAL_MAX = 1e15

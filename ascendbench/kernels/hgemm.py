@@ -11,8 +11,9 @@ Two variants:
   element-wise pass applies alpha and beta when they are not (1, 0).
 
 Mechanisms behind each option (no factors): without padding, GM reads of rows that are not 512-byte aligned
-run at the profile's unaligned rate; without double buffering every buffer has one slot, so loads wait for
-the previous block's compute; without ShuffleK, cores that work on blocks sharing a panel read the same
+run at the profile's unaligned rate, and the panel loads (GM -> L1 with on-the-fly ND2NZ conversion) of rows
+that are not 256-byte aligned at its much lower nd2nz_unaligned_efficiency; without double buffering every
+buffer has one slot, so loads wait for the previous block's compute; without ShuffleK, cores that work on blocks sharing a panel read the same
 512-byte ranges at the same time and are served one after another; SplitK divides each block's K range over
 more cores, which then add their partial C blocks atomically.
 
@@ -229,6 +230,8 @@ class _Layout:
     aligned_a: bool
     aligned_b: bool
     aligned_c: bool
+    nd2nz_unaligned_a: bool  # rows of A (B) as loaded are not nd2nz_alignment_bytes aligned: slow ND2NZ loads
+    nd2nz_unaligned_b: bool
     # With a warm L2 (repeated runs) and A, B and C fitting in L2 together, C is read from L2 and its writes
     # stay there as dirty lines that the next run overwrites: no HBM traffic for C.
     c_resident: bool = False
@@ -332,7 +335,10 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
         tasks, split, per_task, per_core, min(tiling.m0, m), min(tiling.n0, n), min(tiling.k0, k),
         serial_a, serial_b, hit_a, hit_b,
         aligned_a=(k * _FP16) % 512 == 0 or padded_a, aligned_b=(n * _FP16) % 512 == 0 or padded_b,
-        aligned_c=(n * _FP16) % 512 == 0, c_resident=c_resident, first_reads=first_reads,
+        aligned_c=(n * _FP16) % 512 == 0,
+        nd2nz_unaligned_a=not padded_a and (k * _FP16) % hw.nd2nz_alignment_bytes != 0,
+        nd2nz_unaligned_b=not padded_b and (n * _FP16) % hw.nd2nz_alignment_bytes != 0,
+        c_resident=c_resident, first_reads=first_reads,
     )
 
 
@@ -483,6 +489,8 @@ class _GemmProgram:
     aligned_a: bool
     aligned_b: bool
     aligned_c: bool
+    nd2nz_unaligned_a: bool
+    nd2nz_unaligned_b: bool
     c_resident: bool  # C stays in L2 (warm L2, A + B + C fit): read from L2, not written back
     serial_a: float
     serial_b: float
@@ -516,7 +524,8 @@ def _gemm_program(groups: tuple[_CoreGroup, ...], kept_blocks: int, lay: _Layout
         _k_splits(tiling, params, hw), (depths["L1"], depths["L0A"], depths["L0B"], depths["L0C"], depths["UB"]),
         l0c_halves=params.variant == "proposed" and params.double_buffer and depths["L0C"] == 1,
         epilogue_inline=epilogue_inline, beta=params.beta != 0, atomic=params.split_k > 1,
-        aligned_a=lay.aligned_a, aligned_b=lay.aligned_b, aligned_c=lay.aligned_c, c_resident=lay.c_resident,
+        aligned_a=lay.aligned_a, aligned_b=lay.aligned_b, aligned_c=lay.aligned_c,
+        nd2nz_unaligned_a=lay.nd2nz_unaligned_a, nd2nz_unaligned_b=lay.nd2nz_unaligned_b, c_resident=lay.c_resident,
         serial_a=lay.serial_a, serial_b=lay.serial_b,
     )
 
@@ -565,9 +574,11 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                     bytes_a, bytes_b, serial_a, serial_b = panels[min(per_l1, kept_blocks - kb) * k0]
                     slot = l1.wait()
                     panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
-                                             serial=serial_a, deps=[slot], label="panel A->L1")
+                                             serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
+                                             deps=[slot], label="panel A->L1")
                     panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
-                                             serial=serial_b, deps=[slot], label="panel B->L1")
+                                             serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
+                                             deps=[slot], label="panel B->L1")
 
                 slot = drained[kb] if l0c_halves and kb < len(drained) else c_slot
                 if prog.splits == 2:

@@ -322,28 +322,37 @@ class Engine:
                 prefix[key] = prefix.get(key, 0) + v
 
     def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
-                deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0) -> Op:
+                deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0,
+                nd2nz_unaligned: bool = False) -> Op:
         """Read `nbytes` from GM into a local buffer. A hit is served by L2 at the L2 rate, a miss by HBM at
         the per-core GM rate; both share the chip-wide server. `l2_hit` may be a fraction (the share of the
         bytes found in L2). Unaligned addresses lose bandwidth. `serial` > 1 says that many cores read the
-        same 512-byte ranges at the same time and are served one after another (HGEMM paper §4.3.2)."""
+        same 512-byte ranges at the same time and are served one after another (HGEMM paper §4.3.2).
+        `nd2nz_unaligned`: a GM -> L1 load that converts ND rows to the fractal NZ layout on the way, whose row
+        pitch is not a multiple of the profile's nd2nz_alignment_bytes: it runs at nd2nz_unaligned_efficiency
+        instead of the alignment rate (CANN best practices, ND2NZ format conversion on the AIV core)."""
+        slow_nd2nz = bool(nd2nz_unaligned)
         # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
         # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
-        key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial)
+        key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial, slow_nd2nz)
         known = self._reads.get(key)
         if known is None:
-            known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial)
+            known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial, slow_nd2nz)
         counts, xfer = known
         self._count(unit, counts)
         return self._add(unit, pipe, label, 0.0, deps, xfer)
 
-    def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float) -> tuple[tuple, tuple]:
+    def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float,
+                   slow_nd2nz: bool = False) -> tuple[tuple, tuple]:
         """Counters and (server demands, core cycles, latency) of one gm_read."""
         if nbytes < 0:
             raise ValueError(f"a GM read moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
-        eff = 1.0 if aligned else hw.unaligned_efficiency
+        if slow_nd2nz:
+            eff = hw.nd2nz_unaligned_efficiency
+        else:
+            eff = 1.0 if aligned else hw.unaligned_efficiency
         counts = [("bytes_gm_read", nbytes)]
         demands = []
         core_cycles = 0.0
@@ -362,6 +371,8 @@ class Engine:
             core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
         if not aligned:
             counts.append(("bytes_unaligned", nbytes))
+        if slow_nd2nz:
+            counts.append(("bytes_nd2nz_unaligned", nbytes))
         if serial > 1.0:
             counts.append(("bytes_serialised", nbytes * (serial - 1.0)))
         return tuple(counts), (tuple(demands), core_cycles * max(serial, 1.0), latency)

@@ -63,6 +63,21 @@ def test_gm_read_miss_hit_and_unaligned_costs():
     assert e.counters["bytes_hbm_read"] == 32768 and e2.counters["bytes_l2_hit"] == 32768
 
 
+def test_nd2nz_load_of_unaligned_rows_runs_at_the_profile_rate():
+    # The ND2NZ rate replaces the alignment rate (it was derived with that rate out of the way).
+    times = []
+    for aligned, slow in ((True, False), (False, False), (True, True), (False, True)):
+        e = Engine(HW)
+        op = e.gm_read("core0.aic", "MTE2", 32768, l2_hit=True, aligned=aligned, nd2nz_unaligned=slow)
+        e.run()
+        times.append(op.end - HW.l2_hit_latency_cycles)
+        assert e.counters.get("bytes_nd2nz_unaligned", 0) == (32768 if slow else 0)
+    rate = HW.l2_read_bytes_per_cycle
+    assert times == pytest.approx([32768 / rate, 32768 / (rate * HW.unaligned_efficiency),
+                                   32768 / (rate * HW.nd2nz_unaligned_efficiency),
+                                   32768 / (rate * HW.nd2nz_unaligned_efficiency)])
+
+
 def test_transfers_round_up_to_32_bytes():
     e = Engine(HW)
     e.gm_write("core0.aiv0", "MTE3", 33, writeback=True)
