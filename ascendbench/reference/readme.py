@@ -43,16 +43,34 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def partial_run(doc: dict) -> str:
-    """Why a validate result does not cover every claim row ("" when it does)."""
-    if doc.get("kind") not in (None, "validation") or "claims" not in doc or "summary" not in doc:
-        return "not a validate --json result"
-    if doc.get("quick"):
+def partial_run(doc) -> str:
+    """Why a document is not a full `validate --json` result that the README table can be made from ("" when
+    it is): not a result (checked against the result schema), a --quick, --strict or --random run, or rows
+    that are not exactly those of claims.toml (an --only run, a result of an older claims file)."""
+    from pydantic import ValidationError
+
+    from ascendbench.reference.claims import load_claims
+    from ascendbench.store.validation import ValidationResult
+
+    try:
+        result = ValidationResult.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        return f"not a validate --json result ({where}: {first['msg']})"
+    if result.quick:
         return "a --quick run"
-    if doc.get("only"):
-        return f"an --only run ({', '.join(doc['only']) if isinstance(doc['only'], list) else doc['only']})"
-    if doc.get("random_shapes", RANDOM_SHAPES) < RANDOM_SHAPES:
-        return f"a --random {doc['random_shapes']} run (G-7 on fewer than the paper's {RANDOM_SHAPES} shapes)"
+    if result.strict:
+        return "a --strict run (its verdicts count validation misses as failures)"
+    if result.random_shapes != RANDOM_SHAPES:
+        return f"a --random {result.random_shapes} run (G-7 on other than the paper's {RANDOM_SHAPES} shapes)"
+    ids = [c.id for c in result.claims]
+    expected = [c.id for c in load_claims()]
+    if ids != expected:
+        if result.only:
+            return f"an --only run ({', '.join(result.only)})"
+        return (f"its {len(ids)} rows are not the {len(expected)} rows of this version's claims "
+                "(a result of another version?)")
     return ""
 
 
@@ -78,7 +96,7 @@ def main(argv=None) -> int:
             ap.exit(2, f"error: --result: no such file: {args.result}\n")
         try:
             doc = json.loads(args.result.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             ap.exit(2, f"error: --result: not a validate --json result ({exc})\n")
         partial = partial_run(doc)
         if partial:

@@ -37,16 +37,40 @@ def test_shipped_readme_lists_every_claim_row():
         assert f"| {c.id} | {c.kind} |" in block, c.id
 
 
-@pytest.mark.parametrize(("extra", "reason"), [({"only": ["G-8"]}, "an --only run (G-8)"),
-                                               ({"quick": True}, "a --quick run"),
-                                               ({"random_shapes": 50}, "a --random 50 run (G-7 on fewer than the "
-                                                                       "paper's 5000 shapes)"), ({}, "")])
-def test_a_partial_result_is_refused_and_the_readme_kept(tmp_path, extra, reason):
+def _full_doc() -> dict:
+    """A validate result with every row of claims.toml (all holding), as the result schema requires."""
+    rows = [{"id": c.id, "claim_id": c.claim, "kind": c.kind, "family": c.family, "hardware": c.hardware,
+             "claim": c.statement, "source": c.source, "paper": c.paper, "unit": c.unit, "simulated": c.paper,
+             "ratio": None, "tolerance": c.tolerance.text, "holds": True, "detail": "", "seconds": 0.0}
+            for c in load_claims()]
+    return {"schema_version": 1, "kind": "validation", "tool_version": "0", "created_at": "2026-01-01T00:00:00Z",
+            "command": ["ascendbench", "validate"], "quick": False, "strict": False, "only": None,
+            "random_shapes": 5000, "hardware": {}, "claims": rows,
+            "summary": {"rows": len(rows), "holds": len(rows), "misses": [], "failing": []}, "passed": True,
+            "wall_time_s": 1.0}
+
+
+def _some_rows(doc: dict) -> dict:
+    return doc | {"claims": doc["claims"][:2], "only": ["S-W1", "S-1"]}
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (_some_rows, "an --only run (S-W1, S-1)"),
+    (lambda d: d | {"quick": True}, "a --quick run"),
+    (lambda d: d | {"strict": True}, "a --strict run (its verdicts count validation misses as failures)"),
+    (lambda d: d | {"random_shapes": 50}, "a --random 50 run (G-7 on other than the paper's 5000 shapes)"),
+    (lambda d: d | {"claims": d["claims"][:3]}, "its 3 rows are not the 50 rows of this version's claims "
+                                                 "(a result of another version?)"),
+    (lambda d: [1, 2], "not a validate --json result (document: Input should be a valid dictionary or instance "
+                       "of ValidationResult)"),
+    (lambda d: d | {"claims": [{"id": "S-1"}]}, "not a validate --json result (claims.0.claim_id: Field required)"),
+    (lambda d: d, "")])
+def test_a_partial_or_foreign_result_is_refused_and_the_readme_kept(tmp_path, change, reason):
     import json
 
     from ascendbench.reference.readme import main, partial_run
 
-    doc = DOC | {"kind": "validation", "quick": False, "only": None} | extra
+    doc = change(_full_doc())
     assert partial_run(doc) == reason
     readme = tmp_path / "README.md"
     readme.write_text(f"# t\n{BEGIN}\nold table\n{END}\n", encoding="utf-8")
@@ -58,4 +82,4 @@ def test_a_partial_result_is_refused_and_the_readme_kept(tmp_path, extra, reason
         assert exc.value.code == 2 and "old table" in readme.read_text(encoding="utf-8")
     else:
         assert main(["--result", str(result), "--readme", str(readme)]) == 0
-        assert "| S-4 | calibration |" in readme.read_text(encoding="utf-8")
+        assert "| S-W1 | exact |" in readme.read_text(encoding="utf-8")
