@@ -66,13 +66,25 @@ def main() -> None:
     usage_error = typer.BadParameter.__mro__[1]
     click_exception = typer.BadParameter.__mro__[2]
 
-    def terminate(signum, frame):
+    received: list[int] = []
+
+    def on_signal(signum, frame):
+        received.append(signum)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, terminate)
+    def interrupted():
+        # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process killed by the signal
+        term = signal.SIGTERM in received
+        print("terminated" if term else "interrupted", file=sys.stderr)
+        sys.exit(128 + signal.SIGTERM if term else 130)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         # without standalone mode, click returns the exit code of typer.Exit instead of raising it
         code = app(standalone_mode=False)
+        if received and code == 130:  # typer turns the KeyboardInterrupt into Exit(130)
+            interrupted()
         sys.exit(code if isinstance(code, int) else 0)
     except usage_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help text has been printed
@@ -83,8 +95,7 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        interrupted()
     except click_exception as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -51,7 +51,11 @@ def main(argv=None) -> int:
               "python benchmarks/calibrate.py")
         return 0 if ok else 1
     for name, values in fitted.items():
-        print(f"wrote {write_back(name, values)}")
+        shipped = load_profile(name)
+        changed = {k: v for k, v in values.items()
+                   if abs(getattr(shipped, k) - v) > max(1.1 * 10 ** -digits[k], 0.002 * abs(v))}
+        if changed:  # unchanged values keep their line (and its date)
+            print(f"wrote {', '.join(changed)} to {write_back(name, changed)}")
     return 0
 
 

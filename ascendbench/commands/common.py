@@ -119,35 +119,56 @@ def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, 
     if path.suffix != suffix:
         fail(f"--{option}: must end in {suffix}, got {str(path)!r}")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        fail(f"--{option}: folder {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK):
-        fail(f"--{option}: folder {str(parent)!r} is not writable")
-    if path.exists() and not path.is_file():
-        fail(f"--{option}: {str(path)!r} exists and is not a regular file")
-    key = path.resolve()
+    try:
+        if not parent.is_dir():
+            fail(f"--{option}: {str(parent)!r} is not a folder" if parent.exists()
+                 else f"--{option}: folder {str(parent)!r} does not exist")
+        if not os.access(parent, os.W_OK):
+            fail(f"--{option}: folder {str(parent)!r} is not writable")
+        if len(os.fsencode(path.name)) > os.pathconf(parent, "PC_NAME_MAX"):
+            fail(f"--{option}: file name too long: {str(path)!r}")
+        if path.exists() and not path.is_file():
+            fail(f"--{option}: {str(path)!r} exists and is not a regular file")
+        key = path.resolve()
+    except OSError as exc:
+        fail(f"--{option}: cannot use {str(path)!r}: {exc.strerror or exc}")
     if key in taken:
         fail(f"--{option}: {str(path)!r} is also {taken[key]}")
     taken[key] = f"the --{option} file"
 
 
 class Outputs:
-    """Writes a run's files all or nothing: if one write fails (or the run is interrupted while writing),
-    the files already written by this run are removed and the error names the option."""
+    """Writes a run's files all or nothing, as a context manager: each file is first written to a hidden
+    staging file beside its target; when the block ends without error, the staged files are renamed over
+    their targets. If a write fails (or the run is interrupted), the staged files are removed and the targets,
+    including files of an earlier run, are left as they were; the error names the option."""
 
     def __init__(self) -> None:
-        self.written: list[Path] = []
+        self.staged: list[tuple[Path, Path]] = []  # (staging file, target)
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
 
     def write(self, option: str, path: Path, writer) -> None:
+        # A short hidden name (the target's suffix kept: np.save appends .npy otherwise) that fits any folder.
+        stage = path.with_name(f".ascendbench-{secrets.token_hex(4)}{path.suffix}")
         try:
-            writer(path)
+            writer(stage)
         except OSError as exc:
+            _unlink(stage)
             self.rollback()
             fail(f"--{option}: cannot write {str(path)!r}: {exc.strerror or exc}")
         except BaseException:
+            _unlink(stage)
             self.rollback()
             raise
-        self.written.append(path)
+        self.staged.append((stage, path))
 
     def write_json(self, option: str, path: Path, doc) -> None:
         """Write a result document (dump_json, atomically) as one of this run's files."""
@@ -155,14 +176,28 @@ class Outputs:
 
         self.write(option, path, lambda target: atomic_write_text(target, dump_json(doc) + "\n"))
 
-    def rollback(self) -> None:
-        for path in self.written:
+    def commit(self) -> None:
+        """Rename every staged file over its target (each rename is atomic)."""
+        while self.staged:
+            stage, path = self.staged[0]
             try:
-                path.unlink()
-            except OSError:
-                pass
-        self.written.clear()
+                os.replace(stage, path)
+            except OSError as exc:
+                self.rollback()
+                fail(f"cannot write {str(path)!r}: {exc.strerror or exc}")
+            self.staged.pop(0)
 
+    def rollback(self) -> None:
+        for stage, _ in self.staged:
+            _unlink(stage)
+        self.staged.clear()
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:

@@ -260,13 +260,13 @@ def finish(run: OperatorRun, hw: HardwareProfile, wall0: float, *, output_file: 
     result = _result(run, hw, wall0)
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", run.operator))
-    outputs = Outputs()
-    if output_file is not None and run.arrays is not None:
-        outputs.write("output-file", output_file, lambda path: _save_arrays(path, run.arrays))
-    if trace is not None:
-        outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=run.operator))
-    if saved_to is not None:
-        outputs.write_json("out", saved_to, doc)
+    with Outputs() as outputs:
+        if output_file is not None and run.arrays is not None:
+            outputs.write("output-file", output_file, lambda path: _save_arrays(path, run.arrays))
+        if trace is not None:
+            outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=run.operator))
+        if saved_to is not None:
+            outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

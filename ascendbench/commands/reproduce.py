@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,9 +40,9 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Pat
     png, js = out_dir / f"{fig.id}.png", out_dir / f"{fig.id}.json"
     buffer = io.BytesIO()
     draw(fig, data, buffer)
-    outputs = Outputs()
-    outputs.write("out-dir", png, lambda path: atomic_write_bytes(path, buffer.getvalue()))
-    outputs.write_json("out-dir", js, doc)
+    with Outputs() as outputs:
+        outputs.write("out-dir", png, lambda path: atomic_write_bytes(path, buffer.getvalue()))
+        outputs.write_json("out-dir", js, doc)
     return png, js, doc
 
 
@@ -71,12 +72,14 @@ def reproduce(
     ids = list(FIGURES) if target == "all" else [target]
     if target != "all" and target not in FIGURES:
         fail(f"FIGURE: unknown figure {target!r}; use one of {', '.join(FIGURES)}, 'all' or 'list'")
-    if out_dir.exists() and not out_dir.is_dir():
-        fail(f"--out-dir: {str(out_dir)!r} exists and is not a folder")
     try:
+        if out_dir.exists() and not out_dir.is_dir():
+            fail(f"--out-dir: {str(out_dir)!r} exists and is not a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"--out-dir: cannot create {str(out_dir)!r}: {exc.strerror or exc}")
+    if not os.access(out_dir, os.W_OK):  # before minutes of computing
+        fail(f"--out-dir: folder {str(out_dir)!r} is not writable")
 
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 

@@ -223,14 +223,14 @@ def scan(
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", algorithm))
-    outputs = Outputs()
-    if output_file is not None and tmp_output is not None and tmp_output.exists():
-        del run.output  # close the memory map before moving its file into place
-        outputs.write("output-file", output_file, lambda path: os.replace(tmp_output, path))
-    if trace is not None:
-        outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=algorithm))
-    if saved_to is not None:
-        outputs.write_json("out", saved_to, doc)
+    with Outputs() as outputs:
+        if output_file is not None and tmp_output is not None and tmp_output.exists():
+            del run.output  # close the memory map before moving its file into place
+            outputs.write("output-file", output_file, lambda path: os.replace(tmp_output, path))
+        if trace is not None:
+            outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=algorithm))
+        if saved_to is not None:
+            outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

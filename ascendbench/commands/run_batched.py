@@ -215,13 +215,13 @@ def write_outputs(result, sim, output, output_file, trace, out, no_save, json_ou
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", result.kernel))
-    outputs = Outputs()
-    if output_file is not None and output is not None:
-        outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, output))
-    if trace is not None:
-        outputs.write("trace", trace, lambda path: write_chrome_trace(sim, path, name=result.kernel))
-    if saved_to is not None:
-        outputs.write_json("out", saved_to, doc)
+    with Outputs() as outputs:
+        if output_file is not None and output is not None:
+            outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, output))
+        if trace is not None:
+            outputs.write("trace", trace, lambda path: write_chrome_trace(sim, path, name=result.kernel))
+        if saved_to is not None:
+            outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     return saved_to

@@ -131,14 +131,14 @@ def hgemm(
 
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", "hgemm"))
-    outputs = Outputs()
-    if output_file is not None and run.output is not None:
-        out_array = run.output[0] if run.output.shape[0] == 1 else run.output
-        outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, out_array))
-    if trace is not None:
-        outputs.write("trace", trace, lambda path: write_chrome_trace(run.sims[0], path, name="hgemm"))
-    if saved_to is not None:
-        outputs.write_json("out", saved_to, doc)
+    with Outputs() as outputs:
+        if output_file is not None and run.output is not None:
+            out_array = run.output[0] if run.output.shape[0] == 1 else run.output
+            outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, out_array))
+        if trace is not None:
+            outputs.write("trace", trace, lambda path: write_chrome_trace(run.sims[0], path, name="hgemm"))
+        if saved_to is not None:
+            outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

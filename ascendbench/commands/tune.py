@@ -340,14 +340,15 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
     doc = TuningResult.model_validate(doc).model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("tuning", kernel))
     if saved_to is not None:
-        Outputs().write_json("out", saved_to, doc)
+        with Outputs() as outputs:
+            outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:
         _print(doc, saved_to)
     if interrupted:
         resume = shlex.join(command_line())
-        err_console.print(f"interrupted: the finished trials are kept in {describe_storage(storage)}; "
+        err_console.print(f"the finished trials are kept in {describe_storage(storage)}; "
                           f"resume with: {resume}", highlight=False, soft_wrap=True)
         raise typer.Exit(130)
 

@@ -145,7 +145,8 @@ def validate(
     selection = "quick" if quick else ("only" if ids is not None else "all")
     saved_to = None if no_save else (out or default_result_path("validate", selection))
     if saved_to is not None:
-        Outputs().write_json("out", saved_to, doc)
+        with Outputs() as outputs:
+            outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:

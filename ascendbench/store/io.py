@@ -21,7 +21,8 @@ def _atomic(path: Path, write) -> None:
     plain new file, then rename it over `path`; on any failure or interrupt the temporary file is removed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # A short temporary name: one built from a long target name would exceed the file-name limit.
+    fd, tmp = tempfile.mkstemp(prefix=".ascendbench-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)

@@ -164,7 +164,7 @@ def test_ctrl_c_writes_the_result_so_far_and_says_how_to_resume(tmp_path):
     doc = TuningResult.model_validate_json((tmp_path / "r.json").read_text())
     kept = _finished(tmp_path)
     assert doc.interrupted and doc.problems[0].trials.finished == kept >= 5
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r.json")]  # no temporary left
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary or staging file left
 
 
 def test_sigkill_loses_at_most_the_trial_in_flight_and_the_next_run_resumes(tmp_path):

@@ -2,6 +2,10 @@
 
 import dataclasses
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -103,3 +107,15 @@ def test_quick_smoke_set_passes_and_covers_every_family(cli, tmp_path):
     doc = _doc(r)
     assert doc["quick"] and doc["passed"]
     assert {c["family"] for c in doc["claims"]} == set(claims_module.FAMILIES)
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_ends_the_run_with_one_line_and_the_shell_status(tmp_path, sig, code, line):
+    proc = subprocess.Popen([sys.executable, "-m", "ascendbench.cli", "validate", "--out", "v.json"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # past the imports, inside the claims
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code and err.strip().splitlines()[-1] == line and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no result, no temporary file
