@@ -28,6 +28,8 @@ def main(argv=None) -> int:
     value = derive_nd2nz_unaligned_efficiency()
     print(f"nd2nz_unaligned_efficiency derived: {value} (case {ND2NZ_CASE['aic_time_us']} us; simulated "
           f"{nd2nz_case_us(value):.2f} us at that rate, {nd2nz_case_us(1.0):.2f} us at full rate)")
+    print(f"  with A and B resident in L2 the case would give {derive_nd2nz_unaligned_efficiency(warm_l2=True)} "
+          "(sensitivity only; the shipped value is the cold one)")
     ok = True
     for name in ("ascend-910b4", "atlas-300t-a2"):
         shipped = load_profile(name).nd2nz_unaligned_efficiency
