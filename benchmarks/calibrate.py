@@ -34,28 +34,28 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="report only; write nothing; exit 1 if stale")
     args = ap.parse_args(argv)
     fitted = fit_all()
-    ok = True
     digits = {fit.constant: fit.digits for fit in FITS}
+    changed: dict[str, dict[str, float]] = {}  # per profile, the fitted values that differ from the shipped ones
     for name, values in fitted.items():
         shipped = load_profile(name)
+        changed[name] = {}
         for key, value in values.items():
-            same = abs(getattr(shipped, key) - value) <= max(1.1 * 10 ** -digits[key], 0.002 * abs(value))
-            ok &= same
-            print(f"{name} {key}: fitted {value}, shipped {getattr(shipped, key)}{'' if same else '  (differs)'}")
+            if abs(getattr(shipped, key) - value) > max(1.1 * 10 ** -digits[key], 0.002 * abs(value)):
+                changed[name][key] = value
+            print(f"{name} {key}: fitted {value}, shipped {getattr(shipped, key)}"
+                  f"{'  (differs)' if key in changed[name] else ''}")
         hw = shipped.replace(**values)
         for fit in FITS:
             if fit.profile == name:
                 print(f"  {fit.row}: simulated {simulated(fit.row, hw):.4g} with the fitted values")
+    ok = not any(changed.values())
     if args.check:
         print("shipped values are up to date" if ok else "shipped values differ from a fresh fit: run "
               "python benchmarks/calibrate.py")
         return 0 if ok else 1
-    for name, values in fitted.items():
-        shipped = load_profile(name)
-        changed = {k: v for k, v in values.items()
-                   if abs(getattr(shipped, k) - v) > max(1.1 * 10 ** -digits[k], 0.002 * abs(v))}
-        if changed:  # unchanged values keep their line (and its date)
-            print(f"wrote {', '.join(changed)} to {write_back(name, changed)}")
+    for name, values in changed.items():
+        if values:  # unchanged values keep their line (and its date)
+            print(f"wrote {', '.join(values)} to {write_back(name, values)}")
     return 0
 
 

@@ -331,28 +331,24 @@ class Engine:
         `nd2nz_unaligned`: a GM -> L1 load that converts ND rows to the fractal NZ layout on the way, whose row
         pitch is not a multiple of the profile's nd2nz_alignment_bytes: it runs at nd2nz_unaligned_efficiency
         instead of the alignment rate (CANN best practices, ND2NZ format conversion on the AIV core)."""
-        slow_nd2nz = bool(nd2nz_unaligned)
         # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
         # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
-        key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial, slow_nd2nz)
+        key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial, bool(nd2nz_unaligned))
         known = self._reads.get(key)
         if known is None:
-            known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial, slow_nd2nz)
+            known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial, bool(nd2nz_unaligned))
         counts, xfer = known
         self._count(unit, counts)
         return self._add(unit, pipe, label, 0.0, deps, xfer)
 
     def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float,
-                   slow_nd2nz: bool = False) -> tuple[tuple, tuple]:
+                   slow_nd2nz: bool) -> tuple[tuple, tuple]:
         """Counters and (server demands, core cycles, latency) of one gm_read."""
         if nbytes < 0:
             raise ValueError(f"a GM read moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
-        if slow_nd2nz:
-            eff = hw.nd2nz_unaligned_efficiency
-        else:
-            eff = 1.0 if aligned else hw.unaligned_efficiency
+        eff = hw.nd2nz_unaligned_efficiency if slow_nd2nz else (1.0 if aligned else hw.unaligned_efficiency)
         counts = [("bytes_gm_read", nbytes)]
         demands = []
         core_cycles = 0.0
