@@ -100,8 +100,9 @@ def _print(result, saved_to: Path | None) -> None:
 
 
 def validate(
-    only: Annotated[str | None, typer.Option("--only", help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim ID "
-                                             "selects all its rows: G-9a = 'G-9a M=8' and 'G-9a M=512').")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim "
+                                                   "ID selects all its rows: G-9a = 'G-9a M=8' and 'G-9a M=512'; "
+                                                   "any case; may be repeated).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "
                                         "calibration claims and cheap shape claims of every kernel family).")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Validation claims outside tolerance fail too.")] = False,
@@ -115,25 +116,30 @@ def validate(
     """Evaluate the papers' claims with the simulator: one row per claim (paper, simulated, ratio, tolerance,
     verdict). Exit status 0 when every exact, calibration and shape claim holds (validation misses are shown
     and fail only with --strict), 1 otherwise, 2 on bad options."""
-    from ascendbench.reference.claims import ClaimError, select_claims
+    from ascendbench.reference.claims import ClaimError, canonical_ids, select_claims
 
     wall0 = time.perf_counter()
     ids = None
     if only is not None:
-        ids = [w.strip() for w in only.split(",") if w.strip()]
+        ids = list(dict.fromkeys(w.strip() for part in only for w in part.split(",") if w.strip()))
         if not ids:
             fail("--only: expected comma-separated claim IDs such as S-4,G-1")
         try:
-            select_claims(ids)
+            ids = list(dict.fromkeys(canonical_ids(ids)))
         except ClaimError as exc:
             fail(f"--only: {exc}; claim IDs are S-W1, S-1 ... S-18 and G-1 ... G-11, some split into rows (G-9a, G-9a M=8); `ascendbench validate` lists them")
+        if quick:
+            outside = [w for w in ids if not select_claims([w], quick=True)]
+            if outside:
+                fail(f"--only: {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in the --quick set; "
+                     "drop --quick to evaluate {}".format("it" if len(outside) == 1 else "them"))
     if not 1 <= random_shapes <= RANDOM_SHAPES:
         fail(f"--random: must be between 1 and {RANDOM_SHAPES}, got {random_shapes}")
+    if random_shapes != RANDOM_SHAPES and not any(c.claim == "G-7" for c in select_claims(ids, quick=quick)):
+        fail("--random: only G-7 evaluates random-5000 shapes, and this selection has no G-7 row")
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
     check_target(out, "out", ".json", {})
-    if ids is not None and quick and not select_claims(ids, quick=True):
-        fail(f"--only: none of {', '.join(ids)} is in the --quick set")
 
     progress, report = progress_bar(json_out)
     with progress:

@@ -11,6 +11,7 @@ this data: the simulator and the kernels never import it (a test checks).
 
 from __future__ import annotations
 
+import difflib
 import math
 import time
 import tomllib
@@ -134,25 +135,44 @@ def hgemm_tables() -> dict[str, dict[str, Any]]:
 
 def select_claims(only: Iterable[str] | None = None, quick: bool = False) -> list[Claim]:
     """The claim rows to evaluate: all, or those whose row ID or CLAIMS.md ID is in `only` (e.g. "G-9a" selects
-    "G-9a M=8" and "G-9a M=512"), restricted to the --quick set if `quick`.
+    "G-9a M=8" and "G-9a M=512"; IDs match whatever their case), restricted to the --quick set if `quick`.
 
     Raises:
-        ClaimError: an ID of `only` names no claim (message lists it).
+        ClaimError: an ID of `only` names no claim (the message lists it, with the nearest IDs).
     """
     claims = load_claims()
     if only is not None:
-        wanted = [w.strip() for w in only if w.strip()]
-        known = {c.id for c in claims} | {c.claim for c in claims}
-        unknown = [w for w in wanted if w not in known]
-        if unknown:
-            claim_ids = {c.claim for c in claims}
-            near = sorted({k for k in claim_ids for w in unknown if k.startswith(w) and k[len(w):len(w) + 1].isalpha()})
-            hint = f" (did you mean {', '.join(near)}?)" if near else ""
-            raise ClaimError(f"unknown claim ID {', '.join(map(repr, unknown))}{hint}")
+        wanted = canonical_ids(only)
         claims = tuple(c for c in claims if c.id in wanted or c.claim in wanted)
     if quick:
         claims = tuple(c for c in claims if c.quick)
     return list(claims)
+
+
+def canonical_ids(only: Iterable[str]) -> list[str]:
+    """The claim and row IDs of `only` as claims.toml spells them ("g-9a m=8" -> "G-9a M=8"), blanks dropped.
+
+    Raises:
+        ClaimError: an ID names no claim (the message lists it, with the nearest IDs).
+    """
+    claims = load_claims()
+    canonical = {k.casefold(): k for c in claims for k in (c.id, c.claim)}
+    wanted = [w.strip() for w in only if w.strip()]
+    unknown = [w for w in wanted if w.casefold() not in canonical]
+    if unknown:
+        raise ClaimError(f"unknown claim ID {', '.join(map(repr, unknown))}{_hint(unknown, claims)}")
+    return [canonical[w.casefold()] for w in wanted]
+
+
+def _hint(unknown: list[str], claims) -> str:
+    """ " (did you mean ...?)": the claims a prefix names (G-9 -> G-9a, G-9b), else the closest spellings."""
+    claim_ids = sorted({c.claim for c in claims})
+    near = [k for k in claim_ids for w in unknown
+            if k.casefold().startswith(w.casefold()) and k[len(w):len(w) + 1].isalpha()]
+    if not near:
+        near = [m for w in unknown for m in difflib.get_close_matches(w.upper(), claim_ids, n=3, cutoff=0.6)]
+    near = list(dict.fromkeys(near))
+    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 @dataclass

@@ -58,13 +58,25 @@ def test_out_file_equals_json_stdout(cli, tmp_path):
     (["--random", "0"], "--random: must be between 1 and 5000"),
     (["--out", "v.txt"], "--out: must end in .json"),
     (["--out", "v.json", "--no-save"], "--out: cannot be combined"),
-    (["--only", "S-1", "--quick"], "--only: none of S-1 is in the --quick set"),
+    (["--only", "S-1", "--quick"], "--only: S-1 is not in the --quick set; drop --quick to evaluate it"),
+    (["--only", "G-1,S-1,S-3", "--quick"], "--only: S-1, S-3 are not in the --quick set; drop --quick"),
+    (["--only", "G7"], "--only: unknown claim ID 'G7' (did you mean G-7?)"),
+    (["--only", "S-4", "--random", "10"], "--random: only G-7 evaluates random-5000 shapes"),
+    (["--quick", "--random", "10"], "--random: only G-7 evaluates random-5000 shapes"),
 ])
 def test_bad_options_one_line_exit_2_nothing_written(cli, tmp_path, args, message):
     r = cli(["validate", *args], tmp_path)
     assert r.exit_code == 2
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ids_match_in_any_case_and_repeated_only_options_add_up(cli, tmp_path):
+    r = cli(["validate", "--only", "g-9a,G-9A", "--only", "s-4", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = _doc(r)
+    assert doc["only"] == ["G-9a", "S-4"]
+    assert [c["id"] for c in doc["claims"]] == ["S-4", "G-9a M=8", "G-9a M=512"]
 
 
 def _patched(monkeypatch, row_id, **changes):
