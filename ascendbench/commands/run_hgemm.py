@@ -157,6 +157,21 @@ def _verdict(v) -> str:
     return "[dim]skipped[/]" if v.tolerance else "[dim]off[/]"
 
 
+def _slow_reads(counters: dict, constants: dict) -> str:
+    """What of the GM traffic ran below the full rate, and why (empty when nothing did)."""
+    parts = []
+    nd2nz = counters.get("bytes_nd2nz_unaligned", 0)
+    if nd2nz:
+        parts.append(f"{human_bytes(nd2nz)} of A/B panels loaded GM -> L1 with ND2NZ at "
+                     f"{constants['nd2nz_unaligned_efficiency']['value'] * 100:.1f} % of the rate (rows not "
+                     f"{constants['nd2nz_alignment_bytes']['value']}-byte aligned)")
+    other = counters.get("bytes_unaligned", 0) - nd2nz
+    if other > 0:
+        parts.append(f"{human_bytes(other)} at {constants['unaligned_efficiency']['value'] * 100:.0f} % (addresses "
+                     f"not {constants['gm_alignment_bytes']['value']}-byte aligned)")
+    return "; ".join(parts)
+
+
 def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
     r = run.result
     c = out_console
@@ -185,6 +200,9 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
         table.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
         table.add_row("GM traffic", f"read {human_bytes(counters.get('bytes_gm_read', 0))} (HBM "
                       f"{human_bytes(counters.get('bytes_hbm_read', 0))}), write {human_bytes(counters.get('bytes_gm_write', 0))}")
+        slow = _slow_reads(counters, r.hardware["constants"])
+        if slow:
+            table.add_row("slow GM transfers", slow)
         v = s.verification
         if v.performed:
             table.add_row("verification", f"{_verdict(v)}  max abs error {v.max_abs_error:.3g}  (tolerance {v.tolerance})")

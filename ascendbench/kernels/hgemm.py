@@ -56,7 +56,8 @@ VARIANTS = ("proposed", "gemm-example")
 GEMM_EXAMPLE_TILE = {"m1": 128, "n1": 256, "k1": 256, "m0": 128, "n0": 256, "k0": 64}
 _FP16 = 2
 _FP32 = 4
-_ALIGN_ELEMS = 256  # a 512-byte aligned fp16 row has a multiple of 256 elements
+_PAD_ALIGN_BYTES = 512  # the proposed kernel pads A and B rows to 512 bytes (HGEMM paper §4.1)
+_ALIGN_ELEMS = _PAD_ALIGN_BYTES // _FP16  # elements of a padded fp16 row: a multiple of 256
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 # Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
 # a workload often share them. Entries are numbers only (a few kB each).
@@ -334,8 +335,9 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     return _Layout(
         tasks, split, per_task, per_core, min(tiling.m0, m), min(tiling.n0, n), min(tiling.k0, k),
         serial_a, serial_b, hit_a, hit_b,
-        aligned_a=(k * _FP16) % 512 == 0 or padded_a, aligned_b=(n * _FP16) % 512 == 0 or padded_b,
-        aligned_c=(n * _FP16) % 512 == 0,
+        aligned_a=(k * _FP16) % hw.gm_alignment_bytes == 0 or padded_a,
+        aligned_b=(n * _FP16) % hw.gm_alignment_bytes == 0 or padded_b,
+        aligned_c=(n * _FP16) % hw.gm_alignment_bytes == 0,
         nd2nz_unaligned_a=not padded_a and (k * _FP16) % hw.nd2nz_alignment_bytes != 0,
         nd2nz_unaligned_b=not padded_b and (n * _FP16) % hw.nd2nz_alignment_bytes != 0,
         c_resident=c_resident, first_reads=first_reads,
@@ -424,7 +426,7 @@ def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, resident: bool,
 def _padded(shape: GemmShape, params: HgemmParams) -> tuple[bool, bool]:
     """Whether the proposed kernel (padding on) pads A, and B: their rows are not 512-byte aligned."""
     on = params.padding and params.variant == "proposed"
-    return on and (shape.k * _FP16) % 512 != 0, on and (shape.n * _FP16) % 512 != 0
+    return on and (shape.k * _FP16) % _PAD_ALIGN_BYTES != 0, on and (shape.n * _FP16) % _PAD_ALIGN_BYTES != 0
 
 
 def _padding(shape: GemmShape, params: HgemmParams) -> tuple[int, int]:

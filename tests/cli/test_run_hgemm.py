@@ -47,6 +47,24 @@ def test_every_core_is_recorded_and_gives_the_every_core_simulation(tmp_path, cl
     assert runs[True]["shapes"][0]["time_s"] == pytest.approx(every.time_s, rel=1e-12)
 
 
+def test_report_names_the_slow_nd2nz_loads_of_unaligned_rows(tmp_path, cli):
+    from ascendbench.commands.common import human_bytes
+    from ascendbench.hardware import load_profile
+
+    hw = load_profile("atlas-300t-a2")
+    out = cli(["run", "hgemm", "--m", "1024", "--n", "4095", "--k", "1024", "--no-padding", "--no-verify",
+               "--out", "r.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    counters = json.loads((tmp_path / "r.json").read_text())["counters"]
+    # B's rows (8190 bytes) are not 256-byte aligned: every B panel load goes through the slow ND2NZ path
+    assert counters["bytes_nd2nz_unaligned"] > 0
+    text = " ".join(out.output.split())
+    assert (f"slow GM transfers {human_bytes(counters['bytes_nd2nz_unaligned'])} of A/B panels loaded GM -> L1 "
+            f"with ND2NZ at {hw.nd2nz_unaligned_efficiency * 100:.1f} % of the rate (rows not 256-byte aligned)") in text
+    aligned = cli(["run", "hgemm", "--m", "1024", "--n", "4096", "--k", "1024", "--no-verify", "--no-save"], tmp_path)
+    assert aligned.exit_code == 0 and "slow GM transfers" not in aligned.output
+
+
 def test_files_in_and_out(tmp_path, cli):
     rng = np.random.default_rng(0)
     a = (rng.random((40, 30)) - 0.5).astype(np.float16)
