@@ -50,3 +50,9 @@ def test_out_dir_that_is_a_file_is_refused(cli, tmp_path):
     (tmp_path / "f").write_text("x")
     r = cli(["reproduce", "fig6.4", "--out-dir", "f"], tmp_path)
     assert r.exit_code == 2 and "--out-dir" in r.stderr
+
+
+def test_empty_out_dir_is_refused_not_taken_as_the_current_folder(cli, tmp_path):
+    r = cli(["reproduce", "fig6.4", "--out-dir", ""], tmp_path)
+    assert r.exit_code == 2 and "--out-dir: must name a folder" in r.stderr
+    assert list(tmp_path.iterdir()) == []
