@@ -59,32 +59,19 @@ def main_options(
 def main() -> None:
     """Console entry point: usage errors from option parsing become one line on stderr with exit status 2,
     and SIGTERM unwinds like Ctrl-C so that no temporary file is left behind."""
-    import signal
     import sys
+
+    from ascendbench.interrupts import Interrupts
 
     # typer bundles its own click; its exception classes are reached through typer's public ones
     usage_error = typer.BadParameter.__mro__[1]
     click_exception = typer.BadParameter.__mro__[2]
-
-    received: list[int] = []
-
-    def on_signal(signum, frame):
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    def interrupted():
-        # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process killed by the signal
-        term = signal.SIGTERM in received
-        print("terminated" if term else "interrupted", file=sys.stderr)
-        sys.exit(128 + signal.SIGTERM if term else 130)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    interrupts = Interrupts().install()
     try:
         # without standalone mode, click returns the exit code of typer.Exit instead of raising it
         code = app(standalone_mode=False)
-        if received and code == 130:  # typer turns the KeyboardInterrupt into Exit(130)
-            interrupted()
+        if interrupts.received and code == 130:  # typer turns the KeyboardInterrupt into Exit(130)
+            interrupts.exit()
         sys.exit(code if isinstance(code, int) else 0)
     except usage_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help text has been printed
@@ -95,7 +82,7 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        interrupted()
+        interrupts.exit()
     except click_exception as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -22,6 +22,7 @@ import _checkout  # this checkout's ascendbench, not an installed one
 import numpy as np
 
 from ascendbench.hardware import load_profile
+from ascendbench.interrupts import run_script
 from ascendbench.kernels.hgemm import RUN_CACHE, GemmShape, HgemmParams, simulate_hgemm
 from ascendbench.workloads import load_workload
 
@@ -69,4 +70,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

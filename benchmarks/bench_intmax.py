@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's package, also in the child process below
 
 from ascendbench.hardware import load_profile
+from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.kernels.partition import GeneratedSource, partitions
 from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
@@ -110,4 +111,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

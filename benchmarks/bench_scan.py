@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from ascendbench.hardware import load_profile
+from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.runner import generate_input
 
@@ -75,4 +76,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

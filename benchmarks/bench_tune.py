@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ascendbench.hardware import load_profile
+from ascendbench.interrupts import run_script
 from ascendbench.kernels.tunable import Infeasible, get_tunable
 from ascendbench.tuning.space import load_space, space_path
 from ascendbench.tuning.study import TuneRequest, _trials_to_within, evaluate_grid, tune_problem
@@ -109,4 +110,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package (and its profiles)
 
 from ascendbench.hardware import load_profile
+from ascendbench.interrupts import run_script
 from ascendbench.reference.calibration import FITS, fit_all, simulated, write_back
 
 
@@ -60,4 +61,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

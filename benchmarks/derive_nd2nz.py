@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package (and its profiles)
 
 from ascendbench.hardware import load_profile
+from ascendbench.interrupts import run_script
 from ascendbench.reference.derived import DIGITS, ND2NZ_CASE, derive_nd2nz_unaligned_efficiency, nd2nz_case_us
 
 
@@ -43,4 +44,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from ascendbench.interrupts import run_script
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
 from ascendbench.kernels.hgemm_tiling import TABLE_1, TABLE_2, acc_loop, aicore_num, select_tiling
 from ascendbench.reference import RANDOM_SHAPES, claims_main
@@ -212,4 +213,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

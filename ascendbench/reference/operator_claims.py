@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from ascendbench.interrupts import run_script
 from ascendbench.kernels.radix_sort import simulate_radix_sort
 from ascendbench.kernels.split import simulate_compress
 from ascendbench.kernels.topk import simulate_topk
@@ -87,4 +88,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.reference import claims_main
@@ -104,4 +105,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

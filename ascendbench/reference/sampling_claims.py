@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 
+from ascendbench.interrupts import run_script
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.sampling import MULTINOMIAL_MAX_CATEGORIES, simulate_weighted_sample, weighted_sample
 from ascendbench.kernels.topp import simulate_top_p
@@ -80,4 +81,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams, expected_matmuls
 from ascendbench.reference import claims_main
 from ascendbench.reference.claims import Outcome, evaluator, module_rows
@@ -123,4 +124,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

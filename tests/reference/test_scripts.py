@@ -1,0 +1,25 @@
+"""The scripts outside the CLI (benchmarks/, python -m ascendbench.reference.*) end on Ctrl-C and SIGTERM with
+one line and the shell's status, as the CLI does."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("script", [[str(ROOT / "benchmarks" / "calibrate.py"), "--check"],
+                                    ["-m", "ascendbench.reference.hgemm_claims"]])
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_ends_a_script_with_one_line_and_the_shell_status(tmp_path, script, sig, code, line):
+    proc = subprocess.Popen([sys.executable, *script], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # past the imports, inside the simulations (each script runs for 10 s or more)
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code and err.strip().splitlines()[-1] == line and "Traceback" not in err
