@@ -94,6 +94,9 @@ def hgemm(
     exhaustive: ExhaustiveOption = None,
     space: SpaceOption = None,
     hardware: HardwareOption = "atlas-300t-a2",
+    every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core in each trial (as "
+                                             "`run hgemm --every-core`): exact sharing of L2 and HBM, about 10x "
+                                             "slower per trial.")] = False,
     out: OutOption = None,
     no_save: NoSaveOption = False,
     json_out: JsonOption = False,
@@ -120,7 +123,8 @@ def hgemm(
             fail(str(exc))
     else:
         shapes = _problem_set(space_obj, problems, "hgemm")
-    problem_list = [{"m": s[0], "n": s[1], "k": s[2], "batch": s[3]} for s in shapes]
+    problem_list = [{"m": s[0], "n": s[1], "k": s[2], "batch": s[3]} | ({"every_core": True} if every_core else {})
+                    for s in shapes]
     _tune("hgemm", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
           exhaustive, out, no_save, json_out, claims_for=shapes)
 

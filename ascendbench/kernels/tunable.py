@@ -61,14 +61,17 @@ class HgemmTunable:
     """HGEMM (proposed variant): M0, N0, K0, split_k, shuffle_k, padding, double_buffer.
 
     Heuristic: the HGEMM paper's self-adaptive selector (§4.2.3) with every optimisation on, SplitK off.
-    Throughput in TFLOPS (2 M N K batch / time / 1e12)."""
+    Throughput in TFLOPS (2 M N K batch / time / 1e12). A problem is {"m", "n", "k", "batch"}, with
+    "every_core": True to simulate every AI core instead of one per group of equal cores (slower, exact
+    sharing of L2 and HBM; its studies are kept apart by the key)."""
 
     name = "hgemm"
     unit = "TFLOPS"
 
     def problem_key(self, problem: Mapping[str, Any]) -> str:
         key = f"{problem['m']}x{problem['n']}x{problem['k']}"
-        return key if problem.get("batch", 1) == 1 else f"{key}x{problem['batch']}"
+        key = key if problem.get("batch", 1) == 1 else f"{key}x{problem['batch']}"
+        return f"{key} every-core" if problem.get("every_core") else key
 
     @staticmethod
     def _shape(problem: Mapping[str, Any]) -> GemmShape:
@@ -91,7 +94,7 @@ class HgemmTunable:
         params = HgemmParams(**{k: config[k] for k in ("m0", "n0", "k0", "split_k", "shuffle_k", "padding",
                                                        "double_buffer")})
         try:
-            sim, _ = simulate_hgemm(shape, params, hw)
+            sim, _ = simulate_hgemm(shape, params, hw, every_core=bool(problem.get("every_core", False)))
         except (ParamError, BufferCapacityError) as exc:
             raise Infeasible(str(exc)) from None
         tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0

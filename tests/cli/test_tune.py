@@ -28,6 +28,23 @@ def test_tune_hgemm_one_shape_report_and_result(tmp_path, cli):
     assert not doc.interrupted and doc.unit == "TFLOPS"
 
 
+def test_tune_hgemm_every_core_simulates_every_core_in_a_study_of_its_own(tmp_path, cli):
+    from ascendbench.hardware import load_profile
+    from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
+
+    runs = {}
+    for flag in ([], ["--every-core"]):
+        out = cli(["tune", "hgemm", *SHAPE, "--trials", "3", "--json", "--out", "t.json", *flag], tmp_path)
+        assert out.exit_code == 0, out.output
+        runs[bool(flag)] = json.loads(out.stdout)["problems"][0]
+    assert runs[False]["key"] == "1024x256x512" and runs[True]["key"] == "1024x256x512 every-core"
+    assert runs[True]["problem"]["every_core"] is True and "every_core" not in runs[False]["problem"]
+    assert runs[True]["study_name"] != runs[False]["study_name"]
+    heuristic = HgemmParams(**runs[True]["heuristic"]["config"])
+    every = simulate_hgemm(GemmShape(1024, 256, 512), heuristic, load_profile("atlas-300t-a2"), every_core=True)[0]
+    assert runs[True]["heuristic"]["time_s"] == pytest.approx(every.time_s, rel=1e-12)
+
+
 def test_tune_hgemm_workload_summary_and_claim_g6(tmp_path, cli):
     out = cli(["tune", "hgemm", "--workload", "fig6", "--trials", "6", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
