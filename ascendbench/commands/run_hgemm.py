@@ -28,7 +28,7 @@ from ascendbench.commands.common import (
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels import ParamError
-from ascendbench.kernels.hgemm import VARIANTS, HgemmParams
+from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, HgemmParams
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import WorkloadError, list_workloads
@@ -84,10 +84,10 @@ def hgemm(
     peak, the tiling and where it came from, stage times, pipe utilisation, and the check against NumPy."""
     wall0 = time.perf_counter()
     for name, value in (("m", m), ("n", n), ("k", k)):
-        if value is not None and value < 0:
-            fail(f"--{name}: must be a non-negative integer, got {value}")
-    if batch < 1:
-        fail(f"--batch: must be at least 1, got {batch}")
+        if value is not None and not 0 <= value <= MAX_DIM:
+            fail(f"--{name}: must be an integer from 0 to 2**40, got {value}")
+    if not 1 <= batch <= MAX_DIM:
+        fail(f"--batch: must be from 1 to 2**40, got {batch}")
     if jobs is not None and jobs < 1:
         fail(f"--jobs: must be at least 1, got {jobs}")
     if variant not in VARIANTS:

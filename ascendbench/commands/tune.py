@@ -28,6 +28,7 @@ from ascendbench.commands.common import (
     parse_count,
 )
 from ascendbench.hardware import HardwareError, load_profile
+from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.tunable import get_tunable
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
@@ -48,7 +49,6 @@ app = typer.Typer(help="Search kernel configurations with Optuna on the timing m
                        "the papers' heuristics. Studies are stored, so a second run resumes the first.",
                   no_args_is_help=True)
 
-_MAX_DIM = 2**40  # M, N, K each; the timing model handles any size, products beyond 2**120 are not meaningful
 _HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
 TrialsOption = Annotated[int, typer.Option("--trials", help="Finished trials each problem's study should hold "
@@ -107,10 +107,10 @@ def hgemm(
     if any(given) and not all(given):
         fail("--m: give --m, --n and --k together (or --workload / --problems)")
     for name, value in (("m", m), ("n", n), ("k", k)):
-        if value is not None and not 1 <= value <= _MAX_DIM:
+        if value is not None and not 1 <= value <= MAX_DIM:
             fail(f"--{name}: must be a positive integer up to 2**40, got {value}")
-    if batch < 1:
-        fail(f"--batch: must be at least 1, got {batch}")
+    if not 1 <= batch <= MAX_DIM:
+        fail(f"--batch: must be from 1 to 2**40, got {batch}")
     if sum([all(given), workload is not None, problems is not None]) > 1:
         fail("--workload: give one of --m/--n/--k, --workload or --problems")
     space_obj = _space("hgemm", space)

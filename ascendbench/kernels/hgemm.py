@@ -54,6 +54,7 @@ __all__ = [
 VARIANTS = ("proposed", "gemm-example")
 # CATLASS basic matmul: L1 tile M1 x N1 x K1 and L0 tile M0 x N0 x K0 (HARDWARE.md, CATLASS example 00).
 GEMM_EXAMPLE_TILE = {"m1": 128, "n1": 256, "k1": 256, "m0": 128, "n0": 256, "k0": 64}
+MAX_DIM = 2**40  # M, N, K and batch each: the model runs at any size, but no device holds more
 _FP16 = 2
 _FP32 = 4
 _PAD_ALIGN_BYTES = 512  # the proposed kernel pads A and B rows to 512 bytes (HGEMM paper §4.1)
@@ -127,10 +128,10 @@ class Tiling:
 def check_params(shape: GemmShape, params: HgemmParams) -> None:
     """Raise ParamError naming the option for invalid sizes, scalars or options (see HgemmParams)."""
     for name, value in (("m", shape.m), ("n", shape.n), ("k", shape.k)):
-        if not isinstance(value, (int, np.integer)) or value < 0:
-            raise ParamError(name, f"must be a non-negative integer, got {value!r}")
-    if shape.batch < 1:
-        raise ParamError("batch", f"must be at least 1, got {shape.batch}")
+        if not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_DIM:
+            raise ParamError(name, f"must be an integer from 0 to 2**40, got {value!r}")
+    if not 1 <= shape.batch <= MAX_DIM:
+        raise ParamError("batch", f"must be from 1 to 2**40, got {shape.batch}")
     if params.variant not in VARIANTS:
         raise ParamError("variant", f"must be one of {', '.join(VARIANTS)}, got {params.variant!r}")
     for name in ("alpha", "beta"):

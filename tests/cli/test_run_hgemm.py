@@ -97,7 +97,9 @@ def test_gemm_example_variant(tmp_path, cli):
 
 
 ERRORS = [
-    (["--m", "-1", "--n", "4", "--k", "4"], "--m: must be a non-negative integer"),
+    (["--m", "-1", "--n", "4", "--k", "4"], "--m: must be an integer from 0 to 2**40, got -1"),
+    (["--m", str(10**20), "--n", "4", "--k", "4"], "--m: must be an integer from 0 to 2**40"),
+    (["--m", "4", "--n", "4", "--k", "4", "--batch", str(2**40 + 1)], "--batch: must be from 1 to 2**40"),
     (["--m", "4", "--n", "4"], "--k: is required"),
     (["--m", "4", "--n", "4", "--k", "4", "--alpha", "nan"], "--alpha: must be a finite number"),
     (["--m", "4", "--n", "4", "--k", "4", "--m0", "24"], "--m0: must be a positive multiple of 16"),
@@ -106,7 +108,7 @@ ERRORS = [
     (["--workload", "nope"], "--workload: unknown workload 'nope'"),
     (["--workload", "fig6", "--m", "4"], "--workload: cannot be combined"),
     (["--m", "4", "--n", "4", "--k", "4", "--split-k", "0"], "--split-k: must be at least 1"),
-    (["--m", "4", "--n", "4", "--k", "4", "--batch", "0"], "--batch: must be at least 1"),
+    (["--m", "4", "--n", "4", "--k", "4", "--batch", "0"], "--batch: must be from 1 to 2**40"),
     (["--m", "4", "--n", "4", "--k", "4", "--output-file", "o.txt"], "--output-file: must end in .npy"),
 ]
 

@@ -90,6 +90,7 @@ def test_exhaustive_flag(tmp_path, cli):
     (["hgemm", *SHAPE, "--seed", "-3"], "--seed: must be an integer from 0 to 2**32 - 1"),
     (["hgemm", *SHAPE, "--seed", str(2**32)], "--seed: must be an integer from 0 to 2**32 - 1"),
     (["hgemm", "--m", str(10**23), "--n", "5", "--k", "5"], "--m: must be a positive integer up to 2**40"),
+    (["hgemm", *SHAPE, "--batch", str(2**41)], "--batch: must be from 1 to 2**40"),
     (["hgemm", *SHAPE, "--storage", "s.journal", "--out", "s.journal"], "--out: must end in .json"),
     (["hgemm", *SHAPE, "--storage", "same.json", "--out", "same.json"], "is also the --storage journal"),
     (["hgemm", *SHAPE, "--storage", "foo://bar"], "--storage: unknown URL scheme 'foo'"),
