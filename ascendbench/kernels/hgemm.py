@@ -281,7 +281,7 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     acc = math.ceil(k / tiling.k0)
     per_task = max(1, math.ceil(acc / split))
     cores = hw.ai_cores
-    per_core = [len(range(c, tasks, cores)) for c in range(min(cores, tasks))]
+    per_core = [tasks // cores + (c < tasks % cores) for c in range(min(cores, tasks))]  # tasks c, c + cores, ...
     # Tasks run in waves of `cores`; task t is split t // blocks of block t % blocks. Blocks are swizzled:
     # the direction with fewer blocks varies fastest, so a wave's cores share panels (and L2 serves them).
     wave = min(cores, tasks)

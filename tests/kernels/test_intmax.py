@@ -263,6 +263,18 @@ def test_hgemm_timing_model_beyond_int_max_elements(dims):
     assert 0 < 2 * m * n * k / sim.time_s / 1e12 <= hw.cube_fp16_peak_tflops
 
 
+
+@pytest.mark.parametrize("dims", [(2**40, 2**40, 2**40, 2**40), (2**40, 2**40, 16, 2**20)])
+def test_hgemm_model_at_the_largest_shapes_run_hgemm_allows(dims):
+    """M, N, K and batch at the 2**40 bound: more tasks than a C ssize_t holds (2**66 and beyond)."""
+    from ascendbench.kernels.hgemm import MAX_DIM, GemmShape, HgemmParams, simulate_hgemm
+
+    hw = load_profile("atlas-300t-a2")
+    assert max(dims) == MAX_DIM
+    shape = GemmShape(*dims)
+    sim, _ = simulate_hgemm(shape, HgemmParams(), hw)
+    assert 0 < shape.flops / sim.time_s / 1e12 <= hw.cube_fp16_peak_tflops
+
 # ----- 2**32 + 1 int8 ones, functionally (slow: see benchmarks/bench_intmax.py) -----------------------------
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("ASCENDBENCH_SLOW"), reason="takes ~15 min; set ASCENDBENCH_SLOW=1")
