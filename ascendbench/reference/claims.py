@@ -165,12 +165,15 @@ def canonical_ids(only: Iterable[str]) -> list[str]:
 
 
 def _hint(unknown: list[str], claims) -> str:
-    """ " (did you mean ...?)": the claims a prefix names (G-9 -> G-9a, G-9b), else the closest spellings."""
+    """ " (did you mean ...?)": the claims a prefix names (G-9 -> G-9a, G-9b), else the closest spellings of
+    claim and row IDs, compared whatever their case."""
     claim_ids = sorted({c.claim for c in claims})
     near = [k for k in claim_ids for w in unknown
             if k.casefold().startswith(w.casefold()) and k[len(w):len(w) + 1].isalpha()]
     if not near:
-        near = [m for w in unknown for m in difflib.get_close_matches(w.upper(), claim_ids, n=3, cutoff=0.6)]
+        spelled = {k.casefold(): k for c in claims for k in (c.claim, c.id)}
+        near = [spelled[m] for w in unknown
+                for m in difflib.get_close_matches(w.casefold(), list(spelled), n=3, cutoff=0.6)]
     near = list(dict.fromkeys(near))
     return f" (did you mean {', '.join(near)}?)" if near else ""
 

@@ -60,7 +60,9 @@ def test_out_file_equals_json_stdout(cli, tmp_path):
     (["--out", "v.json", "--no-save"], "--out: cannot be combined"),
     (["--only", "S-1", "--quick"], "--only: S-1 is not in the --quick set; drop --quick to evaluate it"),
     (["--only", "G-1,S-1,S-3", "--quick"], "--only: S-1, S-3 are not in the --quick set; drop --quick"),
-    (["--only", "G7"], "--only: unknown claim ID 'G7' (did you mean G-7?)"),
+    (["--only", "G7"], "--only: unknown claim ID 'G7' (did you mean G-7, "),
+    (["--only", "g9a"], "--only: unknown claim ID 'g9a' (did you mean G-9a?)"),
+    (["--only", "G-9a M=16"], "(did you mean G-9b M=16, "),
     (["--only", "S-4", "--random", "10"], "--random: only G-7 evaluates random-5000 shapes"),
     (["--quick", "--random", "10"], "--random: only G-7 evaluates random-5000 shapes"),
 ])
