@@ -157,19 +157,33 @@ def _verdict(v) -> str:
     return "[dim]skipped[/]" if v.tolerance else "[dim]off[/]"
 
 
-def _slow_reads(counters: dict, constants: dict) -> str:
-    """What of the GM traffic ran below the full rate, and why (empty when nothing did)."""
+def _slow_reads(counters: dict, constants: dict, operands: str) -> str:
+    """What of the GM traffic ran below the full rate, and why (empty when nothing did); `operands` names the
+    matrices whose rows are not aligned."""
     parts = []
     nd2nz = counters.get("bytes_nd2nz_unaligned", 0)
     if nd2nz:
         parts.append(f"{human_bytes(nd2nz)} of A/B panels loaded GM -> L1 with ND2NZ at "
                      f"{constants['nd2nz_unaligned_efficiency']['value'] * 100:.1f} % of the rate (rows not "
                      f"{constants['nd2nz_alignment_bytes']['value']}-byte aligned)")
-    other = counters.get("bytes_unaligned", 0) - nd2nz
-    if other > 0:
-        parts.append(f"{human_bytes(other)} at {constants['unaligned_efficiency']['value'] * 100:.0f} % (addresses "
-                     f"not {constants['gm_alignment_bytes']['value']}-byte aligned)")
+    unaligned = counters.get("bytes_unaligned", 0)
+    if unaligned:
+        parts.append(f"{human_bytes(unaligned)} of {operands} at {constants['unaligned_efficiency']['value'] * 100:.0f} "
+                     f"% (rows not {constants['gm_alignment_bytes']['value']}-byte aligned)")
     return "; ".join(parts)
+
+
+def _unaligned_operands(shape, params: dict, constants: dict) -> str:
+    """"A, B and C" ...: the operands moved at the unaligned rate: rows not gm_alignment_bytes-aligned, except
+    A and B rows that the proposed kernel pads or that are not even nd2nz_alignment_bytes-aligned (those
+    load at the ND2NZ rate instead); C is read only when beta != 0."""
+    align, nd2nz = constants["gm_alignment_bytes"]["value"], constants["nd2nz_alignment_bytes"]["value"]
+    padded = params["padding"] and params["variant"] == "proposed"
+    names = [name for name, row in (("A", shape.k), ("B", shape.n))
+             if not padded and (2 * row) % align and not (2 * row) % nd2nz]
+    if (2 * shape.n) % align:
+        names.append("C (writes)" if params["beta"] == 0 else "C (reads and writes)")
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "GM transfers"
 
 
 def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
@@ -200,7 +214,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
         table.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
         table.add_row("GM traffic", f"read {human_bytes(counters.get('bytes_gm_read', 0))} (HBM "
                       f"{human_bytes(counters.get('bytes_hbm_read', 0))}), write {human_bytes(counters.get('bytes_gm_write', 0))}")
-        slow = _slow_reads(counters, r.hardware["constants"])
+        slow = _slow_reads(counters, r.hardware["constants"], _unaligned_operands(s, p, r.hardware["constants"]))
         if slow:
             table.add_row("slow GM transfers", slow)
         v = s.verification

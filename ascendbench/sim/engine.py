@@ -365,10 +365,11 @@ class Engine:
             demands.append(("hbm", miss_bytes / eff))
             demands.append(("l2", miss_bytes / eff))
             core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
-        if not aligned:
-            counts.append(("bytes_unaligned", nbytes))
+        # each transfer is counted under the rate it ran at: ND2NZ's (it replaces the alignment rate) or 70%
         if slow_nd2nz:
             counts.append(("bytes_nd2nz_unaligned", nbytes))
+        elif not aligned:
+            counts.append(("bytes_unaligned", nbytes))
         if serial > 1.0:
             counts.append(("bytes_serialised", nbytes * (serial - 1.0)))
         return tuple(counts), (tuple(demands), core_cycles * max(serial, 1.0), latency)

@@ -61,6 +61,8 @@ def test_report_names_the_slow_nd2nz_loads_of_unaligned_rows(tmp_path, cli):
     text = " ".join(out.output.split())
     assert (f"slow GM transfers {human_bytes(counters['bytes_nd2nz_unaligned'])} of A/B panels loaded GM -> L1 "
             f"with ND2NZ at {hw.nd2nz_unaligned_efficiency * 100:.1f} % of the rate (rows not 256-byte aligned)") in text
+    # the 70% rate is left to C's rows (8190 bytes), written only (beta = 0)
+    assert f"{human_bytes(counters['bytes_unaligned'])} of C (writes) at 70 % (rows not 512-byte aligned)" in text
     aligned = cli(["run", "hgemm", "--m", "1024", "--n", "4096", "--k", "1024", "--no-verify", "--no-save"], tmp_path)
     assert aligned.exit_code == 0 and "slow GM transfers" not in aligned.output
 
