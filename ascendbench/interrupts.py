@@ -9,18 +9,28 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["Interrupts", "run_script"]
+__all__ = ["Interrupts", "note", "run_script"]
+
+_RECEIVED: list[int] = []  # every SIGINT / SIGTERM of the process, whichever handler took it
+
+
+def note(signum: int) -> None:
+    """Record a signal that a handler of its own took (tune's stop-after-the-trial handler), so that the
+    process still ends with the status and line of the first signal."""
+    _RECEIVED.append(signum)
 
 
 class Interrupts:
-    """The signals received since `install`; `exit` ends the process as the first one asks."""
+    """The signals received (by this handler or reported with `note`); `exit` ends the process as the first
+    one asks."""
 
-    def __init__(self) -> None:
-        self.received: list[int] = []
+    @property
+    def received(self) -> list[int]:
+        return _RECEIVED
 
     def install(self) -> Interrupts:
         def on_signal(signum, frame):
-            self.received.append(signum)
+            note(signum)
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, on_signal)
@@ -28,7 +38,7 @@ class Interrupts:
         return self
 
     def exit(self) -> NoReturn:
-        term = signal.SIGTERM in self.received
+        term = signal.SIGTERM in _RECEIVED
         print("terminated" if term else "interrupted", file=sys.stderr)
         sys.exit(128 + signal.SIGTERM if term else 130)
 

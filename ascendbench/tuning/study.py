@@ -35,6 +35,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ascendbench.hardware import HardwareProfile, load_profile
+from ascendbench.interrupts import note
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.tunable import Evaluation, Infeasible, get_tunable
 from ascendbench.sim.engine import BufferCapacityError
@@ -344,6 +345,7 @@ def _stop_after_trial_on_interrupt(escalate: bool = True):
         if seen and escalate:
             raise KeyboardInterrupt
         seen.append(signum)
+        note(signum)  # the command ends with this signal's line and status
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield lambda: False

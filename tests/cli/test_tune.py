@@ -172,13 +172,16 @@ def _wait_for_trials(tmp_path, count, proc, limit_s=60.0):
         time.sleep(0.2)
 
 
-def test_ctrl_c_writes_the_result_so_far_and_says_how_to_resume(tmp_path):
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_writes_the_result_so_far_and_says_how_to_resume(tmp_path, sig, code, line):
     proc = _tune_process(tmp_path, "--out", "r.json")
     _wait_for_trials(tmp_path, 5, proc)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "resume with: ascendbench tune hgemm" in err and "--study-name long" in err
+    assert err.strip().splitlines()[-1] == line and "Traceback" not in err
     doc = TuningResult.model_validate_json((tmp_path / "r.json").read_text())
     kept = _finished(tmp_path)
     assert doc.interrupted and doc.problems[0].trials.finished == kept >= 5
