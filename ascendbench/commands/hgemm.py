@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ascendbench.commands.common import HardwareOption, JsonOption, dump_json, fail, out_console
 from ascendbench.hardware import HardwareError, load_profile
+from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.hgemm_tiling import select_tiling
 
 app = typer.Typer(help="HGEMM kernels of the HGEMM paper: tiling selection.", no_args_is_help=True)
@@ -18,10 +19,10 @@ DEFAULT_HGEMM_HARDWARE = "atlas-300t-a2"
 
 @app.command("select")
 def select(
-    m: Annotated[int, typer.Option("--m", help="Rows of A and C (M), at least 1.")],
-    n: Annotated[int, typer.Option("--n", help="Columns of B and C (N), at least 1.")],
-    k: Annotated[int, typer.Option("--k", help="Columns of A, rows of B (K, the reduction), at least 1.")],
-    batch: Annotated[int, typer.Option("--batch", help="GEMMs of this size in the batch, at least 1.")] = 1,
+    m: Annotated[int, typer.Option("--m", help="Rows of A and C (M), 1 to 2**40.")],
+    n: Annotated[int, typer.Option("--n", help="Columns of B and C (N), 1 to 2**40.")],
+    k: Annotated[int, typer.Option("--k", help="Columns of A, rows of B (K, the reduction), 1 to 2**40.")],
+    batch: Annotated[int, typer.Option("--batch", help="GEMMs of this size in the batch, 1 to 2**40.")] = 1,
     hardware: HardwareOption = DEFAULT_HGEMM_HARDWARE,
     json_out: JsonOption = False,
 ) -> None:
@@ -30,6 +31,9 @@ def select(
     Prints every candidate tried, K0 of Table 2 larger first and M0 x N0 of Table 1 smaller first, with
     aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen.
     """
+    for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
+        if value > MAX_DIM:  # the same bound as run hgemm (values below 1 get the selector's own message)
+            fail(f"--{name}: must be from 1 to 2**40, got {value}")
     try:
         profile = load_profile(hardware)
     except HardwareError as exc:

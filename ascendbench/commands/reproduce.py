@@ -48,8 +48,8 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Pat
 
 def reproduce(
     target: Annotated[str, typer.Argument(help="A figure ID (see `ascendbench reproduce list`), 'all' or 'list'.")],
-    out_dir_text: Annotated[str, typer.Option("--out-dir", help="Folder of the PNG and JSON files "
-                                              "(created if missing).")] = "results/figures",
+    out_dir_text: Annotated[str, typer.Option("--out-dir", metavar="<path>", help="Folder of the PNG and JSON "
+                                              "files (created if missing).")] = "results/figures",
     json_out: JsonOption = False,
 ) -> None:
     """Redraw the scan paper's and the HGEMM paper's figures and tables from the simulator: a PNG and the
@@ -72,7 +72,7 @@ def reproduce(
     ids = list(FIGURES) if target == "all" else [target]
     if target != "all" and target not in FIGURES:
         fail(f"FIGURE: unknown figure {target!r}; use one of {', '.join(FIGURES)}, 'all' or 'list'")
-    if not out_dir_text.strip():
+    if not out_dir_text:
         fail("--out-dir: must name a folder (use . for the current one), got an empty string")
     out_dir = Path(out_dir_text)
     try:

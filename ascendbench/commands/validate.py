@@ -100,7 +100,7 @@ def _print(result, saved_to: Path | None) -> None:
 
 
 def validate(
-    only: Annotated[list[str] | None, typer.Option("--only", help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim "
+    only: Annotated[list[str] | None, typer.Option("--only", metavar="<ids>", help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim "
                                                    "ID selects all its rows: G-9a = 'G-9a M=8' and 'G-9a M=512'; "
                                                    "any case; may be repeated).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "

@@ -32,7 +32,7 @@ def claims_main(argv, description: str, default_hardware: str, evaluate, id_widt
     import argparse
     import json
 
-    from ascendbench.hardware import load_profile
+    from ascendbench.hardware import HardwareError, load_profile
 
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--hardware", default=default_hardware)
@@ -41,7 +41,11 @@ def claims_main(argv, description: str, default_hardware: str, evaluate, id_widt
         extra(ap)
     options = vars(ap.parse_args(argv))
     hardware, as_json = options.pop("hardware"), options.pop("json")
-    rows = evaluate(load_profile(hardware), **options)
+    try:
+        hw = load_profile(hardware)
+    except HardwareError as exc:
+        ap.error(str(exc))  # usage and one line, status 2
+    rows = evaluate(hw, **options)
     if as_json:
         print(json.dumps(rows, indent=2))
     else:

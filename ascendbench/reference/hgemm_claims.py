@@ -206,8 +206,17 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    def count(text: str) -> int:
+        value = int(text)
+        if not 1 <= value <= RANDOM_SHAPES:
+            raise ValueError
+        return value
+
+    count.__name__ = f"count from 1 to {RANDOM_SHAPES}"  # argparse names the type in its error
+
     def extra(ap):
-        ap.add_argument("--random", dest="random_count", type=int, default=5000, help="shapes of random-5000 for G-7")
+        ap.add_argument("--random", dest="random_count", type=count, default=RANDOM_SHAPES,
+                        help=f"shapes of random-5000 for G-7 (1 ... {RANDOM_SHAPES})")
 
     return claims_main(argv, __doc__.splitlines()[0], "atlas-300t-a2", evaluate, 13, extra)
 

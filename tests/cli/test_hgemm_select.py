@@ -55,6 +55,8 @@ def test_bad_dimension_is_a_one_line_error():
     one_line_error(out, "--m: must be at least 1, got 0")
     out = runner.invoke(root, ["hgemm", "select", "--m", "16", "--n", "16", "--k", "16", "--batch", "-2"])
     one_line_error(out, "--batch: must be at least 1, got -2")
+    out = runner.invoke(root, ["hgemm", "select", "--m", str(2**40 + 1), "--n", "16", "--k", "16"])
+    one_line_error(out, "--m: must be from 1 to 2**40")
 
 
 def test_unknown_hardware_is_a_one_line_error():
