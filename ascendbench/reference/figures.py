@@ -358,7 +358,7 @@ def figure_ids() -> list[str]:
 
 def draw(fig: Figure, data: dict[str, Any], path) -> None:
     """Write the PNG of one figure's data to `path` (a file name or a binary file object; matplotlib's Agg
-    backend, small: 7 x 4.5 in at 90 dpi)."""
+    backend, small: 7 x 4.5 in at 90 dpi, 9.5 in wide with a legend beside the plot)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -367,7 +367,9 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
     kind = data["kind"]
     panels = len(data["series"]) if kind == "bars-panels" else 1
     height = 1.6 + 0.3 * len(data["rows"]) if kind == "table" else 4.5
-    figure, axes = plt.subplots(1, panels, figsize=(7 if panels == 1 else 4 * panels, height), squeeze=False)
+    legend = kind not in ("table", "bars-panels", "heatmap")
+    width = 4 * panels if panels > 1 else (9.5 if legend else 7)  # room for the legend beside the plot
+    figure, axes = plt.subplots(1, panels, figsize=(width, height), squeeze=False)
     ax = axes[0][0]
     if kind in ("lines", "scatter"):
         for s in data["series"]:
@@ -424,7 +426,8 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
                     ax.set_xscale(data["xscale"])
                 ax.set_yscale(data["yscale"])
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+            # beside the plot, not over the curves
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.suptitle(f"{fig.caption}\n(simulated; {fig.source})", fontsize=9)
     if data.get("notes"):
         figure.text(0.01, 0.005, "\n".join(data["notes"]), fontsize=6, va="bottom")
