@@ -61,17 +61,17 @@ def main() -> None:
     and SIGTERM unwinds like Ctrl-C so that no temporary file is left behind."""
     import sys
 
-    from ascendbench.interrupts import Interrupts
+    from ascendbench import interrupts
 
     # typer bundles its own click; its exception classes are reached through typer's public ones
     usage_error = typer.BadParameter.__mro__[1]
     click_exception = typer.BadParameter.__mro__[2]
-    interrupts = Interrupts().install()
+    interrupts.install()
     try:
         # without standalone mode, click returns the exit code of typer.Exit instead of raising it
         code = app(standalone_mode=False)
-        if interrupts.received and code == 130:  # typer turns the KeyboardInterrupt into Exit(130)
-            interrupts.exit()
+        if interrupts.received() and code == 130:  # typer turns the KeyboardInterrupt into Exit(130)
+            interrupts.exit_for_signal()
         sys.exit(code if isinstance(code, int) else 0)
     except usage_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help text has been printed
@@ -82,7 +82,7 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        interrupts.exit()
+        interrupts.exit_for_signal()
     except click_exception as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -9,44 +9,44 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["Interrupts", "note", "run_script"]
+__all__ = ["exit_for_signal", "install", "note", "received", "run_script"]
 
 _RECEIVED: list[int] = []  # every SIGINT / SIGTERM of the process, whichever handler took it
 
 
 def note(signum: int) -> None:
     """Record a signal that a handler of its own took (tune's stop-after-the-trial handler), so that the
-    process still ends with the status and line of the first signal."""
+    process still ends as exit_for_signal says."""
     _RECEIVED.append(signum)
 
 
-class Interrupts:
-    """The signals received (by this handler or reported with `note`); `exit` ends the process as the first
-    one asks."""
+def received() -> bool:
+    """Whether a SIGINT or SIGTERM has come."""
+    return bool(_RECEIVED)
 
-    @property
-    def received(self) -> list[int]:
-        return _RECEIVED
 
-    def install(self) -> Interrupts:
-        def on_signal(signum, frame):
-            note(signum)
-            raise KeyboardInterrupt
+def install() -> None:
+    """Make SIGINT and SIGTERM raise KeyboardInterrupt, recording which came."""
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        return self
+    def on_signal(signum, frame):
+        note(signum)
+        raise KeyboardInterrupt
 
-    def exit(self) -> NoReturn:
-        term = signal.SIGTERM in _RECEIVED
-        print("terminated" if term else "interrupted", file=sys.stderr)
-        sys.exit(128 + signal.SIGTERM if term else 130)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def exit_for_signal() -> NoReturn:
+    """End the process: "terminated" and 143 if a SIGTERM came, else "interrupted" and 130."""
+    term = signal.SIGTERM in _RECEIVED
+    print("terminated" if term else "interrupted", file=sys.stderr)
+    sys.exit(128 + signal.SIGTERM if term else 130)
 
 
 def run_script(main: Callable[[], int | None]) -> int:
     """Run a script's main(): its exit status, or the signal's (see the module docstring)."""
-    interrupts = Interrupts().install()
+    install()
     try:
         return main() or 0
     except KeyboardInterrupt:
-        interrupts.exit()
+        exit_for_signal()

@@ -28,7 +28,7 @@ from ascendbench.commands.common import (
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels import ParamError
-from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, HgemmParams
+from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, GemmShape, HgemmParams, row_rates
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import WorkloadError, list_workloads
@@ -157,33 +157,28 @@ def _verdict(v) -> str:
     return "[dim]skipped[/]" if v.tolerance else "[dim]off[/]"
 
 
-def _slow_reads(counters: dict, constants: dict, operands: str) -> str:
-    """What of the GM traffic ran below the full rate, and why (empty when nothing did); `operands` names the
-    matrices whose rows are not aligned."""
+def _slow_transfers(shape, params: dict, counters: dict, constants: dict) -> str:
+    """What of the GM traffic ran below the full rate, and why (empty when nothing did); the operands at the
+    unaligned rate come from the kernel's own rule (kernels.hgemm.row_rates)."""
+    value = {name: entry["value"] for name, entry in constants.items()}
     parts = []
     nd2nz = counters.get("bytes_nd2nz_unaligned", 0)
     if nd2nz:
         parts.append(f"{human_bytes(nd2nz)} of A/B panels loaded GM -> L1 with ND2NZ at "
-                     f"{constants['nd2nz_unaligned_efficiency']['value'] * 100:.1f} % of the rate (rows not "
-                     f"{constants['nd2nz_alignment_bytes']['value']}-byte aligned)")
+                     f"{value['nd2nz_unaligned_efficiency'] * 100:.1f} % of the rate (rows not "
+                     f"{value['nd2nz_alignment_bytes']}-byte aligned)")
     unaligned = counters.get("bytes_unaligned", 0)
     if unaligned:
-        parts.append(f"{human_bytes(unaligned)} of {operands} at {constants['unaligned_efficiency']['value'] * 100:.0f} "
-                     f"% (rows not {constants['gm_alignment_bytes']['value']}-byte aligned)")
+        rates = row_rates(GemmShape(shape.m, shape.n, shape.k),
+                          HgemmParams(variant=params["variant"], padding=params["padding"]),
+                          value["gm_alignment_bytes"], value["nd2nz_alignment_bytes"])
+        names = [name for name in "AB" if rates[name] == "unaligned"]
+        if rates["C"] == "unaligned":
+            names.append("C (writes)" if params["beta"] == 0 else "C (reads and writes)")
+        operands = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "GM transfers"
+        parts.append(f"{human_bytes(unaligned)} of {operands} at {value['unaligned_efficiency'] * 100:.0f} "
+                     f"% (rows not {value['gm_alignment_bytes']}-byte aligned)")
     return "; ".join(parts)
-
-
-def _unaligned_operands(shape, params: dict, constants: dict) -> str:
-    """"A, B and C" ...: the operands moved at the unaligned rate: rows not gm_alignment_bytes-aligned, except
-    A and B rows that the proposed kernel pads or that are not even nd2nz_alignment_bytes-aligned (those
-    load at the ND2NZ rate instead); C is read only when beta != 0."""
-    align, nd2nz = constants["gm_alignment_bytes"]["value"], constants["nd2nz_alignment_bytes"]["value"]
-    padded = params["padding"] and params["variant"] == "proposed"
-    names = [name for name, row in (("A", shape.k), ("B", shape.n))
-             if not padded and (2 * row) % align and not (2 * row) % nd2nz]
-    if (2 * shape.n) % align:
-        names.append("C (writes)" if params["beta"] == 0 else "C (reads and writes)")
-    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "GM transfers"
 
 
 def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
@@ -214,7 +209,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
         table.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
         table.add_row("GM traffic", f"read {human_bytes(counters.get('bytes_gm_read', 0))} (HBM "
                       f"{human_bytes(counters.get('bytes_hbm_read', 0))}), write {human_bytes(counters.get('bytes_gm_write', 0))}")
-        slow = _slow_reads(counters, r.hardware["constants"], _unaligned_operands(s, p, r.hardware["constants"]))
+        slow = _slow_transfers(s, p, counters, r.hardware["constants"])
         if slow:
             table.add_row("slow GM transfers", slow)
         v = s.verification

@@ -95,8 +95,8 @@ def hgemm(
     space: SpaceOption = None,
     hardware: HardwareOption = "atlas-300t-a2",
     every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core in each trial (as "
-                                             "`run hgemm --every-core`): exact sharing of L2 and HBM, about 10x "
-                                             "slower per trial.")] = False,
+                                             "`run hgemm --every-core`): exact sharing of L2 and HBM, several "
+                                             "times slower per trial.")] = False,
     out: OutOption = None,
     no_save: NoSaveOption = False,
     json_out: JsonOption = False,

@@ -121,18 +121,19 @@ def validate(
     wall0 = time.perf_counter()
     ids = None
     if only is not None:
-        ids = list(dict.fromkeys(w.strip() for part in only for w in part.split(",") if w.strip()))
+        ids = [w.strip() for part in only for w in part.split(",") if w.strip()]
         if not ids:
             fail("--only: expected comma-separated claim IDs such as S-4,G-1")
         try:
-            ids = list(dict.fromkeys(canonical_ids(ids)))
+            ids = list(dict.fromkeys(canonical_ids(ids)))  # "g-9a" and "G-9a" are one ID
         except ClaimError as exc:
             fail(f"--only: {exc}; claim IDs are S-W1, S-1 ... S-18 and G-1 ... G-11, some split into rows (G-9a, G-9a M=8); `ascendbench validate` lists them")
         if quick:
             outside = [w for w in ids if not select_claims([w], quick=True)]
             if outside:
-                fail(f"--only: {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in the --quick set; "
-                     "drop --quick to evaluate {}".format("it" if len(outside) == 1 else "them"))
+                one = len(outside) == 1
+                fail(f"--only: {', '.join(outside)} {'is' if one else 'are'} not in the --quick set; drop --quick "
+                     f"to evaluate {'it' if one else 'them'}")
     if not 1 <= random_shapes <= RANDOM_SHAPES:
         fail(f"--random: must be between 1 and {RANDOM_SHAPES}, got {random_shapes}")
     if random_shapes != RANDOM_SHAPES and not any(c.claim == "G-7" for c in select_claims(ids, quick=quick)):

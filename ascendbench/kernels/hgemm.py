@@ -333,14 +333,12 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
         last = ((split - 1) * blocks + (batch - 1) * bm * bn + fast_count - 1) // cores  # the last first read
         if last < _KEEP_TASKS[0] - 1 or max(per_core) <= _KEEP_TASKS[1]:
             first_reads = ("a" if fast_is_a else "b", bm * bn, fast_count, last)
+    rates = row_rates(shape, params, hw.gm_alignment_bytes, hw.nd2nz_alignment_bytes)
     return _Layout(
         tasks, split, per_task, per_core, min(tiling.m0, m), min(tiling.n0, n), min(tiling.k0, k),
         serial_a, serial_b, hit_a, hit_b,
-        aligned_a=(k * _FP16) % hw.gm_alignment_bytes == 0 or padded_a,
-        aligned_b=(n * _FP16) % hw.gm_alignment_bytes == 0 or padded_b,
-        aligned_c=(n * _FP16) % hw.gm_alignment_bytes == 0,
-        nd2nz_unaligned_a=not padded_a and (k * _FP16) % hw.nd2nz_alignment_bytes != 0,
-        nd2nz_unaligned_b=not padded_b and (n * _FP16) % hw.nd2nz_alignment_bytes != 0,
+        aligned_a=rates["A"] == "full", aligned_b=rates["B"] == "full", aligned_c=rates["C"] == "full",
+        nd2nz_unaligned_a=rates["A"] == "nd2nz", nd2nz_unaligned_b=rates["B"] == "nd2nz",
         c_resident=c_resident, first_reads=first_reads,
     )
 
@@ -422,6 +420,25 @@ def _elementwise_pass(hw, shape: GemmShape, params: HgemmParams, resident: bool,
     reads = (1 if params.beta != 0 else 0) + (1 if params.alpha != 0 and shape.k > 0 else 0)
     return copy_pass(hw, elems, _FP16 * max(reads, 0) or 1e-9, _FP16, resident, "epilogue", force_exact,
                      writeback=not resident)
+
+
+def row_rates(shape: GemmShape, params: HgemmParams, gm_alignment_bytes: int,
+              nd2nz_alignment_bytes: int) -> dict[str, str]:
+    """The rate each operand's GM rows move at, {"A", "B", "C"} -> "full", "unaligned" (rows not
+    gm_alignment_bytes-aligned: the profile's unaligned_efficiency) or "nd2nz" (A or B panels loaded GM -> L1
+    with ND2NZ from rows not nd2nz_alignment_bytes-aligned: nd2nz_unaligned_efficiency, which replaces the
+    other). The proposed kernel's padding (on by default) makes A's and B's rows full-rate; C is never padded.
+    Alignments in bytes, as the profile gives them (passed apart so that a result's constants serve too)."""
+    rates = {}
+    for name, row, padded in zip("AB", (shape.k, shape.n), _padded(shape, params), strict=True):
+        if padded:
+            rates[name] = "full"
+        elif (row * _FP16) % nd2nz_alignment_bytes:
+            rates[name] = "nd2nz"
+        else:
+            rates[name] = "unaligned" if (row * _FP16) % gm_alignment_bytes else "full"
+    rates["C"] = "unaligned" if (shape.n * _FP16) % gm_alignment_bytes else "full"
+    return rates
 
 
 def _padded(shape: GemmShape, params: HgemmParams) -> tuple[bool, bool]:

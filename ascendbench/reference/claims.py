@@ -156,24 +156,23 @@ def canonical_ids(only: Iterable[str]) -> list[str]:
         ClaimError: an ID names no claim (the message lists it, with the nearest IDs).
     """
     claims = load_claims()
-    canonical = {k.casefold(): k for c in claims for k in (c.id, c.claim)}
+    canonical = {k.casefold(): k for c in claims for k in (c.claim, c.id)}
     wanted = [w.strip() for w in only if w.strip()]
     unknown = [w for w in wanted if w.casefold() not in canonical]
     if unknown:
-        raise ClaimError(f"unknown claim ID {', '.join(map(repr, unknown))}{_hint(unknown, claims)}")
+        raise ClaimError(f"unknown claim ID {', '.join(map(repr, unknown))}{_hint(unknown, claims, canonical)}")
     return [canonical[w.casefold()] for w in wanted]
 
 
-def _hint(unknown: list[str], claims) -> str:
+def _hint(unknown: list[str], claims, canonical: dict[str, str]) -> str:
     """ " (did you mean ...?)": the claims a prefix names (G-9 -> G-9a, G-9b), else the closest spellings of
-    claim and row IDs, compared whatever their case."""
+    claim and row IDs (`canonical`: case-folded ID -> ID), compared whatever their case."""
     claim_ids = sorted({c.claim for c in claims})
     near = [k for k in claim_ids for w in unknown
             if k.casefold().startswith(w.casefold()) and k[len(w):len(w) + 1].isalpha()]
     if not near:
-        spelled = {k.casefold(): k for c in claims for k in (c.claim, c.id)}
-        near = [spelled[m] for w in unknown
-                for m in difflib.get_close_matches(w.casefold(), list(spelled), n=3, cutoff=0.6)]
+        near = [canonical[m] for w in unknown
+                for m in difflib.get_close_matches(w.casefold(), list(canonical), n=3, cutoff=0.6)]
     near = list(dict.fromkeys(near))
     return f" (did you mean {', '.join(near)}?)" if near else ""
 
