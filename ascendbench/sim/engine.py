@@ -1,14 +1,26 @@
 """The event engine of the simulated NPU: in-order pipes, dependencies, shared HBM and L2.
 
 An *op* is one instruction (or one closed-form inner loop) on one pipe of one unit. Pipes of a unit run
-concurrently; ops on one pipe start in program order. An op starts when the previous op on its pipe has
-released the pipe and every dependency has finished (plus the dependency's delay, e.g. a cross-core flag).
-GM transfers additionally reserve time on the chip-wide HBM and L2 servers, which serve requests in the
-order they start (first come, first served, whole transfers), so cores transferring at the same time share
-the bandwidth. A representative core standing for a group of identical cores reserves its group's bytes.
+concurrently; ops on one pipe start in program order. An op occupies its pipe for its issue cycles (the
+next op on the pipe may start then) and its result is ready `latency` cycles later (dependent ops wait for
+that): the pypto cost model of the A2/A3 pipes (hicann/pypto framework/src/cost_model/simulation_ca/A2A3/
+model/pipe.cpp) times vector, cube and transfer instructions this way. An op starts when the previous op on
+its pipe has released the pipe and every dependency has finished (plus the dependency's delay, e.g. a
+cross-core flag).
 
-Ops are processed in order of start time with one heap (the SimPy approach), so the shared servers see
-requests in time order.
+GM transfers additionally reserve time on the chip-wide HBM and L2 servers, which serve requests in the order
+they start (first come, first served, whole transfers), so cores transferring at the same time share the
+bandwidth. A representative core standing for a group of identical cores reserves its group's bytes.
+
+L2 (sim/l2.py) is least recently used and write-back. A transfer that names its GM range (`region`) is
+looked up in it when it starts: resident bytes hit, the rest is read from HBM and allocated; a write
+allocates its range dirty; the dirty bytes an allocation evicts are written to HBM at that moment, taking
+HBM time from everyone (the writer does not wait for them). Transfers that give only a hit share (`l2_hit`)
+or a `writeback` flag (the kernels without addresses) allocate anonymous data; their written-back writes
+take HBM time when they are written.
+
+Ops are processed in order of start time with one heap (the SimPy approach), so the shared servers and L2
+see requests in time order.
 """
 
 from __future__ import annotations
@@ -21,11 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.sim.l2 import L2Cache
 
-__all__ = ["PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "core_groups", "gc_paused"]
+__all__ = ["DYNAMIC_COUNTERS", "PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "core_groups", "gc_paused"]
 
-# Pipe names, as Ascend's profiler shows them.
+# Pipe names, as Ascend's profiler shows them (SYNC: chip-wide barriers).
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
+# Counters that depend on what L2 holds, so on timing: measured by running, extrapolated like times.
+DYNAMIC_COUNTERS = ("bytes_l2_hit", "bytes_hbm_read", "bytes_hbm_write")
 
 
 @contextmanager
@@ -58,14 +73,18 @@ class BufferCapacityError(ValueError):
 
 
 class Op:
-    """One instruction on one pipe. Times are in cycles, set when the engine runs."""
+    """One instruction on one pipe. Times are in cycles, set when the engine runs: `start`, `release` (the
+    pipe is free again) and `end` (the result is ready: release plus the op's latency)."""
 
     __slots__ = (
         "cycles",
         "deps",
         "done",
         "end",
+        "hbm_bytes",
+        "l2_bytes",
         "label",
+        "latency",
         "next",
         "pending",
         "phase",
@@ -81,13 +100,14 @@ class Op:
     )
 
     def __init__(self, unit: str, pipe: str, label: str, phase: str, cycles: float, xfer, deps, seq: int,
-                 task: int = 0):
+                 task: int = 0, latency: float = 0.0):
         self.unit = unit
         self.pipe = pipe
         self.label = label
         self.phase = phase
         self.cycles = cycles
-        self.xfer = xfer  # None, or (server_demands, core_cycles, latency)
+        self.latency = latency
+        self.xfer = xfer  # None, or a transfer description (see Engine._transfer)
         self.deps = deps  # list of Op or (Op, delay_cycles)
         self.succs = []
         self.pending = 0
@@ -96,6 +116,8 @@ class Op:
         self.done = False
         self.seq = seq
         self.task = task
+        self.hbm_bytes = 0.0  # bytes this op moved to or from HBM (its group's), for the trace's counters
+        self.l2_bytes = 0.0
 
     def __repr__(self) -> str:
         if not self.done:
@@ -104,43 +126,38 @@ class Op:
 
 
 Dep = Op | tuple[Op, float] | None
-_NAN = math.nan
 
 
 @dataclass
 class _Server:
     """A chip-wide bandwidth resource served first come, first served: a request of `nbytes` from each of
-    `weight` identical cores (a group's representative) starting at `start` begins when the server is free
-    (max(start, free)) and keeps it busy for weight * nbytes / bytes_per_cycle. Engine.run applies this.
-
-    HBM write-backs are not queued with the reads: L2 is write-back, so a write is done once it is in L2,
-    and the eviction of its dirty lines to HBM waits in `backlog` (cycles of HBM time), drained whenever
-    HBM serves no read (memory controllers serve reads first and drain writes in batches). When the backlog
-    would exceed L2's capacity, the excess is written back at once, ahead of later reads, and the writer
-    waits for it; a run is not over before the backlog has drained."""
+    `weight` identical cores starting at `start` begins when the server is free (max(start, free)) and keeps
+    it busy for weight * nbytes / bytes_per_cycle (Engine.run)."""
 
     bytes_per_cycle: float
     free: float = 0.0
     busy: float = 0.0
-    backlog: float = 0.0  # HBM: write-back cycles still to serve once reads leave it idle (Engine.run)
+
+    def serve(self, start: float, nbytes: float) -> float:
+        """Reserve the server for `nbytes` (already weighted) from `start`; returns when they are served."""
+        served = nbytes / self.bytes_per_cycle
+        self.busy += served
+        begin = start if start > self.free else self.free
+        self.free = begin + served
+        return self.free
 
 
 @dataclass
 class RunStats:
-    """What one engine run measured: all in cycles."""
+    """What one engine run measured: times in cycles, dynamic counters (DYNAMIC_COUNTERS) in bytes."""
 
-    makespan: float  # until the last op ends and HBM has taken the last write-backs
+    makespan: float  # until the last op ends
     phases: dict[str, tuple[float, float]]
     busy: dict[tuple[str, str], float]
     hbm_busy: float
     l2_busy: float
     unit_weights: dict[str, int] = field(default_factory=dict)
-    drain: float = 0.0  # of the makespan, the time after the last op ends while HBM takes the last write-backs
-
-    @property
-    def ops_end(self) -> float:
-        """When the last op ended (the makespan without the final write-back drain)."""
-        return self.makespan - self.drain
+    dynamic: dict[str, float] = field(default_factory=dict)
 
 
 class Engine:
@@ -151,12 +168,16 @@ class Engine:
         warm_l2: whether data touched before the kernel is still resident in L2 (kernels consult it).
         group_cores: let kernels simulate one representative per group of cores with identical programs
             (see `set_weight`); False simulates every core.
+        l2: the L2 contents the kernel starts with (sim.l2.L2Cache, taken over by the engine); None: empty.
 
-    Counters are accumulated when ops are created, so they do not depend on timing; kernels that skip
-    regular loop iterations for extrapolation add those iterations' counters with `add_counters`.
+    Static counters (instructions, bytes moved between GM and the cores, syncs) are accumulated when ops are
+    created, so they do not depend on timing; kernels that skip regular loop iterations for extrapolation add
+    those iterations' counters with `add_counters`. What L2 and HBM served (DYNAMIC_COUNTERS) is measured
+    when the program runs (`stats.dynamic`).
     """
 
-    def __init__(self, hw: HardwareProfile, warm_l2: bool = False, group_cores: bool = True):
+    def __init__(self, hw: HardwareProfile, warm_l2: bool = False, group_cores: bool = True,
+                 l2: L2Cache | None = None):
         self.hw = hw
         self.warm_l2 = warm_l2
         self.group_cores = group_cores
@@ -176,13 +197,15 @@ class Engine:
         self.prefix_counters: dict[str, float] = {}
         self.hbm = _Server(hw.hbm_bytes_per_cycle)
         self.l2 = _Server(hw.l2_bytes_per_cycle)
+        self.cache = l2 if l2 is not None else L2Cache(hw.l2_bytes)
         self.stats: RunStats | None = None
 
     # ----- building -------------------------------------------------------------------------------
-    def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None) -> Op:
+    def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None,
+             latency: float = 0.0) -> Op:
         ops = self.ops
         norm: list = []
-        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops), self.task)
+        op = Op(unit, pipe, label, self.phase, cycles, xfer, norm, len(ops), self.task, latency)
         append = norm.append
         for d in deps:
             if d is None:
@@ -207,9 +230,9 @@ class Engine:
 
     def set_weight(self, unit: str, weight: int) -> None:
         """Let `unit` stand for `weight` identical units (cores with the same program): its GM transfers
-        reserve `weight` times their bytes on the shared HBM and L2 servers, and its counters and busy time
-        count `weight` times. Simulating one representative per group of identical cores is what keeps the
-        engine fast; a test checks it against simulating every core."""
+        reserve `weight` times their bytes on the shared HBM and L2 servers and in L2, and its counters and
+        busy time count `weight` times. Simulating one representative per group of identical cores is what
+        keeps the engine fast; a test checks it against simulating every core."""
         self.weights[unit] = int(weight)
 
     def add_counters(self, delta: dict[str, float], times: int) -> None:
@@ -243,54 +266,80 @@ class Engine:
             )
         self._buffers[key] = used
 
-    def compute(self, unit: str, pipe: str, cycles: float, deps: Sequence[Dep] = (), label: str = "") -> Op:
-        """An op that occupies `pipe` for `cycles`."""
-        return self._add(unit, pipe, label, cycles, deps)
+    def compute(self, unit: str, pipe: str, cycles: float, deps: Sequence[Dep] = (), label: str = "",
+                latency: float = 0.0) -> Op:
+        """An op that occupies `pipe` for `cycles`; its result is ready `latency` cycles after that."""
+        return self._add(unit, pipe, label, cycles, deps, latency=latency)
 
     def cube(self, unit: str, m: int, n: int, k: int, int8: bool, deps: Sequence[Dep] = (), label="mmad") -> Op:
-        """Mmad of (m x k) by (k x n) on the cube: ceil(m/16)*ceil(n/16)*ceil(k/kstep) fractal cycles plus
-        the cube latency; kstep is 16 for fp16 and 32 for int8 (HARDWARE.md, pypto cost model)."""
+        """Mmad of (m x k) by (k x n) on the cube: ceil(m/16)*ceil(n/16)*ceil(k/kstep) fractal cycles, then
+        the cube latency before the result is in L0C; kstep is 16 for fp16 and 32 for int8 (pypto cost model
+        pipe.cpp CalcMmad, def.h CUBE_PE_TAB)."""
         shape = (m, n, k, int8)
         fractals = self._fractals.get(shape)
         if fractals is None:  # programs repeat a few block shapes many times
             kstep = 32 if int8 else 16
             fractals = self._fractals[shape] = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
         self._count(unit, (("matmuls", 1), ("cube_fractals", fractals)))
-        return self._add(unit, "CUBE", label, fractals + self.hw.cube_latency_cycles, deps)
+        return self._add(unit, "CUBE", label, fractals, deps, latency=self.hw.cube_latency_cycles)
 
     def vector_repeats(self, nbytes: float) -> int:
         """Repeats of one vector pass over `nbytes` (256 B per repeat)."""
         return math.ceil(nbytes / self.hw.vector_bytes_per_repeat)
 
-    def vector(self, unit: str, nbytes: float, deps: Sequence[Dep] = (), label="vec", passes: int = 1) -> Op:
-        """`passes` dependent vector passes over `nbytes` each: instructions of at most 255 repeats, each
-        paying the start-up latency plus one cycle per repeat."""
+    def _vector_cost(self, nbytes: float, per_repeat: float) -> tuple[int, int, float]:
+        """(instructions, repeats, issue cycles) of one vector pass over `nbytes`: instructions of at most
+        vector_max_repeats repeats each (AscendC splits longer ones), issued back to back."""
         repeats = self.vector_repeats(nbytes)
         instructions = max(1, math.ceil(repeats / self.hw.vector_max_repeats)) if repeats else 0
+        return instructions, repeats, repeats * per_repeat
+
+    def vector(self, unit: str, nbytes: float, deps: Sequence[Dep] = (), label="vec", passes: int = 1,
+               per_repeat: float = 1.0, latency: float | None = None) -> Op:
+        """`passes` dependent vector passes over `nbytes` each. A pass issues one uop per repeat (256 B) times
+        `per_repeat` (1 for element-wise ops and casts; vector_reduce_cycles_per_repeat for reductions) and its
+        result is ready `latency` cycles after the last uop (default vector_startup_cycles): pypto pipe.cpp
+        CalcVecOp and CalcVconv. A later pass starts when the previous one's result is ready."""
+        hw = self.hw
+        lat = hw.vector_startup_cycles if latency is None else latency
+        instructions, repeats, issue = self._vector_cost(nbytes, per_repeat)
         self._count(unit, (("vector_instructions", instructions * passes), ("vector_repeats", repeats * passes)))
-        cycles = passes * (instructions * self.hw.vector_startup_cycles + repeats)
-        return self._add(unit, "VECTOR", label, cycles, deps)
+        cycles = passes * issue + (passes - 1) * lat
+        return self._add(unit, "VECTOR", label, cycles, deps, latency=lat)
 
-    def vector_chain(self, unit: str, steps: int, nbytes_per_step: float, sync: str, deps=(), label="chain") -> Op:
-        """A closed-form loop of `steps` dependent vector instructions over `nbytes_per_step` each.
+    def ub_copy(self, unit: str, nbytes: float, deps: Sequence[Dep] = (), label="DataCopy UB->UB") -> Op:
+        """DataCopy between two UB buffers on the vector pipe: one cycle per 256 bytes and a data-path latency
+        (pypto pipe.cpp CalcMovUbUb; the GE performance table's Ub2ub agrees)."""
+        instructions, repeats, issue = self._vector_cost(nbytes, 1.0)
+        self._count(unit, (("vector_instructions", instructions), ("vector_repeats", repeats)))
+        return self._add(unit, "VECTOR", label, issue, deps, latency=self.hw.ub_copy_latency_cycles)
 
-        Each step waits for the previous one: `sync="scalar"` reads the last element with the scalar unit
-        (vector->scalar sync, as ScanU's carry propagation does); `sync="barrier"` puts a vector pipe barrier
-        between steps (as a vector-only scan does).
+    def vector_chain(self, unit: str, steps: int, nbytes_per_step: float, sync: str, deps=(), label="chain",
+                     scalar_reads: int = 1, ops_per_step: int = 1) -> Op:
+        """A closed-form loop of `steps` dependent steps of `ops_per_step` vector instructions over
+        `nbytes_per_step` each.
+
+        `sync="scalar"`: the carry loop of the scan kernels (kernel_complete_rows.h:153-157: Adds on a row,
+        then GetValue of its last element for the next row's Adds). Each step issues its instructions, the
+        scalar unit waits for the vector pipe (the V->S event the compiler inserts before GetValue), loads
+        `scalar_reads` values from UB and runs the loop's scalar bookkeeping, then issues the next step.
+        `sync="barrier"`: dependent vector instructions separated by PipeBarrier<PIPE_V> (the row loop of
+        AscendC's CumSum, asc-devkit cumsum_common_impl.h).
         """
-        repeats = self.vector_repeats(nbytes_per_step)
-        instructions = max(1, math.ceil(repeats / self.hw.vector_max_repeats))
-        per_step = instructions * self.hw.vector_startup_cycles + repeats
+        hw = self.hw
+        instructions, repeats, issue = self._vector_cost(nbytes_per_step, 1.0)
+        lat = hw.vector_startup_cycles
         if sync == "scalar":
-            per_step += self.hw.vector_scalar_sync_cycles + self.hw.scalar_op_cycles
+            per_step = (ops_per_step * issue + lat + hw.vector_scalar_sync_cycles
+                        + scalar_reads * hw.scalar_load_cycles + hw.carry_loop_scalar_ops * hw.scalar_op_cycles)
             self._inc("vector_scalar_syncs", steps, unit)
         elif sync == "barrier":
-            per_step += self.hw.vector_barrier_cycles
+            per_step = ops_per_step * issue + lat + hw.vector_barrier_cycles
             self._inc("vector_barriers", steps, unit)
         else:
             raise ValueError(f"sync must be 'scalar' or 'barrier', got {sync!r}")
-        self._inc("vector_instructions", instructions * steps, unit)
-        self._inc("vector_repeats", repeats * steps, unit)
+        self._inc("vector_instructions", instructions * ops_per_step * steps, unit)
+        self._inc("vector_repeats", repeats * ops_per_step * steps, unit)
         return self._add(unit, "VECTOR", label, per_step * steps, deps)
 
     def _rounded(self, nbytes: float) -> float:
@@ -321,16 +370,29 @@ class Engine:
             if prefix is not None:
                 prefix[key] = prefix.get(key, 0) + v
 
-    def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float, aligned: bool = True,
-                deps: Sequence[Dep] = (), label: str = "gm_read", serial: float = 1.0,
-                nd2nz_unaligned: bool = False) -> Op:
-        """Read `nbytes` from GM into a local buffer. A hit is served by L2 at the L2 rate, a miss by HBM at
-        the per-core GM rate; both share the chip-wide server. `l2_hit` may be a fraction (the share of the
-        bytes found in L2). Unaligned addresses lose bandwidth. `serial` > 1 says that many cores read the
-        same 512-byte ranges at the same time and are served one after another (HGEMM paper §4.3.2).
-        `nd2nz_unaligned`: a GM -> L1 load that converts ND rows to the fractal NZ layout on the way, whose row
-        pitch is not a multiple of the profile's nd2nz_alignment_bytes: it runs at nd2nz_unaligned_efficiency
-        instead of the alignment rate (CANN best practices, ND2NZ format conversion on the AIV core)."""
+    def gm_read(self, unit: str, pipe: str, nbytes: float, *, l2_hit: bool | float | None = None,
+                region: tuple | None = None, aligned: bool = True, deps: Sequence[Dep] = (),
+                label: str = "gm_read", serial: float = 1.0, nd2nz_unaligned: bool = False) -> Op:
+        """Read `nbytes` from GM into a local buffer.
+
+        Give either `region` = (buffer name, byte offset): the GM range read, looked up in L2 when the read
+        starts (resident bytes hit; the rest is read from HBM and allocated); or `l2_hit`: the share of the
+        bytes found in L2, decided by the kernel (misses allocate anonymous data). A hit is served by L2 at the
+        L2 rate, a miss by HBM at the per-core GM rate; both share the chip-wide servers. Unaligned addresses
+        lose bandwidth. `serial` > 1 says that many cores read the same 512-byte ranges at the same time and
+        are served one after another (HGEMM paper §4.3.2). `nd2nz_unaligned`: a GM -> L1 load that converts ND
+        rows to the fractal NZ layout on the way, whose row pitch is not a multiple of the profile's
+        nd2nz_alignment_bytes: it runs at nd2nz_unaligned_efficiency instead of the alignment rate (CANN best
+        practices, ND2NZ format conversion on the AIV core).
+
+        Raises:
+            ValueError: nbytes < 0, or not exactly one of region and l2_hit.
+        """
+        if (region is None) == (l2_hit is None):
+            raise ValueError("gm_read takes exactly one of region and l2_hit")
+        if region is not None:
+            return self._addressed(unit, pipe, nbytes, region, False, aligned, deps, label, serial,
+                                   bool(nd2nz_unaligned))
         # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
         # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
         key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial, bool(nd2nz_unaligned))
@@ -339,92 +401,132 @@ class Engine:
             known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial, bool(nd2nz_unaligned))
         counts, xfer = known
         self._count(unit, counts)
-        return self._add(unit, pipe, label, 0.0, deps, xfer)
+        return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
 
-    def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float,
-                   slow_nd2nz: bool) -> tuple[tuple, tuple]:
-        """Counters and (server demands, core cycles, latency) of one gm_read."""
-        if nbytes < 0:
-            raise ValueError(f"a GM read moves nbytes >= 0 bytes, got {nbytes}")
+    def _efficiency(self, aligned: bool, slow_nd2nz: bool) -> float:
         hw = self.hw
-        nbytes = self._rounded(nbytes)
-        eff = hw.nd2nz_unaligned_efficiency if slow_nd2nz else (1.0 if aligned else hw.unaligned_efficiency)
-        counts = [("bytes_gm_read", nbytes)]
-        demands = []
-        core_cycles = 0.0
-        latency = hw.gm_read_latency_cycles if hit < 1.0 else hw.l2_hit_latency_cycles
-        if hit > 0.0:
-            hit_bytes = nbytes * hit
-            counts.append(("bytes_l2_hit", hit_bytes))
-            demands.append(("l2", hit_bytes / eff))
-            core_cycles += hit_bytes / (hw.l2_read_bytes_per_cycle * eff)
-        if hit < 1.0:
-            # a miss is filled into L2 and delivered from it: it takes L2 bandwidth as well as HBM's
-            miss_bytes = nbytes * (1.0 - hit)
-            counts.append(("bytes_hbm_read", miss_bytes))
-            demands.append(("hbm", miss_bytes / eff))
-            demands.append(("l2", miss_bytes / eff))
-            core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
+        return hw.nd2nz_unaligned_efficiency if slow_nd2nz else (1.0 if aligned else hw.unaligned_efficiency)
+
+    def _alignment_counts(self, nbytes: float, aligned: bool, slow_nd2nz: bool, serial: float) -> list:
         # each transfer is counted under the rate it ran at: ND2NZ's (it replaces the alignment rate) or 70%
+        counts = []
         if slow_nd2nz:
             counts.append(("bytes_nd2nz_unaligned", nbytes))
         elif not aligned:
             counts.append(("bytes_unaligned", nbytes))
         if serial > 1.0:
             counts.append(("bytes_serialised", nbytes * (serial - 1.0)))
-        return tuple(counts), (tuple(demands), core_cycles * max(serial, 1.0), latency)
+        return counts
 
-    def gm_write(self, unit: str, pipe: str, nbytes: float, *, writeback: bool, aligned: bool = True,
-                 deps: Sequence[Dep] = (), label: str = "gm_write") -> Op:
-        """Write `nbytes` to GM. Writes land in L2; `writeback` says the data reaches HBM (it is not
-        overwritten while still resident), which then also takes HBM bandwidth."""
+    def _read_cost(self, nbytes: float, hit: float, aligned: bool, serial: float,
+                   slow_nd2nz: bool) -> tuple[tuple, tuple]:
+        """Counters and ("r", server demands, core cycles, latency, hit bytes, miss bytes) of a gm_read with a
+        given hit share."""
+        if nbytes < 0:
+            raise ValueError(f"a GM read moves nbytes >= 0 bytes, got {nbytes}")
+        hw = self.hw
+        nbytes = self._rounded(nbytes)
+        eff = self._efficiency(aligned, slow_nd2nz)
+        counts = [("bytes_gm_read", nbytes), *self._alignment_counts(nbytes, aligned, slow_nd2nz, serial)]
+        hit_bytes, miss_bytes = nbytes * hit, nbytes * (1.0 - hit)
+        demands = []
+        core_cycles = 0.0
+        if hit_bytes > 0.0:
+            demands.append(("l2", hit_bytes / eff))
+            core_cycles += hit_bytes / (hw.l2_read_bytes_per_cycle * eff)
+        if miss_bytes > 0.0:
+            # a miss is filled into L2 and delivered from it: it takes L2 bandwidth as well as HBM's
+            demands.append(("hbm", miss_bytes / eff))
+            demands.append(("l2", miss_bytes / eff))
+            core_cycles += miss_bytes / (hw.gm_read_bytes_per_cycle * eff)
+        latency = hw.gm_read_latency_cycles if hit < 1.0 else hw.l2_hit_latency_cycles
+        return tuple(counts), ("r", tuple(demands), core_cycles * max(serial, 1.0), latency, hit_bytes, miss_bytes)
+
+    def gm_write(self, unit: str, pipe: str, nbytes: float, *, writeback: bool | None = None,
+                 region: tuple | None = None, aligned: bool = True, deps: Sequence[Dep] = (),
+                 label: str = "gm_write") -> Op:
+        """Write `nbytes` to GM. Writes land in L2. Give either `region` = (buffer name, byte offset): the
+        range is allocated dirty in L2 and reaches HBM when it is evicted; or `writeback`: the kernel's word
+        that the data reaches HBM (it is not overwritten while still resident), in which case it takes HBM
+        bandwidth when it is written.
+
+        Raises:
+            ValueError: nbytes < 0, or not exactly one of region and writeback.
+        """
+        if (region is None) == (writeback is None):
+            raise ValueError("gm_write takes exactly one of region and writeback")
+        if region is not None:
+            return self._addressed(unit, pipe, nbytes, region, True, aligned, deps, label, 1.0, False)
         key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in gm_read
         known = self._writes.get(key)
         if known is None:
             known = self._writes[key] = self._write_cost(nbytes, writeback, aligned)
         counts, xfer = known
         self._count(unit, counts)
-        return self._add(unit, pipe, label, 0.0, deps, xfer)
+        return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
 
     def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
-        """Counters and (server demands, core cycles, latency) of one gm_write."""
+        """Counters and ("w", server demands, core cycles, latency, HBM bytes) of a gm_write without region."""
         if nbytes < 0:
             raise ValueError(f"a GM write moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
-        counts = [("bytes_gm_write", nbytes)]
+        counts = [("bytes_gm_write", nbytes), *self._alignment_counts(nbytes, aligned, False, 1.0)]
+        demands = [("l2", nbytes / eff)]
         if writeback:
-            demands = (("l2", nbytes / eff), ("hbm_writeback", nbytes / eff))
-            counts.append(("bytes_hbm_write", nbytes))
-        else:
-            demands = (("l2", nbytes / eff),)
-        if not aligned:
-            counts.append(("bytes_unaligned", nbytes))
-        return tuple(counts), (demands, nbytes / (hw.l2_write_bytes_per_cycle * eff), hw.gm_write_latency_cycles)
+            demands.append(("hbm", nbytes / eff))
+        return tuple(counts), ("w", tuple(demands), nbytes / (hw.l2_write_bytes_per_cycle * eff),
+                               hw.gm_write_latency_cycles, nbytes if writeback else 0.0)
+
+    def _addressed(self, unit: str, pipe: str, nbytes: float, region: tuple, write: bool, aligned: bool,
+                   deps, label: str, serial: float, slow_nd2nz: bool) -> Op:
+        """A transfer of a named GM range, resolved against L2 when it runs (Engine.run)."""
+        if nbytes < 0:
+            raise ValueError(f"a GM {'write' if write else 'read'} moves nbytes >= 0 bytes, got {nbytes}")
+        buf, offset = region
+        nbytes = self._rounded(nbytes)
+        counts = [("bytes_gm_write" if write else "bytes_gm_read", nbytes),
+                  *self._alignment_counts(nbytes, aligned, slow_nd2nz, serial)]
+        self._count(unit, counts)
+        eff = 1.0 if write and aligned else (self.hw.unaligned_efficiency if write else
+                                             self._efficiency(aligned, slow_nd2nz))
+        xfer = ("aw" if write else "ar", buf, float(offset), float(offset) + nbytes, nbytes, eff, max(serial, 1.0))
+        hw = self.hw
+        # a read's latency is decided when it runs (an L2 hit answers sooner); a write's is fixed
+        latency = hw.gm_write_latency_cycles if write else hw.gm_read_latency_cycles
+        return self._add(unit, pipe, label, 0.0, deps, xfer, latency=latency)
 
     def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
-                   deps: Sequence[Dep] = (), label: str = "move") -> Op:
+                   deps: Sequence[Dep] = (), label: str = "move", latency: float = 0.0) -> Op:
         """A move between on-chip buffers (L1->L0A/L0B on MTE1, L0C->L1 on FIXPIPE)."""
         self._count1(unit, counter, nbytes)
-        return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps)
+        return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps, latency=latency)
 
-    def moved_out(self, op: Op) -> tuple[Op, float]:
-        """A dependency on the moment a GM write has moved its data out of the local buffer (the pipe's
-        release), before the write's latency has passed: the buffer slot is free from then on."""
-        latency = op.xfer[2] if op.xfer is not None else 0.0
-        return (op, -latency)
+    def moved_out(self, op: Op) -> tuple[Op, None]:
+        """A dependency on the moment an op has released its pipe (for a GM write: its data has left the
+        local buffer, before the write's latency has passed): the buffer slot is free from then on."""
+        return (op, None)
 
-    def flag(self, op: Op) -> tuple[Op, float]:
-        """A cross-core flag set when `op` finishes (AIC<->AIV exchange goes through GM)."""
-        self._inc("cross_core_flags", 1, op.unit)
-        return (op, float(self.hw.cross_core_flag_cycles))
+    def flag(self, op: Op, count: bool = True) -> tuple[Op, float, str]:
+        """A cross-core flag (ffts_cross_core_sync / wait_flag_dev, tcuscan_utils.h:1192-1228) set when `op`
+        finishes, seen by the waiting core cross_core_flag_cycles later (a dependency; the third item marks it
+        as a flag for the trace)."""
+        if count:
+            self._inc("cross_core_flags", 1, op.unit)
+        return (op, float(self.hw.cross_core_flag_cycles), "flag")
 
-    def sync_all(self, ops: Iterable[Op | None]) -> tuple[Op, float]:
-        """SyncAll over the given last ops of every core; returns the dependency that releases them."""
+    def sync_all(self, ops: Iterable[Op | None]) -> Op:
+        """SyncAll over the given last ops of every core; returns the barrier op, which ends when the cores
+        are released (its span is the SyncAll's latency). SyncAll<false> on the 910B is three rounds of
+        hardware flags (asc-devkit impl/basic_api/dav_c220/kernel_operator_sync_impl.h SyncAllImpl: each
+        AIV flags its AIC, the AICs sync among themselves, each AIC flags its AIVs): sync_all_cycles."""
         self._inc("sync_all", 1, "chip")
-        barrier = self._add("chip", "SYNC", "SyncAll", 0.0, [o for o in ops if o is not None])
-        return (barrier, float(self.hw.sync_all_cycles))
+        phase, self.phase = self.phase, "SyncAll"
+        barrier = self._add("chip", "SYNC", "SyncAll", float(self.hw.sync_all_cycles),
+                            [o for o in ops if o is not None])
+        self.phase = phase
+        return barrier
 
     # ----- running --------------------------------------------------------------------------------
     def unlink(self) -> None:
@@ -434,61 +536,94 @@ class Engine:
         for op in self.ops:
             op.succs = op.next = None
 
+    def _transfer(self, op: Op, start: float, w: float, dyn: dict[str, float], prefix: dict | None) -> float:
+        """Serve the transfer `op` starting at `start` (L2 lookup, servers, evictions); returns when its data
+        has moved (the pipe is free again), without the latency. `dyn` (and `prefix`, for the ops of a prefix
+        of tasks, see prefix_stats) accumulate the dynamic counters."""
+        hw = self.hw
+        x = op.xfer
+        kind = x[0]
+        hbm, l2s, cache = self.hbm, self.l2, self.cache
+        data_end = start
+        evicted = hit_moved = miss_moved = written_back = 0.0
+        if kind == "r":
+            _, demands, core_cycles, _, hit_bytes, miss_bytes = x
+            data_end += core_cycles
+            for name, nbytes in demands:
+                end = (hbm if name == "hbm" else l2s).serve(start, nbytes * w)
+                if end > data_end:
+                    data_end = end
+            if miss_bytes:
+                evicted = cache.allocate(miss_bytes * w, False)
+            hit_moved, miss_moved = hit_bytes * w, miss_bytes * w
+            op.l2_bytes = hit_moved + miss_moved
+        elif kind == "w":
+            _, demands, core_cycles, _, hbm_bytes = x
+            data_end += core_cycles
+            for name, nbytes in demands:
+                end = (hbm if name == "hbm" else l2s).serve(start, nbytes * w)
+                if end > data_end:
+                    data_end = end
+            written_back = hbm_bytes * w
+            op.l2_bytes = demands[0][1] * w
+        else:
+            _, buf, lo, hi, nbytes, eff, serial = x
+            hit, evicted = cache.access(buf, lo, hi, w, kind == "aw")
+            if kind == "aw":
+                data_end += nbytes / (hw.l2_write_bytes_per_cycle * eff)
+                end = l2s.serve(start, nbytes / eff * w)
+                op.l2_bytes = nbytes * w
+            else:
+                hit_bytes, miss_bytes = nbytes * hit, nbytes * (1.0 - hit)
+                data_end += (hit_bytes / hw.l2_read_bytes_per_cycle + miss_bytes / hw.gm_read_bytes_per_cycle) \
+                    / eff * serial
+                end = l2s.serve(start, nbytes / eff * w)
+                if miss_bytes > 0.0:
+                    end = max(end, hbm.serve(start, miss_bytes / eff * w))
+                hit_moved, miss_moved = hit_bytes * w, miss_bytes * w
+                op.l2_bytes = nbytes * w
+                # a read that found everything resident completes at L2 latency
+                op.latency = hw.l2_hit_latency_cycles if miss_bytes <= 0.0 else hw.gm_read_latency_cycles
+            if end > data_end:
+                data_end = end
+        if evicted > 0.0:
+            # the eviction of dirty lines takes HBM time from everyone; the allocating transfer does not wait
+            hbm.serve(start, evicted)
+            written_back += evicted
+        op.hbm_bytes = miss_moved + written_back
+        for acc in (dyn, prefix) if prefix is not None else (dyn,):
+            acc["bytes_l2_hit"] += hit_moved
+            acc["bytes_hbm_read"] += miss_moved
+            acc["bytes_hbm_write"] += written_back
+        return data_end
+
     def run(self) -> RunStats:
-        """Schedule every op; returns makespan, phase spans and busy time per (unit, pipe), in cycles."""
-        hbm = self.hbm
-        servers = {"hbm": hbm, "l2": self.l2, "hbm_writeback": hbm}
-        # L2 is write-back and HBM serves reads first: a write is done once it is in L2; its HBM transfer
-        # (the eviction of the dirty lines) waits in a backlog drained while no read is served, and the
-        # writer stalls only when that backlog outgrows L2.
-        dirty_cycles = self.hw.l2_bytes / hbm.bytes_per_cycle
+        """Schedule every op; returns makespan, phase spans, busy time per (unit, pipe) and dynamic counters."""
         weights = self.weights
         heap: list[tuple[float, int, Op]] = []
         push, pop = heapq.heappush, heapq.heappop
+        dyn = dict.fromkeys(DYNAMIC_COUNTERS, 0.0)
+        prefix_dyn = dict.fromkeys(DYNAMIC_COUNTERS, 0.0)
+        prefix_tasks = self.prefix_tasks
+        transfer = self._transfer
 
         for op in self.ops:
             if op.pending == 0 and op.prev is None:
                 push(heap, (0.0, op.seq, op))
         processed = 0
-        # The hottest loop of the timing model: earliest start times and the _Server rule are written inline
-        # (comparisons instead of max(), whose call costs more; the results are the same).
+        # The hottest loop of the timing model: earliest start times are written inline (comparisons instead
+        # of max(), whose call costs more; the results are the same).
         while heap:
             start, _, op = pop(heap)
             op.start = start
             xfer = op.xfer
             if xfer is None:
-                op.release = op.end = start + op.cycles
+                op.release = release = start + op.cycles
+                op.end = release + op.latency
             else:
-                demands, core_cycles, latency = xfer
-                data_end = start + core_cycles
-                w = weights.get(op.unit, 1)
-                for name, nbytes in demands:
-                    server = servers[name]
-                    free = server.free
-                    served = nbytes / server.bytes_per_cycle * w
-                    server.busy += served
-                    if server is hbm:
-                        if start > free:  # the idle gap since the last read drains the write-back backlog
-                            backlog = hbm.backlog - (start - free)
-                            hbm.backlog = backlog if backlog > 0.0 else 0.0  # noqa: FURB136
-                            hbm.free = free = start
-                        if name == "hbm_writeback":
-                            backlog = hbm.backlog + served
-                            if backlog > dirty_cycles:
-                                # L2 is full of dirty lines: the excess is evicted now, ahead of later reads
-                                free += backlog - dirty_cycles
-                                hbm.free = free
-                                backlog = dirty_cycles
-                                if free > data_end:  # noqa: PLR1730
-                                    data_end = free
-                            hbm.backlog = backlog
-                            continue
-                    free = (free if free > start else start) + served  # noqa: FURB136
-                    server.free = free
-                    if free > data_end:  # noqa: PLR1730
-                        data_end = free
-                op.release = data_end
-                op.end = data_end + latency
+                op.release = transfer(op, start, weights.get(op.unit, 1), dyn,
+                                      prefix_dyn if op.task < prefix_tasks else None)
+                op.end = op.release + op.latency
             op.done = True
             processed += 1
             # ready: the next op on this pipe (if its dependencies are done) and the successors whose last
@@ -505,7 +640,10 @@ class Engine:
                 prev = r.prev
                 t = prev.release if prev is not None else 0.0
                 for d in r.deps:
-                    e = d.end if d.__class__ is Op else d[0].end + d[1]
+                    if d.__class__ is Op:
+                        e = d.end
+                    else:
+                        e = d[0].release if d[1] is None else d[0].end + d[1]
                     if e > t:  # noqa: PLR1730
                         t = e
                 push(heap, (t, r.seq, r))
@@ -515,10 +653,9 @@ class Engine:
 
         self.unlink()
         makespan, phases, busy = _spans(self.ops)
-        drain = hbm.free + hbm.backlog - makespan if hbm.backlog > 0.0 else 0.0
-        drain = drain if drain > 0.0 else 0.0  # noqa: FURB136
-        self.stats = RunStats(makespan + drain, phases, busy, self.hbm.busy, self.l2.busy,
-                              {u: weights.get(u, 1) for u, _ in busy}, drain)
+        self.prefix_dynamic = prefix_dyn
+        self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
+                              {u: weights.get(u, 1) for u, _ in busy}, dyn)
         return self.stats
 
 
@@ -547,8 +684,8 @@ def _spans(ops: Iterable[Op]) -> tuple[float, dict[str, tuple[float, float]], di
 def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:
     """What the ops of tasks below `tasks` (Engine.task when they were added) measured in a finished run:
     the time their last op ended, the spans of their phases, their pipe busy time and HBM time, and their
-    counters (kept apart when engine.prefix_tasks == tasks); and when the ops of tasks below `later` ended.
-    Cycles."""
+    counters (kept apart when engine.prefix_tasks == tasks, the dynamic ones included); and when the ops of
+    tasks below `later` ended. Cycles."""
     if engine.prefix_tasks != tasks:
         raise ValueError(f"counters were kept for {engine.prefix_tasks} tasks, not {tasks}")
     weights = engine.weights
@@ -556,17 +693,13 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
     first = [op for op in engine.ops if op.task < tasks]
     later_end = max((op.end for op in engine.ops if tasks <= op.task < later), default=0.0)
     makespan, phases, busy = _spans(first)
-    hbm = l2 = 0.0
-    for op in first:
-        if op.xfer is not None:
-            w = weights.get(op.unit, 1)
-            for name, nbytes in op.xfer[0]:
-                if name == "l2":
-                    l2 += nbytes * w / l2_rate
-                else:
-                    hbm += nbytes * w / hbm_rate
-    stats = RunStats(makespan, phases, busy, hbm, l2, {u: weights.get(u, 1) for u, _ in busy})
-    return stats, dict(engine.prefix_counters), max(makespan, later_end)
+    hbm = sum(op.hbm_bytes for op in first) / hbm_rate
+    l2 = sum(op.l2_bytes for op in first) / l2_rate
+    counters = dict(engine.prefix_counters)
+    counters.update(engine.prefix_dynamic)
+    stats = RunStats(makespan, phases, busy, hbm, l2, {u: weights.get(u, 1) for u, _ in busy},
+                     dict(engine.prefix_dynamic))
+    return stats, counters, max(makespan, later_end)
 
 
 def unit_kind(unit: str) -> str:

@@ -2,20 +2,87 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ascendbench.hardware import HardwareProfile
-from ascendbench.sim.engine import Engine, RunStats, gc_paused, prefix_stats, unit_kind
+from ascendbench.sim.engine import DYNAMIC_COUNTERS, Engine, Op, RunStats, gc_paused, prefix_stats, unit_kind
+from ascendbench.sim.l2 import L2Cache
 
-__all__ = ["RunCache", "SimResult", "Span", "fixed_cost", "sequence", "simulate", "simulate_2d"]
+__all__ = ["RunCache", "SimResult", "Span", "fixed_cost", "partition", "sequence", "simulate", "simulate_2d",
+           "simulate_scaled"]
+
+
+def intervals(spans: dict[str, tuple[float, float]], makespan: float) -> list[tuple[str, float, float]]:
+    """The run [0, makespan] cut into consecutive (phase, start, end) intervals, in time order.
+
+    `spans` holds each phase's (first start, last end). Each instant belongs to the running phase that ends
+    first (where phases overlap, as the HGEMM epilogue overlaps the GEMM, the later phase is charged only for
+    the time it runs on after the other has ended); an instant in no phase's span (a wait between two phases)
+    belongs to the phase that starts next, or to the last phase after all have ended."""
+    if not spans:
+        return []
+    cuts = sorted({0.0, makespan, *(t for span in spans.values() for t in span if 0.0 <= t <= makespan)})
+    order = sorted(spans, key=lambda p: (spans[p][0], spans[p][1]))
+    out: list[tuple[str, float, float]] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if b <= a:
+            continue
+        active = [p for p in order if spans[p][0] <= a and spans[p][1] >= b]
+        if active:
+            owner = min(active, key=lambda p: spans[p][1])
+        else:
+            later = [p for p in order if spans[p][0] >= b]
+            owner = later[0] if later else max(order, key=lambda p: spans[p][1])
+        if out and out[-1][0] == owner:
+            out[-1] = (owner, out[-1][1], b)
+        else:
+            out.append((owner, a, b))
+    return out
+
+
+def partition(spans: dict[str, tuple[float, float]], makespan: float) -> dict[str, float]:
+    """Cycles of a run attributed to its phases so that they add up to `makespan` (see `intervals`), in the
+    order the phases first run."""
+    out: dict[str, float] = {}
+    for name, a, b in intervals(spans, makespan):
+        out[name] = out.get(name, 0.0) + b - a
+    return out
+
+
+def _layout(phases: dict[str, float]) -> list[tuple[str, float, float]]:
+    """Phases (cycles, in order) laid end to end from 0: the intervals of a run known by its phase times only
+    (an extrapolated or fixed-cost run)."""
+    out, t = [], 0.0
+    for name, cycles in phases.items():
+        if cycles > 0:
+            out.append((name, t, t + cycles))
+            t += cycles
+    return out
+
+
+def _settle(phases: dict[str, float], makespan: float) -> dict[str, float]:
+    """Phase times fitted one by one, made to add up to the fitted makespan: a shortfall (the makespan was
+    raised to a busy-time or HBM bound that the fitted ends fell short of) goes to the longest phase, an
+    excess is taken off proportionally."""
+    phases = {p: max(v, 0.0) for p, v in phases.items()}
+    total = sum(phases.values())
+    if not phases or total <= 0.0:
+        return phases
+    if total > makespan:
+        return {p: v * makespan / total for p, v in phases.items()}
+    longest = max(phases, key=phases.get)
+    phases[longest] += makespan - total
+    return phases
 
 
 @dataclass(frozen=True)
 class Span:
-    """One op on the timeline. Times in cycles from the kernel start."""
+    """One op on the timeline. Times in cycles from the kernel start: the op holds its pipe from start to
+    release and its result is ready at end (release plus its latency)."""
 
     unit: str
     pipe: str
@@ -23,6 +90,10 @@ class Span:
     phase: str
     start: float
     end: float
+    release: float = 0.0
+    hbm_bytes: float = 0.0
+    l2_bytes: float = 0.0
+    flags_from: tuple = ()  # (unit, pipe, time set) of the cross-core flags the op waited for
 
 
 class _RebuiltOps(Sequence):
@@ -91,7 +162,7 @@ class SimResult:
     """What the simulated machine reports for one kernel run.
 
     time_cycles: makespan in cycles of the AI-core clock; phases: cycles per phase name (summed over
-    repetitions such as L2 chunks); busy: cycles each (unit, pipe) was occupied; counters: exact counts
+    repetitions such as L2 chunks), adding up to time_cycles (see `partition`); busy: cycles each (unit, pipe) was occupied; counters: exact counts
     (bytes per level, matmuls, cube fractals, vector instructions/repeats, syncs); timeline: the spans of
     the ops actually simulated (for long runs, the simulated iterations only: see `extrapolated`).
     """
@@ -105,15 +176,26 @@ class SimResult:
     extrapolated: bool = False
     hbm_busy_cycles: float = 0.0
     unit_weights: dict[str, int] = field(default_factory=dict)
+    l2_end: L2Cache | None = field(default=None, repr=False, compare=False)
+    # The run cut into consecutive (phase, start, end) intervals in cycles (`intervals`); None: the phases laid
+    # end to end in their order.
+    phase_intervals: list[tuple[str, float, float]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def intervals(self) -> list[tuple[str, float, float]]:
+        """The whole run as consecutive (phase, start, end) intervals in cycles, adding up to time_cycles."""
+        return self.phase_intervals if self.phase_intervals is not None else _layout(self.phases)
 
     @property
     def timeline(self) -> list[Span]:
         """Spans of the simulated ops (built on demand: only traces need them)."""
         return [
-            Span(o.unit, o.pipe, o.label, o.phase, o.start + offset, o.end + offset)
+            Span(o.unit, o.pipe, o.label, o.phase, o.start + offset, o.end + offset, o.release + offset,
+                 o.hbm_bytes, o.l2_bytes,
+                 tuple((d[0].unit, d[0].pipe, d[0].end + offset) for d in o.deps
+                       if d.__class__ is not Op and len(d) == 3))
             for ops, offset in self.segments
             for o in ops
-            if o.unit != "chip"
         ]
 
     @property
@@ -156,6 +238,7 @@ def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
     busy: Counter[tuple[str, str]] = Counter()
     counters: Counter[str] = Counter()
     segments: list[tuple[list, float]] = []
+    spans: list[tuple[str, float, float]] = []
     hbm = 0.0
     extrapolated = False
     weights: dict[str, int] = {}
@@ -163,6 +246,15 @@ def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
         for u, w in res.unit_weights.items():
             weights[u] = max(weights.get(u, 0), w)
         segments.extend((ops, offset + total) for ops, offset in res.segments)
+        part = res.intervals
+        if count <= _REPEATS_SHOWN:
+            for r in range(count):
+                at = total + r * res.time_cycles
+                spans.extend((name, at + a, at + b) for name, a, b in part)
+        else:  # many repeats: the first shown, the rest as one interval
+            spans.extend((name, total + a, total + b) for name, a, b in part)
+            name = part[-1][0] if len(part) == 1 else "repeats"
+            spans.append((f"{name} x{count - 1}", total + res.time_cycles, total + count * res.time_cycles))
         total += res.time_cycles * count
         hbm += res.hbm_busy_cycles * count
         for k, v in res.phases.items():
@@ -172,19 +264,23 @@ def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
         for k, v in res.counters.items():
             counters[k] += v * count
         extrapolated = extrapolated or res.extrapolated or count > 1
-    return SimResult(hw, total, dict(phases), dict(busy), dict(counters), segments, extrapolated, hbm, weights)
+    l2_end = next((r.l2_end for r, _ in reversed(parts) if r.l2_end is not None), None)
+    return SimResult(hw, total, dict(phases), dict(busy), dict(counters), segments, extrapolated, hbm, weights,
+                     l2_end, spans)
+
+
+_REPEATS_SHOWN = 64  # sequence(): repeats of a part laid out one by one in `intervals`, beyond which they are merged
 
 
 def _run(hw: HardwareProfile, warm_l2: bool, build: Callable[[Engine, int], None], skip: int, cache, key,
-         group: bool = True):
+         group: bool = True, l2: L2Cache | None = None):
     if cache is not None and key is not None and key in cache:
         return cache[key]
-    engine = Engine(hw, warm_l2=warm_l2, group_cores=group)
+    engine = Engine(hw, warm_l2=warm_l2, group_cores=group, l2=l2.clone() if l2 is not None else None)
     with gc_paused():
         build(engine, skip)
         stats = engine.run()
-    phases = {k: hi - lo for k, (lo, hi) in stats.phases.items()}
-    out = (engine, stats, phases)
+    out = (engine, stats, partition(stats.phases, stats.makespan))
     if cache is not None and key is not None:
         cache[key] = out
     return out
@@ -201,31 +297,35 @@ def simulate(
     force_exact: bool = False,
     cache: dict | None = None,
     cache_key: Callable[[int], object] | None = None,
+    l2: L2Cache | None = None,
 ) -> SimResult:
     """Simulate a program whose cores run a regular loop of `iterations` tiles each.
 
     `build(engine, skip)` emits the program with `skip` regular iterations removed from every core's loops
     (keeping at least three per loop) and adds their counters with `engine.add_counters`, so counters stay
-    exact. Up to `exact_limit` iterations the whole program runs; force_exact also simulates every core
-    instead of one representative per group of identical cores (Engine.set_weight). Beyond that, two
-    truncated programs keeping `keep[0]` and `keep[1]` iterations are simulated and every time-like quantity
-    is extended linearly by the per-iteration steady-state increment:
+    exact. Up to
+    `exact_limit` iterations the whole program runs; force_exact also simulates every core instead of one
+    representative per group of identical cores (Engine.set_weight). Beyond that, two truncated programs
+    keeping `keep[0]` and `keep[1]` iterations are simulated and every time-like quantity (and what L2 and
+    HBM served, DYNAMIC_COUNTERS) is extended linearly by the per-iteration steady-state increment:
     T(N) = T(k2) + (N - k2) * (T(k2) - T(k1)) / (k2 - k1),
     never below the extrapolated busy time of the busiest pipe, of HBM or of L2. A test checks that this agrees with
     the exact simulation within 1% on sizes that can run exactly.
 
-    `cache` with `cache_key(skip)` (a hashable description of the truncated program) lets calls whose
-    truncated programs coincide (an L2 chunk and the shorter last chunk) share the simulated runs; the
-    counters then come from a build that is not run (counters do not depend on timing).
+    `l2`: what L2 holds when the program starts (copied; None: empty); the result's `l2_end` is what it holds
+    at the end (of the larger truncated run when extrapolated). `cache` with `cache_key(skip)` (a hashable
+    description of the truncated program and of the starting L2) lets calls whose truncated programs
+    coincide share the simulated runs; the counters then come from a build that is not run.
     """
     key = (lambda skip: None) if cache_key is None else cache_key
     if force_exact or iterations <= exact_limit:
-        engine, stats, phases = _run(hw, warm_l2, build, 0, cache, key(0), group=not force_exact)
-        return _to_result(hw, engine, stats, phases, False, _count_only(hw, warm_l2, build, iterations))
+        engine, stats, phases = _run(hw, warm_l2, build, 0, cache, key(0), group=not force_exact, l2=l2)
+        counters = _count_only(hw, warm_l2, build, iterations) | stats.dynamic
+        return _to_result(hw, engine, stats, phases, False, counters)
     k1, k2 = keep
     skip1, skip2 = iterations - k1, iterations - k2
-    _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1))
-    engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2))
+    _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1), l2=l2)
+    engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2), l2=l2)
     factor = skip2 / (skip1 - skip2)
 
     def extend(a2: float, a1: float) -> float:
@@ -233,21 +333,93 @@ def simulate(
 
     busy = {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()}
     hbm = extend(s2.hbm_busy, s1.hbm_busy)
-    stats = RunStats(
-        max(extend(s2.ops_end, s1.ops_end) + _drain(hw, extend(s2.drain, s1.drain)),  # see simulate_2d
-            max(busy.values(), default=0.0), hbm, extend(s2.l2_busy, s1.l2_busy)),
-        s2.phases,
-        busy,
-        hbm,
-        s2.l2_busy,
-        s2.unit_weights,
-    )
-    phases = {k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}
-    counters = _count_only(hw, warm_l2, build, iterations)
-    # Loops that the truncated runs keep whole on some cores add no increment: the exact HBM byte counters
-    # bound the time from below as well.
-    stats.makespan = max(stats.makespan, _hbm_bound(hw, counters))
+    dynamic = {k: max(extend(s2.dynamic.get(k, 0.0), s1.dynamic.get(k, 0.0)), 0.0) for k in DYNAMIC_COUNTERS}
+    counters = _count_only(hw, warm_l2, build, iterations) | dynamic
+    makespan = max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0), hbm,
+                   extend(s2.l2_busy, s1.l2_busy), _hbm_bound(hw, counters))
+    stats = RunStats(makespan, s2.phases, busy, hbm, s2.l2_busy, s2.unit_weights, dynamic)
+    phases = _settle({k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}, makespan)
     return _to_result(hw, engine, stats, phases, True, counters)
+
+
+def simulate_scaled(
+    hw: HardwareProfile,
+    build: Callable[[Engine, int], None],
+    units: int,
+    count: Callable[[Engine], None],
+    *,
+    keep: tuple[int, int] = (16, 24),
+    exact_limit: int = 40,
+    force_exact: bool = False,
+    l2: L2Cache | None = None,
+    window: float = 0.0,
+    group_cores: bool = True,
+) -> SimResult:
+    """Simulate a streaming kernel of `units` regular steps (tiles per core of its longest loop) by running
+    smaller instances of the same problem and extrapolating.
+
+    `build(engine, u)` emits the whole program of the problem scaled to u steps (every loop of every core
+    shrinks in proportion, so cores still meet the same data at the same relative times). Up to
+    `exact_limit` steps (or with force_exact) the real problem runs. Otherwise the problem is run at
+    keep[0] and keep[1] steps, each with an L2 scaled by the same factor u / units (its contents and dirty
+    share included), so that what is reused and what is evicted stays as in the full problem, but never
+    smaller than `window` bytes (what the cores have in flight at once: a reuse a few steps apart must still
+    hit); every time-like quantity and what L2 and HBM served (DYNAMIC_COUNTERS) is then extended linearly to
+    `units` steps, as in `simulate`. `count(engine)` builds the full program for its exact static counters
+    (with loops truncated by kernels.programs.loop) without running it.
+
+    `l2`: what L2 holds at the start (at any scale: L2Cache.rescaled); the result's `l2_end` is what the
+    larger run's L2 held at the end, at its scale. group_cores=False simulates every core (Engine).
+    """
+    state = l2 if l2 is not None else L2Cache(hw.l2_bytes)
+    # Instances big enough that their L2 needs no floor (a floor breaks the self-similarity: the capacity's
+    # share of the traffic would not scale), within reason.
+    least = math.ceil(units * window / hw.l2_bytes) if window else 0
+    if least > keep[0]:
+        keep = (min(least, _MAX_KEEP), min(least, _MAX_KEEP) * keep[1] // keep[0])
+    if force_exact or units <= max(exact_limit, keep[1]):
+        engine, stats, phases = _run(hw, False, build_at(build, units), 0, None, None,
+                                     group=group_cores and not force_exact,
+                                     l2=state.rescaled(1.0) if state.scale != 1.0 else state)
+        counters = _count_static(hw, count) | stats.dynamic
+        return _to_result(hw, engine, stats, phases, False, counters)
+    runs = []
+    for k in keep:
+        scale = min(1.0, max(k / units, window / hw.l2_bytes))
+        runs.append((k, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores,
+                              l2=state.rescaled(scale))))
+    (k1, _, s1, p1), (k2, engine, s2, p2) = runs
+    factor = (units - k2) / (k2 - k1)
+
+    def extend(a2: float, a1: float) -> float:
+        return a2 + factor * (a2 - a1)
+
+    busy = {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()}
+    hbm = extend(s2.hbm_busy, s1.hbm_busy)
+    dynamic = {k: max(extend(s2.dynamic.get(k, 0.0), s1.dynamic.get(k, 0.0)), 0.0) for k in DYNAMIC_COUNTERS}
+    counters = _count_static(hw, count) | dynamic
+    # The instances are self-similar, so the makespan extends linearly like the rest. (No HBM bound: the
+    # write-backs of dirty lines that allocations evict may still be queued when the kernel's last op ends.)
+    makespan = max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0))
+    stats = RunStats(makespan, s2.phases, busy, hbm, s2.l2_busy, s2.unit_weights, dynamic)
+    phases = _settle({k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}, makespan)
+    return _to_result(hw, engine, stats, phases, True, counters)
+
+
+_MAX_KEEP = 400  # simulate_scaled: the largest instance it runs to keep its L2 from needing a floor
+
+
+def build_at(build: Callable[[Engine, int], None], units: int) -> Callable[[Engine, int], None]:
+    """build(engine, units) as a builder of the simulate() form build(engine, skip) with nothing skipped."""
+    return lambda engine, _skip: build(engine, units)
+
+
+def _count_static(hw: HardwareProfile, count: Callable[[Engine], None]) -> dict[str, float]:
+    engine = Engine(hw)
+    with gc_paused():
+        count(engine)
+    engine.unlink()
+    return dict(engine.counters)
 
 
 def _hbm_bound(hw: HardwareProfile, counters: dict[str, float]) -> float:
@@ -255,15 +427,8 @@ def _hbm_bound(hw: HardwareProfile, counters: dict[str, float]) -> float:
     return (counters.get("bytes_hbm_read", 0.0) + counters.get("bytes_hbm_write", 0.0)) / hw.hbm_bytes_per_cycle
 
 
-def _drain(hw: HardwareProfile, fitted: float) -> float:
-    """The final write-back drain (RunStats.drain) of a fitted run: it grows with the work where writes outrun
-    HBM and shrinks where the work leaves HBM idle time, so it is fitted like the rest, but it is never
-    negative and never longer than HBM takes to write back a full L2 of dirty lines."""
-    return min(max(fitted, 0.0), hw.l2_bytes / hw.hbm_bytes_per_cycle)
-
-
 def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
-    """Exact counters of the full program, from the smallest truncated build (not run)."""
+    """Exact static counters of the full program, from the smallest truncated build (not run)."""
     engine = Engine(hw, warm_l2=warm_l2)
     with gc_paused():
         build(engine, iterations)
@@ -272,8 +437,10 @@ def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
 
 
 def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: dict[str, float]) -> SimResult:
+    # an extrapolated run has no timeline of its own: its phases are laid end to end in their order
+    spans = _layout(phases) if extrapolated else intervals(stats.phases, stats.makespan)
     return SimResult(hw, stats.makespan, phases, dict(stats.busy), counters, [(engine.ops, 0.0)], extrapolated,
-                     stats.hbm_busy, dict(stats.unit_weights))
+                     stats.hbm_busy, dict(stats.unit_weights), engine.cache, spans)
 
 
 def fixed_cost(hw: HardwareProfile, cycles: float, phase: str, **counters: float) -> SimResult:
@@ -331,7 +498,7 @@ def simulate_2d(
         with gc_paused():
             build(engine, tasks - t, k)
             stats = engine.run()
-        out = {(t, k): (stats, {p: hi - lo for p, (lo, hi) in stats.phases.items()}, dict(engine.counters))}
+        out = {(t, k): (stats, partition(stats.phases, stats.makespan), dict(engine.counters) | stats.dynamic)}
         if from_prefix:
             t1, t2 = ts
             first, counters, end_b = prefix_stats(engine, t1, t2 - 2)
@@ -341,13 +508,11 @@ def simulate_2d(
             # of a task is measured between the ends of tasks t1 and t2 - 2, which both still run
             # among successors on every core, and the run's end is stepped back by it.
             period = (end_b - first.makespan) / (t2 - 2 - t1)
-            # the final write-back drain is taken to be the larger run's (it is not measured for a prefix)
-            first.drain = stats.drain
-            first.makespan = stats.ops_end - (t2 - t1) * period + stats.drain
+            first.makespan = stats.makespan - (t2 - t1) * period
             # a phase's span steps back by the same period where its ops run in every task
-            spans = {p: hi - lo - ((t2 - t1) * period if p in first.phases else 0.0)
+            spans = {p: (lo, hi - ((t2 - t1) * period if p in first.phases else 0.0))
                      for p, (lo, hi) in stats.phases.items()}
-            out[(t1, k)] = (first, spans, counters)
+            out[(t1, k)] = (first, partition(spans, first.makespan), counters)
         return engine, out
 
     runs: dict = {}
@@ -385,14 +550,16 @@ def simulate_2d(
     busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
     # Busy time adds up op by op, so its fit is reliable; no run ends before its busiest pipe (or HBM, or L2) is
     # done, which bounds the makespan's fit from below when the truncated runs have not reached the steady state.
-    # The final write-back drain is fitted apart from the end of the ops (see _drain).
-    makespan = max(fit(lambda t, k: runs[(t, k)][0].ops_end) + _drain(hw, fit(lambda t, k: runs[(t, k)][0].drain)),
+    makespan = max(fit(lambda t, k: runs[(t, k)][0].makespan),
                    max(busy.values(), default=0.0), hbm, fit(lambda t, k: runs[(t, k)][0].l2_busy))
-    # a phase (the span of its ops) never outlasts the whole run
-    phases = {p: min(makespan, fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0))) for p in runs[(ts[-1], ks[-1])][1]}
-    # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks.
+    # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks (the dynamic ones, what
+    # L2 and HBM served, are fitted the same way).
     counters = {c: round(fit(lambda t, k, c=c: runs[(t, k)][2].get(c, 0.0)), 3) for c in last_counters}
+    for c in DYNAMIC_COUNTERS:
+        counters[c] = max(counters.get(c, 0.0), 0.0)
     makespan = max(makespan, _hbm_bound(hw, counters))
+    phases = _settle({p: fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0)) for p in runs[(ts[-1], ks[-1])][1]},
+                     makespan)
     extrapolated = len(ts) > 1 or len(ks) > 1
     return SimResult(hw, makespan, phases, busy, counters, [(ops, 0.0)], extrapolated, hbm,
                      dict(last_stats.unit_weights))

@@ -40,12 +40,27 @@ def test_cube_cycles_follow_the_fractal_count():
     assert e.counters["matmuls"] == 3 and e.counters["cube_fractals"] == 512 + 256 + 24
 
 
-def test_vector_cycles_follow_repeats_and_startup():
+def test_vector_cycles_follow_repeats_and_latency():
+    # pypto cost model: one uop per 256-byte repeat (instructions of at most 255 repeats issue back to back),
+    # the result ready vector_startup_cycles after the last uop; the next op on the pipe may start at once
     e = Engine(HW)
-    op = e.vector("core0.aiv0", 64 * 1024)  # 256 repeats of 256 B -> 2 instructions (at most 255 repeats)
+    op = e.vector("core0.aiv0", 64 * 1024)  # 256 repeats of 256 B -> 2 instructions
+    nxt = e.vector("core0.aiv0", 256)
+    dep = e.vector("core0.aiv0", 256, deps=[op])
     e.run()
-    assert op.end - op.start == 2 * HW.vector_startup_cycles + 256
-    assert (e.counters["vector_instructions"], e.counters["vector_repeats"]) == (2, 256)
+    assert op.release - op.start == 256 and op.end - op.release == HW.vector_startup_cycles
+    assert nxt.start == op.release and dep.start == op.end
+    assert (e.counters["vector_instructions"], e.counters["vector_repeats"]) == (4, 258)
+
+
+def test_carry_loop_step_costs_the_vector_op_the_sync_and_the_scalar_read():
+    e = Engine(HW)
+    op = e.vector_chain("core0.aiv0", 64, 128 * 4, "scalar")  # 64 rows of 128 fp32: Adds + GetValue each
+    e.run()
+    step = (2 + HW.vector_startup_cycles + HW.vector_scalar_sync_cycles + HW.scalar_load_cycles
+            + HW.carry_loop_scalar_ops * HW.scalar_op_cycles)
+    assert op.end - op.start == pytest.approx(64 * step)
+    assert e.counters["vector_scalar_syncs"] == 64
 
 
 def test_gm_read_miss_hit_and_unaligned_costs():
@@ -60,7 +75,7 @@ def test_gm_read_miss_hit_and_unaligned_costs():
     assert miss.end == pytest.approx(32768 / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
     assert hit.end == pytest.approx(32768 / HW.l2_read_bytes_per_cycle + HW.l2_hit_latency_cycles)
     assert unaligned.end - HW.gm_read_latency_cycles == pytest.approx(32768 / (HW.gm_read_bytes_per_cycle * 0.7))
-    assert e.counters["bytes_hbm_read"] == 32768 and e2.counters["bytes_l2_hit"] == 32768
+    assert e.stats.dynamic["bytes_hbm_read"] == 32768 and e2.stats.dynamic["bytes_l2_hit"] == 32768
 
 
 def test_nd2nz_load_of_unaligned_rows_runs_at_the_profile_rate():
@@ -81,7 +96,9 @@ def test_nd2nz_load_of_unaligned_rows_runs_at_the_profile_rate():
 def test_transfers_round_up_to_32_bytes():
     e = Engine(HW)
     e.gm_write("core0.aiv0", "MTE3", 33, writeback=True)
-    assert e.counters["bytes_gm_write"] == 64 and e.counters["bytes_hbm_write"] == 64
+    e.gm_read("core0.aiv0", "MTE2", 1, region=("x", 0))
+    assert e.counters["bytes_gm_write"] == 64 and e.counters["bytes_gm_read"] == 32
+    assert e.run().dynamic["bytes_hbm_write"] == 64
 
 
 def test_cores_transferring_at_once_share_hbm_bandwidth():
@@ -105,7 +122,7 @@ def test_weighted_representative_core_reserves_its_group_bandwidth():
     op = e.gm_read("core0.aic", "MTE2", nbytes, l2_hit=False)
     e.run()
     assert op.end == pytest.approx(HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle + HW.gm_read_latency_cycles)
-    assert e.counters["bytes_hbm_read"] == HW.ai_cores * nbytes
+    assert e.stats.dynamic["bytes_hbm_read"] == HW.ai_cores * nbytes
 
 
 def test_writes_back_to_hbm_only_when_asked():
@@ -114,81 +131,62 @@ def test_writes_back_to_hbm_only_when_asked():
     assert e.counters.get("bytes_hbm_write", 0) == 0 and e.counters["bytes_gm_write"] == 4096
 
 
-def test_a_written_back_write_is_done_once_in_l2_and_its_hbm_transfer_drains_later():
+def test_a_written_back_write_without_region_takes_hbm_time_when_written():
     nbytes = 1 << 20
     e = Engine(HW)
     e.set_weight("core0.aiv0", HW.ai_cores)
     wr = e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
     stats = e.run()
-    l2_cycles = HW.ai_cores * nbytes / HW.l2_bytes_per_cycle
-    # The writer waits for L2 only (the chip-wide L2 rate binds the group, its own rate does not) ...
-    assert wr.release == pytest.approx(max(l2_cycles, nbytes / HW.l2_write_bytes_per_cycle))
-    assert wr.end == pytest.approx(wr.release + HW.gm_write_latency_cycles)
-    # ... and the kernel is not over before HBM has taken every dirty byte.
     hbm_cycles = HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle
-    assert stats.hbm_busy == pytest.approx(hbm_cycles)
-    assert stats.makespan == pytest.approx(max(hbm_cycles, wr.end))
-    assert hbm_cycles > wr.end
+    assert wr.release == pytest.approx(hbm_cycles)
+    assert wr.end == pytest.approx(wr.release + HW.gm_write_latency_cycles)
+    assert stats.makespan == pytest.approx(wr.end) and stats.hbm_busy == pytest.approx(hbm_cycles)
 
 
-def test_hbm_serves_reads_before_queued_write_backs():
-    nbytes = 1 << 20
+def test_a_read_of_resident_data_hits_and_of_evicted_data_misses():
     e = Engine(HW)
-    e.set_weight("core0.aiv0", HW.ai_cores)
-    e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
-    rd = e.gm_read("core1.aic", "MTE2", 4096, l2_hit=False)
+    w = e.gm_write("core0.aic", "FIXPIPE", 4096, region=("y", 0))
+    again = e.gm_read("core0.aiv0", "MTE2", 4096, region=("y", 0), deps=[w])
+    half = e.gm_read("core0.aiv0", "MTE2", 4096, region=("y", 2048), deps=[again])
     stats = e.run()
-    # the read does not queue behind the 20 MB of write-backs issued at the same time: it waits only for L2,
-    # which the writes (and the read's own fill) go through at the L2 rate
-    l2_done = (HW.ai_cores * nbytes + 4096) / HW.l2_bytes_per_cycle
-    assert rd.end == pytest.approx(l2_done + HW.gm_read_latency_cycles)
-    assert l2_done < HW.ai_cores * nbytes / HW.hbm_bytes_per_cycle / 5
-    # the write-backs still take their HBM time: they finish after the read's
-    assert stats.makespan == pytest.approx((HW.ai_cores * nbytes + 4096) / HW.hbm_bytes_per_cycle)
+    assert stats.dynamic["bytes_l2_hit"] == 4096 + 2048 and stats.dynamic["bytes_hbm_read"] == 2048
+    assert again.end - again.release == HW.l2_hit_latency_cycles
+    assert half.end - half.release == HW.gm_read_latency_cycles
 
 
-def test_idle_hbm_time_drains_the_write_back_backlog():
-    nbytes = 1 << 20
-    e = Engine(HW)
-    wr = e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True)
-    later = e.compute("core1.aic", "SCALAR", 10 * nbytes / HW.hbm_bytes_per_cycle)
-    rd = e.gm_read("core1.aic", "MTE2", 4096, l2_hit=False, deps=[later])
-    e.run()
-    assert wr.end < later.end
-    # by the time the read comes, the backlog has drained: it is served at once
-    assert rd.end == pytest.approx(later.end + 4096 / HW.gm_read_bytes_per_cycle + HW.gm_read_latency_cycles)
-
-
-def test_a_writer_stalls_when_the_dirty_backlog_outgrows_l2():
-    # 20 cores write 8 x 4 MB each, far faster than HBM drains: L2 holds at most its capacity of dirty lines,
-    # so the last write is done only when HBM has taken all but an L2's worth of the bytes.
-    e = Engine(HW)
-    e.set_weight("core0.aiv0", HW.ai_cores)
-    nbytes, count = 4 << 20, 8
-    writes = [e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True) for _ in range(count)]
+def test_evicting_dirty_lines_writes_them_back_then_and_takes_hbm_time_from_everyone():
+    # L2 of 1 MiB: a 1 MiB write fills it with dirty lines; reading 1 MiB more evicts them all, and their
+    # write-back is served by HBM first come, first served with the reads (the reader does not wait for it)
+    hw = HW.replace(l2_bytes=1 << 20)
+    e = Engine(hw)
+    w = e.gm_write("core0.aiv0", "MTE3", 1 << 20, region=("y", 0))
+    r1 = e.gm_read("core0.aic", "MTE2", 1 << 20, region=("x", 0), deps=[w])
+    r2 = e.gm_read("core1.aic", "MTE2", 4096, region=("z", 0), deps=[w])
     stats = e.run()
-    total = HW.ai_cores * nbytes * count
-    assert writes[-1].release == pytest.approx((total - HW.l2_bytes) / HW.hbm_bytes_per_cycle)
-    assert writes[0].release == pytest.approx(nbytes / HW.l2_write_bytes_per_cycle)  # no stall yet
-    assert stats.makespan == pytest.approx(total / HW.hbm_bytes_per_cycle)
+    rate = hw.hbm_bytes_per_cycle
+    assert stats.dynamic["bytes_hbm_write"] == pytest.approx(1 << 20)
+    assert stats.hbm_busy == pytest.approx((2 * (1 << 20) + 4096) / rate)
+    assert r1.release == pytest.approx(w.end + max((1 << 20) / hw.gm_read_bytes_per_cycle, (1 << 20) / rate))
+    # the second reader queues behind the first read and the write-back it caused
+    assert r2.release == pytest.approx(w.end + (2 * (1 << 20) + 4096) / rate)
 
 
-def test_dirty_lines_never_outgrow_l2_while_reads_keep_hbm_busy():
-    # Reads have priority, but once L2 is full of dirty lines the write-backs go out ahead of later reads:
-    # the writer cannot finish more than an L2's worth ahead of HBM.
-    e = Engine(HW)
-    e.set_weight("core0.aic", HW.ai_cores)
-    e.set_weight("core0.aiv0", HW.ai_cores)
-    nbytes, count = 1 << 20, 60
-    reads = [e.gm_read("core0.aic", "MTE2", nbytes, l2_hit=False) for _ in range(count)]
-    writes = [e.gm_write("core0.aiv0", "MTE3", nbytes, writeback=True) for _ in range(count)]
+def test_a_rewrite_of_resident_data_allocates_nothing():
+    hw = HW.replace(l2_bytes=1 << 20)
+    e = Engine(hw)
+    w = e.gm_write("core0.aiv0", "MTE3", 1 << 19, region=("y", 0))
+    e.gm_write("core0.aiv0", "MTE3", 1 << 19, region=("y", 0), deps=[w])
     stats = e.run()
-    written = HW.ai_cores * nbytes * count
-    rate = HW.hbm_bytes_per_cycle
-    # the reads share HBM with every write-back beyond an L2 of dirty lines (not only after the last read)
-    assert reads[-1].end == pytest.approx((2 * written - HW.l2_bytes) / rate, rel=1e-3)
-    assert (written - HW.l2_bytes) / rate <= writes[-1].release <= reads[-1].end
-    assert stats.makespan == pytest.approx(2 * written / rate)
+    assert stats.dynamic["bytes_hbm_write"] == 0 and e.cache.dirty_bytes() == 1 << 19
+
+
+def test_a_flushed_l2_is_full_of_dirty_lines_that_the_first_allocations_write_back():
+    from ascendbench.sim.l2 import L2Cache
+
+    e = Engine(HW, l2=L2Cache(HW.l2_bytes, dirty_fill=HW.l2_bytes))
+    e.gm_read("core0.aic", "MTE2", 1 << 20, region=("x", 0))
+    stats = e.run()
+    assert stats.dynamic["bytes_hbm_write"] == pytest.approx(1 << 20)
 
 
 def test_a_read_that_misses_l2_also_takes_l2_bandwidth():
