@@ -62,9 +62,14 @@ class HardwareProfile:
     vector_bytes_per_repeat: int
     vector_max_repeats: int
     vector_startup_cycles: float
+    vector_reduce_cycles_per_repeat: float
+    vector_reduce_latency_cycles: float
+    ub_copy_latency_cycles: float
     vector_barrier_cycles: float
     vector_scalar_sync_cycles: float
     scalar_op_cycles: float
+    scalar_load_cycles: float
+    carry_loop_scalar_ops: int
     cross_core_flag_cycles: float
     sync_all_cycles: float
     kernel_launch_us: float

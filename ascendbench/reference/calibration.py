@@ -8,8 +8,9 @@ with a fixed number of steps on a quantity monotone in its constant, so the resu
 marked "calibrated: ... of <profile> (same AIV design)" is copied from the profile it was fitted on.
 
 Claims G-8 (HPL-MxP TFLOPS) and G-9a M=8 (a pure stream of B) are calibration claims that no constant is
-fitted on: the HBM efficiency they depend on has a public source (a third-party streaming measurement on a
-1.6 TB/s 910B2), and with it both hold (see README).
+fitted on: the Atlas's HBM efficiency they depend on has a public source (a third-party streaming measurement
+on a 1.6 TB/s 910B2), and with it both hold (see README). The 910B4's HBM (800 GB/s) has no public
+measurement: its efficiency is fitted on S-4.
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ class Fit:
 
 # In the order they are fitted (each fit sees the values fitted before it).
 FITS: tuple[Fit, ...] = (
-    Fit("vector_scalar_sync_cycles", "ascend-910b4", "S-4", 0.0, 1000.0, decreasing=True,
-        note="the vector -> scalar -> vector round trip of every carry step"),
     Fit("vector_barrier_cycles", "ascend-910b4", "S-2", 0.0, 5000.0, decreasing=False,
-        note="the vector pipe barrier between dependent vector instructions"),
+        note="a PipeBarrier<PIPE_V> between dependent vector instructions, as AscendC's CumSum issues one after "
+             "each of its row adds; the vector-only baseline kernel itself is not public"),
+    Fit("hbm_efficiency", "ascend-910b4", "S-4", 0.3, 1.0, decreasing=False, digits=3,
+        note="the share of the 800 GB/s HBM peak the 910B4 streams; no public measurement of this chip"),
     Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9a M=512", 110.0, 440.0, decreasing=True, steps=30,
         best_within=0.01, note="the AIC's MTE2 re-reads panels from L2; searched up to 4x the platform file's 110"),
 )

@@ -45,7 +45,7 @@ def test_constants_not_marked_calibrated_are_left_alone(monkeypatch):
     sources = dict(hw.sources, vector_barrier_cycles="a public source")
     monkeypatch.setattr(calibration, "load_profile", lambda name: dataclasses.replace(hw, sources=sources))
     values = fit_profile("ascend-910b4")
-    assert set(values) == {"vector_scalar_sync_cycles"}
+    assert set(values) == {"hbm_efficiency"}
 
 
 def test_fit_is_deterministic_and_reproduces_the_shipped_values():
