@@ -36,7 +36,7 @@ from ascendbench.kernels.partition import (
     partitions,
     release_pages,
 )
-from ascendbench.kernels.scan import OUT_DTYPES, SCAN_KERNELS
+from ascendbench.kernels.scan import L2_STARTS, OUT_DTYPES, SCAN_KERNELS
 from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
@@ -185,6 +185,7 @@ def run_scan(
     command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     generator: str = "random",
+    l2: str | None = None,
     out: np.ndarray | None = None,
     keep_output: bool | None = None,
     partition_limit: int = PARTITION_LIMIT,
@@ -200,7 +201,10 @@ def run_scan(
         x: the user's own (n,) float16 or int8 array; input_file: a .npy file holding one.
         hardware: profile name or TOML path, or a HardwareProfile.
         model_only: timings and counters only, no data.
-        warm_l2: start with the input resident in L2 (the papers' measurements start cold).
+        warm_l2: start with the input resident in L2 (the same as l2="warm").
+        l2: what L2 holds when the kernel starts (kernels.scan.L2_STARTS): "flushed" (default: full of the dirty
+            lines of the buffer the papers' profiling script zeroes before every timed run, which the kernel's
+            own data must evict), "clean" (empty) or "warm" (the input resident).
         progress: called as progress(stage, done, total) during long functional work.
         generator: generated input without x / input_file: "random" (seeded), "constant" (ones) or "counting"
             (see partition.GeneratedSource), produced block by block.
@@ -265,10 +269,15 @@ def run_scan(
             raise ParamError("input", f"the array is {dtype}: {str(exc).split(': ', 1)[1]}") from None
         raise
 
+    if l2 is not None and warm_l2 and l2 != "warm":
+        raise ParamError("l2", f"--warm-l2 means --l2 warm; it disagrees with --l2 {l2}")
+    start = l2 if l2 is not None else ("warm" if warm_l2 else "flushed")
+    if start not in L2_STARTS:
+        raise ParamError("l2", f"must be one of {', '.join(L2_STARTS)}, got {start!r}")
     t0 = time.perf_counter()
-    sim = kernel.simulate(n, params, hw, warm_l2=warm_l2)
+    sim = kernel.simulate(n, params, hw, l2=start)
     copy_params = ScanParams(dtype=dtype, out_dtype=params.out)
-    memcpy = SCAN_KERNELS["memcpy"].simulate(n, copy_params, hw, warm_l2=warm_l2)
+    memcpy = SCAN_KERNELS["memcpy"].simulate(n, copy_params, hw, l2=start)
     model_s = time.perf_counter() - t0
 
     output = None
@@ -346,7 +355,7 @@ def run_scan(
         command=command if command is not None else ["python-api", "run_scan"],
         hardware=hw.to_dict(),
         kernel=algorithm,
-        params=params.to_dict() | {"warm_l2": warm_l2},
+        params=params.to_dict() | {"warm_l2": start == "warm", "l2": start},
         problem=Problem(n=n, dtype=dtype, out_dtype=params.out, exclusive=exclusive,
                         seed=seed if data == "generated" else None,
                         input_file=str(input_file) if input_file is not None else None, input_sha256=sha, data=data,
@@ -361,9 +370,10 @@ def run_scan(
         host=_host(wall0, functional_s, model_s),
         model={
             "extrapolated": sim.extrapolated,
-            "warm_l2": warm_l2,
-            "note": ("long loops are simulated for a few iterations per core and extrapolated; cores with the "
-                     "same program are simulated once and weighted"),
+            "warm_l2": start == "warm",
+            "l2": start,
+            "note": ("long runs are simulated on two smaller instances of the same problem, each with L2 scaled "
+                     "in proportion, and extrapolated; every core is simulated"),
         },
     )
     return ScanRun(result, sim, memcpy, output)

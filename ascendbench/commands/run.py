@@ -33,7 +33,7 @@ from ascendbench.commands.common import (
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError, load_profile
 from ascendbench.kernels import ParamError
 from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
-from ascendbench.kernels.scan import S_VALUES, SCAN_KERNELS, ScanParams
+from ascendbench.kernels.scan import L2_STARTS, S_VALUES, SCAN_KERNELS, ScanParams
 from ascendbench.runner import InputError, estimate_functional_seconds, run_scan
 from ascendbench.sim.engine import BufferCapacityError
 
@@ -148,8 +148,11 @@ def scan(
     partition_limit: Annotated[str | None, typer.Option("--partition-limit", help="Items per streaming partition "
                                                            "(default 2**31 - 1; results do not depend on it).")] = None,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no functional run.")] = False,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold, as the "
-                                          "papers measured).")] = False,
+    l2: Annotated[str | None, typer.Option("--l2", help="What L2 holds at the start: flushed (default: full of "
+                                           "dirty lines, as the papers measured), clean or warm (the input "
+                                           "resident).")] = None,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (the same as --l2 warm).")]
+    = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON "
                                                   "(open it in Perfetto).")] = None,
@@ -183,6 +186,8 @@ def scan(
         fail(f"--out-dtype: must be fp32, fp16 or int32, got {out_dtype!r}")
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
+    if l2 is not None and l2 not in L2_STARTS:
+        fail(f"--l2: must be one of {', '.join(L2_STARTS)}, got {l2!r}")
     check_files(input_file, output_file, trace, out, no_save, model_only)
     if not model_only and input_file is not None:
         try:
@@ -205,7 +210,7 @@ def scan(
         with progress:
             run = run_scan(count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk_elems, exclusive=exclusive,
                            dtype=dtype, out_dtype=out_dtype, seed=seed, input_file=input_file, hardware=hardware,
-                           model_only=model_only, warm_l2=warm_l2, command=command_line(), progress=report,
+                           model_only=model_only, warm_l2=warm_l2, l2=l2, command=command_line(), progress=report,
                            generator=generator, partition_limit=limit, output_path=tmp_output)
     except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
         _drop(tmp_output)
@@ -290,13 +295,15 @@ def _print_report(run, saved_to, output_file, trace) -> None:
               + (f", functional {host.functional_time_s:.2f} s)" if host.functional_time_s is not None else ")"))
     c.print(t)
     print_utilisation(r.utilisation)
-    if "pad" in r.phases_s:
-        tile = 16384 if r.kernel == "vec-cumsum" else p["s"] ** 2
-        c.print(f"[dim]pad: n is not a multiple of the {tile}-element tile, so the input is first copied into a "
-                "zero-padded workspace, as the measured kernels do[/]")
+    if "pad" in r.phases_s or "tail" in r.phases_s:
+        c.print("[dim]pad / tail: n (or an L2 chunk) is not a multiple of the s*s tile; as the measured kernels do, "
+                "the multi-core scans copy it into a zero-padded workspace, the single-core scans pad the last tile[/]")
+    c.print(f"[dim]L2 at the start: {r.model.get('l2', 'flushed')}"
+            + (" (full of the dirty lines of the buffer the papers zeroed before every timed run)"
+               if r.model.get("l2", "flushed") == "flushed" else "") + "[/]")
     if r.model.get("extrapolated"):
-        c.print("[dim]timing: a few loop iterations per core simulated, steady state extrapolated; identical cores "
-                "simulated once, weighted[/]")
+        c.print("[dim]timing: simulated on two smaller instances of the problem (L2 scaled in proportion) and "
+                "extrapolated[/]")
     for label, path in (("result", saved_to), ("output", output_file), ("trace", trace)):
         if path is not None:
             c.print(f"{label} written to {path}")

@@ -29,7 +29,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
-from ascendbench.kernels.programs import clamp_skip, copy_pass, loop
+from ascendbench.kernels.programs import copy_pass, loop
 from ascendbench.kernels.scan import (
     _ACC_BYTES,
     _CUMSUM_INFO,
@@ -38,7 +38,7 @@ from ascendbench.kernels.scan import (
     ScanOperatorParams,
     ScanParams,
     VecCumSumTile,
-    aiv_carry_tile,
+    l2_start,
 )
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -231,11 +231,17 @@ def _simulate_one(
     launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
     if n == 0:
         return launch, lay
+    # as the papers measured: L2 full of the flush's dirty lines (kernels.scan.l2_start)
+    state = l2_start(hw, "warm" if warm_l2 else "flushed")
     parts: list[tuple[SimResult, int]] = [(launch, 1)]
     in_total = n * p.in_bytes
     if lay.padded:
-        parts.append((copy_pass(hw, n, p.in_bytes, p.in_bytes, warm_l2, "pad", force_exact), 1))
-        parts.append((fixed_cost(hw, hw.sync_all_cycles, "pad", sync_all=1), 1))
+        # the rows copied into the zero-padded workspace (run_pad_batch, kernel_pad_batch.h), then SyncAll,
+        # SyncGroup and PipeBarrier<PIPE_ALL> (kernel_scan_batch.h:341-347)
+        pad = copy_pass(hw, n, p.in_bytes, p.in_bytes, warm_l2, "pad", force_exact, l2=state)
+        parts.append((pad, 1))
+        parts.append((fixed_cost(hw, hw.sync_all_cycles, "SyncAll", sync_all=1), 1))
+        state = pad.l2_end or state
         x_hit = 2 * in_total <= hw.l2_bytes  # the padded copy was just written
     else:
         x_hit = warm_l2 and in_total <= hw.l2_bytes
@@ -243,23 +249,7 @@ def _simulate_one(
     def build(engine: Engine, skip: int) -> None:
         _build(engine, skip, lay, p, x_hit)
 
-    def key(skip: int) -> tuple:
-        return tuple(c - clamp_skip(c, skip) for c in lay.per_worker)
-
-    parts.append(
-        (
-            simulate(
-                hw,
-                build,
-                max(lay.per_worker),
-                warm_l2=warm_l2,
-                force_exact=force_exact,
-                cache={},
-                cache_key=key,
-            ),
-            1,
-        )
-    )
+    parts.append((simulate(hw, build, max(lay.per_worker), warm_l2=warm_l2, force_exact=force_exact, l2=state), 1))
     return sequence(parts), lay
 
 
@@ -271,41 +261,94 @@ def _build(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: 
     # cube -> flag -> AIV -> flag latency chain, and a weighted representative, whose GM transfers reserve its
     # whole group's bytes at once, would serialise the cores that really run staggered.
     for w, count in enumerate(lay.per_worker):
-        weight = 1
         if lay.algorithm == "vector":
             unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
-            engine.set_weight(unit, weight)
             prog = VecCumSumTile(engine, unit, p, x_hit)
             loop(engine, count, skip, lambda i, prog=prog: prog.tile())
             continue
         aic = f"core{w}.aic"
         aivs = [f"core{w}.aiv{h}" for h in range(hw.aiv_per_core)]
-        for unit in [aic, *aivs]:
-            engine.set_weight(unit, weight)
         if lay.short:
-            # s rows of length <= s per tile: A @ U_s is the final result, written straight to the output.
+            # s rows of length <= s per tile: A @ U_s is the final result, written straight to the output
+            # (run_row_scan_kernel, kernel_row_scan.h:192-257)
             cube = CubeRowScan(engine, aic, p, x_hit, True)
             loop(engine, count, skip, lambda i, cube=cube: cube.tile())
             continue
         if lay.algorithm == "scanu":
-            cube = CubeRowScan(engine, aic, p, x_hit, False)
-            workers = aivs[:2]  # the 2:1 vector/cube scheduling: one AIV per row of the pair
+            _build_scanu_core(engine, skip, lay, p, x_hit, aic, aivs, count)
         else:
-            cube = CubeUL1(engine, aic, p, x_hit, False)
-            workers = aivs[:1]  # one AI core per row: its cube and AIV0
-        for aiv in workers:
-            engine.alloc(aiv, "UB", L * _ACC_BYTES, f"s={s} fp32 tile (in place)")
-        kind = "rowscan" if lay.algorithm == "scanu" else "ul1"
-        done: dict[str, list[Op]] = {aiv: [] for aiv in workers}
+            _build_scanul1_core(engine, skip, p, x_hit, aic, aivs[0], count)
 
-        def emit(i: int, cube=cube, workers=workers, done=done, kind=kind) -> None:
-            for aiv in workers:
-                prev = done[aiv][-1] if done[aiv] else None
-                # the cube runs one tile ahead of each AIV: it waits for that AIV's previous tile
-                fp = cube.tile(engine.flag(prev) if prev is not None else None)
-                done[aiv].append(aiv_carry_tile(engine, aiv, p, kind, fp, prev))
 
-        loop(engine, count, skip, emit)
+def _build_scanu_core(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: bool, aic: str,
+                      aivs: list[str], count: int) -> None:
+    """One AI core of the batched ScanU (kernel_scan_batch.h run_scan_batch_kernel, :319-390): for each pair of
+    rows it takes (round-robin), the cube loads U_s (LoadBToL0, once per pair) and scans tile t of both rows
+    (KernelRowScanBatch::Process, :91-101), then meets its AIVs in a full handshake (SyncGroup FULL), so it
+    scans the next tile pair while each AIV finishes its row's tile t (KernelCompleteRowsBatched, :173-300):
+    read the tile (queue of depth 1), copy it to a work buffer, then two rows per step: two independent Adds
+    (the two views of one buffer, :243-247, let them overlap), one wait for the vector pipe and two scalar
+    reads (the updated end of the first row and the raw end of the second, :256-269), and copy the work
+    buffer out and store it (:274-283). An AIV sets its flag once its previous store is done."""
+    hw = engine.hw
+    s, L = p.s, p.s * p.s
+    per_row = lay.tiles_per_row
+    # the cube's U_s is reloaded for every pair: its L1 and L0B buffers stay allocated
+    cube = CubeRowScan(engine, aic, p, x_hit, False)
+    for aiv in aivs:
+        engine.alloc(aiv, "UB", 3 * L * _ACC_BYTES, f"s={s} fp32 tile (input, output and work buffers)")
+    # per AIV: its last store, the one before (the cube's handshake waits for it; at first the flag each AIV
+    # sets as it starts) and its last carry loop
+    state: dict[str, list] = {aiv: [None, engine.compute(aiv, "SCALAR", 0.0, label="SyncGroup"), None] for aiv in aivs}
+
+    def aiv_tile(aiv: str, done: Op) -> None:
+        wr, older, chain = state[aiv]
+        rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[engine.flag(done), chain],
+                            label="C->UB")
+        cp = engine.ub_copy(aiv, L * _ACC_BYTES, deps=[rd])
+        ch = engine.vector_chain(aiv, s // 2, s * _ACC_BYTES, "scalar", deps=[cp], label="2 rows += carry",
+                                 scalar_reads=2, ops_per_step=2)
+        out = engine.ub_copy(aiv, L * _ACC_BYTES, deps=[ch, engine.moved_out(wr) if wr is not None else None],
+                             label="work->out")
+        store = engine.gm_write(aiv, "MTE3", L * p.out_bytes, writeback=True, aligned=not p.exclusive,
+                                deps=[out], label="y->GM")
+        state[aiv] = [store, wr or older, ch]
+
+    def emit(i: int) -> None:
+        if i % per_row == 0 and i > 0:  # a new pair: LoadBToL0 of U_s again
+            u = engine.gm_read(aic, "MTE2", L * p.in_bytes, l2_hit=True, deps=[cube.mm], label="U->L1")
+            cube.u_ready = engine.local_move(aic, "MTE1", L * p.in_bytes, hw.l1_to_l0_bytes_per_cycle,
+                                             "bytes_l1_to_l0", deps=[u, cube.mm], label="U->L0B")
+        # the cube's handshake of the previous tile pair: both AIVs' flags, set once each stored its tile before
+        # (the first tile pair waits for nothing)
+        cube.tile([engine.flag(state[aiv][1]) for aiv in aivs] if i > 0 else None)
+        done = cube.tile()
+        for aiv in aivs:
+            aiv_tile(aiv, done)
+
+    loop(engine, count, skip, emit)
+
+
+def _build_scanul1_core(engine: Engine, skip: int, p: ScanParams, x_hit: bool, aic: str, aiv: str,
+                        count: int) -> None:
+    """One AI core of the batched ScanUL1: its rows one after another, each as the single-core ScanUL1 runs
+    (kernels.scan._build_single_core; the batched ScanUL1 kernel is not in the authors' public code)."""
+    s, L = p.s, p.s * p.s
+    cube = CubeUL1(engine, aic, p, x_hit, False)
+    engine.alloc(aiv, "UB", 2 * L * _ACC_BYTES, f"s={s} fp32 tile (input and output queues)")
+    state: list = [None, engine.compute(aiv, "SCALAR", 0.0, label="SyncGroup"), None]
+
+    def emit(i: int) -> None:
+        wr, older, chain = state
+        fp = cube.tile(engine.flag(older) if i > 0 else None)
+        rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[engine.flag(fp), chain], label="C->UB")
+        cp = engine.ub_copy(aiv, L * _ACC_BYTES, deps=[rd, engine.moved_out(wr) if wr is not None else None])
+        ch = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[cp], label="tile += carry")
+        store = engine.gm_write(aiv, "MTE3", L * p.out_bytes, writeback=True, aligned=not p.exclusive, deps=[ch],
+                                label="y->GM")
+        state[:] = [store, wr or older, ch]
+
+    loop(engine, count, skip, emit)
 
 
 def expected_matmuls(batch: int, length: int, params: BatchedScanParams, algorithm: str) -> int:

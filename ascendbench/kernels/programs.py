@@ -10,7 +10,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, simulate
 
-__all__ = ["COPY_PIECE", "Ring", "aiv_pieces", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
+__all__ = ["COPY_PIECE", "Ring", "aiv_groups", "aiv_pieces", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
 
 COPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
 
@@ -46,26 +46,27 @@ def clamp_skip(count: int, skip: int) -> int:
 
 
 def loop(engine: Engine, count: int, skip: int, emit: Callable[[int], None]) -> int:
-    """Emit `count - skip'` iterations, skip' = clamp_skip(count, skip); the counters of the skipped iterations
-    are those of iteration 1, added skip' times. Returns the number emitted."""
+    """Emit a loop of `count` iterations with skip' = clamp_skip(count, skip) of them left out: emit(i) is
+    called with the iteration's own index, 0, 1, then skip' + 2 ... count - 1, so that addresses and tails
+    are those of the full loop. The counters of the skipped iterations 2 ... skip' + 1 are those of
+    iteration 1, added skip' times. Returns the number emitted."""
     skip = clamp_skip(count, skip)
-    for i in range(count - skip):
-        if i == 1 and skip:
+    for j in range(count - skip):
+        if j == 1 and skip:
             snap = engine.snapshot()
-            emit(i)
+            emit(1)
             engine.add_counters(engine.delta_since(snap), skip)
         else:
-            emit(i)
+            emit(j if j < 2 else j + skip)
     return count - skip
 
 
-def aiv_pieces(engine: Engine, per_aiv: list[int], n: int, piece: int,
-               skip: int) -> Iterator[tuple[str, int, int, int]]:
+def aiv_groups(engine: Engine, per_aiv: list[int], n: int, piece: int) -> Iterator[tuple[int, str, int, int]]:
     """The AIVs of a pass over n elements in pieces of `piece` elements, AIV w taking per_aiv[w] consecutive
     pieces from the front. AIVs with the same piece count run the same program (the one holding the partial
     last piece differs), so one representative per group is yielded, already weighted for its group (see
-    Engine.set_weight): (unit, pieces, elements of its last piece (or more: min with `piece`), iterations
-    loop() emits with this skip). AIVs without pieces are left out."""
+    Engine.set_weight): (its index w, unit, pieces, elements of its last piece (or more: min with `piece`)).
+    AIVs without pieces are left out."""
     hw = engine.hw
     firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
     total = sum(per_aiv)
@@ -77,7 +78,14 @@ def aiv_pieces(engine: Engine, per_aiv: list[int], n: int, piece: int,
         unit = f"core{w // hw.aiv_per_core}.aiv{w % hw.aiv_per_core}"
         engine.set_weight(unit, weight)
         # Only the very last piece of the array is partial.
-        yield unit, count, n - (firsts[w] + count - 1) * piece, count - clamp_skip(count, skip)
+        yield w, unit, count, n - (firsts[w] + count - 1) * piece
+
+
+def aiv_pieces(engine: Engine, per_aiv: list[int], n: int, piece: int,
+               skip: int) -> Iterator[tuple[str, int, int]]:
+    """aiv_groups without the index: (unit, pieces, elements of its last piece)."""
+    for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
+        yield unit, count, tail
 
 
 def depth(fits_two: bool) -> int:
@@ -94,9 +102,11 @@ def piece_elements(hw: HardwareProfile, in_bytes: float, out_bytes: float) -> in
     return max(1, min(COPY_PIECE, fit))
 
 
-def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback: bool = True) -> SimResult:
+def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback: bool = True,
+              l2=None) -> SimResult:
     """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel). writeback=False
-    says the copy is consumed while still resident in L2 (a workspace that fits), so it never reaches HBM."""
+    says the copy is consumed while still resident in L2 (a workspace that fits), so it never reaches HBM.
+    l2: what L2 holds at the start (sim.l2.L2Cache; None: empty)."""
     pieces = math.ceil(n / piece_elements(hw, in_bytes, out_bytes))
     per_aiv = split_front(pieces, hw.aiv_cores)
     x_hit = warm_l2 and n * in_bytes <= hw.l2_bytes
@@ -105,7 +115,7 @@ def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback
         engine.phase = phase
         copy_program(engine, skip, per_aiv, n, in_bytes, out_bytes, x_hit, writeback)
 
-    return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact)
+    return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact, l2=l2)
 
 
 def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes: int, out_bytes: int,
@@ -113,17 +123,17 @@ def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes
     hw = engine.hw
     piece = piece_elements(hw, in_bytes, out_bytes)
     piece_in, piece_out = piece * in_bytes, piece * out_bytes
-    for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
+    for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
         engine.alloc(unit, "UB", 2 * (piece_in + piece_out), "copy pieces (2 buffers of input and output)")
         ring = Ring(2)
 
-        def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
-            elems = min(tail, piece) if i == emitted - 1 else piece
+        def emit(i: int, unit=unit, ring=ring, tail=tail, last_index=count - 1) -> None:
+            elems = min(tail, piece) if i == last_index else piece
             rd = engine.gm_read(unit, "MTE2", elems * in_bytes, l2_hit=x_hit, deps=[ring.wait()], label="in")
             last = rd
             if in_bytes != out_bytes:
                 last = engine.vector(unit, elems * out_bytes, deps=[rd], label="cast")
             wr = engine.gm_write(unit, "MTE3", elems * out_bytes, writeback=writeback, deps=[last], label="out")
-            ring.push(wr)
+            ring.push(engine.moved_out(wr))
 
         loop(engine, count, skip, emit)

@@ -202,13 +202,13 @@ def elementwise_pass(hw: HardwareProfile, n: int, *, in_bytes: int, out_bytes: i
     def build(engine: Engine, skip: int) -> None:
         engine.phase = phase
         last = []
-        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * (in_bytes + 4 + out_bytes), f"{phase} pieces (2 buffers)")
             ring = Ring(2)
             ops = []
 
-            def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted, ops=ops) -> None:
-                elems = min(tail, piece) if i == emitted - 1 else piece
+            def emit(i: int, unit=unit, ring=ring, tail=tail, last_index=count - 1, ops=ops) -> None:
+                elems = min(tail, piece) if i == last_index else piece
                 rd = engine.gm_read(unit, "MTE2", elems * in_bytes, l2_hit=hit, deps=[ring.wait()], label="in")
                 vec = engine.vector(unit, elems * 4, deps=[rd], label=phase, passes=vector_passes)
                 done = vec

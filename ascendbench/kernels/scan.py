@@ -1,12 +1,18 @@
 """The scan family of the scan paper: memcpy, vec-cumsum, ScanU, ScanUL1, MCScan, MCScanUL1.
 
-Timing: each kernel emits, per core, the instructions the measured AscendC kernels issue (KERNELS.md) on the
-simulated machine's pipes. Function: each kernel computes its output in its own structure (tiles viewed as
-s x s matrices, multiplied by U_s, L^-_s, 1_s; fp16 inputs with fp32 accumulation, int8 with int32),
-vectorised over tiles with NumPy.
+Timing: each kernel issues, per core, the instructions the measured AscendC kernels issue, in their order and
+with their queue depths, synchronisation and scalar reads (the authors' public code, repository
+huawei-csl/pytorch-tcuscan; file:line below refers to its src/kernels/), on the simulated machine's pipes.
+Every GM transfer names its range (buffers "x" input, "y" output, "ws_x" / "ws_r" padded workspaces, "sums",
+"U"), so that L2 decides what hits and what is written back (sim/l2.py). Function: each kernel computes its
+output in its own structure (tiles viewed as s x s matrices, multiplied by U_s, L^-_s, 1_s; fp16 inputs with
+fp32 accumulation, int8 with int32), vectorised over tiles with NumPy (scan_numerics.py).
 
 Sources: "Parallel Scan on Ascend AI Accelerators" (the scan paper): Algorithm 1 (ScanU), Algorithm 2 and
-equation 4.1 (ScanUL1), Algorithm 3 (MCScan), §6.1.1 (L2 cache splitting, MCScanUL1), B.2 (exclusive, int8).
+equation 4.1 (ScanUL1), Algorithm 3 (MCScan), §6.1.1 (L2 cache splitting, MCScanUL1), B.2 (exclusive, int8);
+the kernels kernel_scan_single_core.h, kernel_row_scan.h, kernel_scan_multi_core.h, kernel_reduce_tiles.h,
+kernel_complete_rows.h, kernel_scan_multi_cube.h, kernel_block_scan.h, kernel_complete_blocks.h,
+kernel_pad.h, kernel_simple_pad.h and the entry points scan_multi_core.cpp, scan_multi_cube.cpp.
 """
 
 from __future__ import annotations
@@ -19,22 +25,19 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification, register
-from ascendbench.kernels.partition import PARTITION_LIMIT, chunk_plan
+from ascendbench.kernels.partition import PARTITION_LIMIT
 from ascendbench.kernels.programs import COPY_PIECE as _MEMCPY_PIECE
 from ascendbench.kernels.programs import Ring as _Ring
-from ascendbench.kernels.programs import clamp_skip as _clamp
-from ascendbench.kernels.programs import copy_pass as _copy_pass
-from ascendbench.kernels.programs import copy_program as _copy_program
-from ascendbench.kernels.programs import depth as _depth
 from ascendbench.kernels.programs import loop as _loop
 from ascendbench.kernels.programs import split_front as _split
 from ascendbench.sim.engine import Engine, Op
-from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
+from ascendbench.sim.l2 import L2Cache
+from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_scaled
 
 __all__ = [
-    "DTYPES", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanOperatorParams", "ScanParams",
-    "VecCumSumTile",
-    "aiv_carry_tile", "auto_chunk", "expected_matmuls", "l2_chunk_tiles",
+    "DTYPES", "L2_STARTS", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanOperatorParams",
+    "ScanParams", "VecCumSumTile", "aiv_carry_tile", "auto_chunk", "chunk_lengths", "expected_matmuls",
+    "l2_chunk_tiles", "l2_start",
 ]
 
 S_VALUES = (16, 32, 64, 128)
@@ -44,6 +47,14 @@ _IN_BYTES = {"fp16": 2, "int8": 1}
 _OUT_BYTES = {"fp32": 4, "fp16": 2, "int32": 4}
 _ACC_BYTES = 4  # L0C accumulates fp16 in fp32 and int8 in int32
 _CUMSUM_INFO = (128, 128)  # AscendC CumSum (outter, inner) of the vector-only baseline, scan paper §4.1
+_GM_ALIGNMENT = 256  # tcuscan_utils.h:25: the L2 chunk length is rounded up to it (scan_multi_core.cpp:56)
+_COMPLETE_ROWS_MAX_TILE = 8192  # kernel_complete_rows.h:35: at most 8192 elements per phase II tile
+_RED2_SIZE = 8  # kernel_reduce_tiles.h:197: the second level of the int8 reduction
+# What L2 holds when a scan starts: "flushed" as the papers measured (their profiling script zeroes a 256 MB
+# buffer before every timed run, profile_tcuscan_ops.py _run_benchmark, which leaves L2 full of dirty lines
+# that the kernel's own data must evict), "clean" (nothing resident, nothing dirty), "warm" (the input
+# resident, as after the kernel that produced it).
+L2_STARTS = ("flushed", "clean", "warm")
 
 
 @dataclass(frozen=True)
@@ -52,9 +63,9 @@ class ScanParams:
 
     s: side of the s x s tiles, one of 16/32/64/128 (ignored by memcpy and vec-cumsum).
     blocks: number of blocks for the multi-core scans (None: all AI cores); more blocks than cores run in waves.
-    chunk: elements per L2 chunk for the multi-core scans: None = the paper's rule (split only when the
-        problem exceeds L2, chunks of L2 / (input + output bytes) rounded up to 256), 0 = off, else the size
-        (rounded up to whole s*s tiles).
+    chunk: elements per L2 chunk for the multi-core scans: None = the measured kernel's rule (split only when
+        the problem exceeds L2, chunks of L2 / (input + output bytes) rounded up to 256), 0 = off, else the
+        size (rounded up to whole s*s tiles).
     exclusive: exclusive instead of inclusive scan (the inclusive result written one element further).
     dtype: input "fp16" or "int8".
     out_dtype: "fp32" (default for fp16), "fp16" (fp16 input only) or "int32" (the only one for int8).
@@ -114,28 +125,44 @@ class ScanOperatorParams:
 
 
 def auto_chunk(hw: HardwareProfile, params: ScanParams) -> int:
-    """The paper's chunk length (§6.1.1, KERNELS.md): L2 / (input + output bytes), rounded up to 256."""
+    """The measured kernel's chunk length (scan_multi_core.cpp:55-57, scan_multi_cube.cpp:31-33): L2 /
+    (input + output bytes) elements, rounded up to a multiple of 256 (GM_ALIGNMENT)."""
     per = params.in_bytes + params.out_bytes
-    return int(math.ceil(hw.l2_bytes / per / 256) * 256)
+    return -(-(hw.l2_bytes // per) // _GM_ALIGNMENT) * _GM_ALIGNMENT
+
+
+def chunk_lengths(n: int, params: ScanParams, hw: HardwareProfile, tile: int,
+                  limit: int = PARTITION_LIMIT) -> tuple[int, int, int]:
+    """The L2 chunks of a multi-core scan of n elements as (chunk length, number of chunks, last length).
+
+    The measured kernel's loop (scan_multi_core.cpp:59-88): while input + output of the whole vector exceed L2
+    and more than one chunk remains, scan a chunk of auto_chunk elements (not necessarily whole tiles: such a
+    chunk takes the padded path), then the rest. params.chunk = 0 turns splitting off; a count gives whole
+    tiles. A chunk never exceeds the streaming partition limit (whole tiles)."""
+    if n <= 0:
+        return 0, 0, 0
+    cap = max(tile, limit // tile * tile)
+    if params.chunk is None:
+        split = n * (params.in_bytes + params.out_bytes) > hw.l2_bytes
+        size = auto_chunk(hw, params) if split else n
+    elif params.chunk == 0:
+        size = n
+    else:
+        size = math.ceil(params.chunk / tile) * tile
+    size = max(1, min(size, cap, n))
+    count = math.ceil(n / size)
+    return size, count, n - (count - 1) * size
 
 
 def l2_chunk_tiles(n: int, params: ScanParams, hw: HardwareProfile, tile: int,
                    limit: int = PARTITION_LIMIT) -> int:
-    """Tiles per L2 chunk of the multi-core scans (scan paper §6.1.1): params.chunk (None = the paper's rule:
-    split only when input + output exceed L2, chunks of auto_chunk; 0 = off), in whole tiles, at least one.
-    A chunk never exceeds the streaming partition limit (2**31 - 1 elements by default) so that every offset
-    inside a chunk fits int32: L2 chunks and streaming partitions are one chunk plan (kernels/partition.py).
-    Shared by the timing model (ScanKernel.plan) and the functional path (scan_numerics)."""
+    """Tiles per L2 chunk of the functional multi-core scans (scan_numerics): chunk_lengths in whole tiles,
+    rounded down (the timing model runs the measured kernel's chunks, which need not be whole tiles: for
+    int8 and for L2 sizes whose chunk is not a multiple of s^2 the functional carry chains are cut at the
+    nearest tile boundary; int8 results are exact either way)."""
     tiles = max(1, math.ceil(n / tile))
-    chunk = params.chunk
-    if chunk is None:
-        chunk = auto_chunk(hw, params) if n * (params.in_bytes + params.out_bytes) > hw.l2_bytes else 0
-        # The rule's chunk is meant to fit L2: whole tiles are taken rounding down (rounding up pushed the
-        # int8 chunk, 5 bytes per element, just past L2, and it lost all reuse).
-        chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, chunk // tile))
-    else:
-        chunk_tiles = tiles if chunk == 0 else max(1, min(tiles, math.ceil(chunk / tile)))
-    return max(1, min(chunk_tiles, limit // tile))
+    size, _, _ = chunk_lengths(n, params, hw, tile, limit)
+    return max(1, min(tiles, size // tile if size >= tile else 1))
 
 
 def expected_matmuls(kernel: str, n: int, s: int) -> int:
@@ -145,119 +172,145 @@ def expected_matmuls(kernel: str, n: int, s: int) -> int:
     return {"scanu": tiles, "mcscan": tiles, "scanul1": 3 * tiles, "mcscan-ul1": 3 * tiles}.get(kernel, 0)
 
 
+def l2_start(hw: HardwareProfile, start: str) -> L2Cache:
+    """An L2 in the named start state (L2_STARTS): "flushed" full of foreign dirty lines, otherwise empty (the
+    kernels preload their input for "warm").
+
+    Raises:
+        ParamError: an unknown state."""
+    if start not in L2_STARTS:
+        raise ParamError("l2", f"must be one of {', '.join(L2_STARTS)}, got {start!r}")
+    return L2Cache(hw.l2_bytes, dirty_fill=hw.l2_bytes if start == "flushed" else 0.0)
+
+
+def _deps(dep) -> list:
+    """A dependency or a list of them, as a list."""
+    if dep is None:
+        return []
+    return list(dep) if isinstance(dep, list) else [dep]
+
+
+def _region(buf: str, elem: int, elem_bytes: int) -> tuple[str, int]:
+    return (buf, elem * elem_bytes)
+
+
+def _rng(buf: str, elem: int, elems: int, elem_bytes: int, write: bool, weight: int) -> tuple:
+    """A GM range for loop(ranges=...): (buffer, lo, hi, write, weight) in bytes."""
+    return (buf, elem * elem_bytes, (elem + elems) * elem_bytes, write, weight)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Cube-side tile programs (shared by the single-core and the multi-core scans)
 # ---------------------------------------------------------------------------------------------------
-class _CubeRowScan:
-    """AIC program of ScanU / MCScan: per s*s tile, C = A @ U_s (Algorithm 1 lines 6-8)."""
+class _CubeTiles:
+    """What the cube tile programs share: legacy L2 flags (for the operators that give no GM ranges)."""
 
     def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool, y_writeback: bool):
+        self.e, self.unit, self.p = engine, unit, p
+        self.x_hit, self.y_wb = x_hit, y_writeback
+        self.tile_in = p.s * p.s * p.in_bytes
+        self.tile_acc = p.s * p.s * _ACC_BYTES
+
+    def _read(self, nbytes: float, region, deps, label) -> Op:
+        if region is None:
+            return self.e.gm_read(self.unit, "MTE2", nbytes, l2_hit=self.x_hit, deps=deps, label=label)
+        return self.e.gm_read(self.unit, "MTE2", nbytes, region=region, deps=deps, label=label)
+
+    def _write(self, nbytes: float, region, deps, label) -> Op:
+        if region is None:
+            return self.e.gm_write(self.unit, "FIXPIPE", nbytes, writeback=self.y_wb, deps=deps, label=label)
+        return self.e.gm_write(self.unit, "FIXPIPE", nbytes, region=region, deps=deps, label=label)
+
+    def _load_constant(self, nbytes: int, region, label: str) -> Op:
+        if region is None:
+            return self.e.gm_read(self.unit, "MTE2", nbytes, l2_hit=False, label=label)
+        return self.e.gm_read(self.unit, "MTE2", nbytes, region=region, label=label)
+
+
+class CubeRowScan(_CubeTiles):
+    """AIC program of ScanU / MCScan: per s*s tile, C = A @ U_s (kernel_row_scan.h KernelRowScan).
+
+    U_s is loaded once (LoadBToL0, kernel_row_scan.h:106); every queue has depth 1 (kernel_row_scan.h:86-91).
+    Per tile (CubeIter, :117-131): GM -> L1 (MTE2), L1 -> L0A (MTE1), Mmad, L0C -> GM (FIXPIPE). The scalar
+    unit issues them in order and blocks in each DeQue / AllocTensor: the next tile's GM read is issued after
+    this tile's Mmad has finished (CopyCL0ToGlobal's DeQue of co1 comes first), so it overlaps only the
+    FIXPIPE write; the L1 -> L0A move waits for the previous Mmad (a2 freed), the Mmad for the previous
+    FIXPIPE (co1 freed)."""
+
+    def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool = False, y_writeback: bool = True,
+                 u_region=None):
+        super().__init__(engine, unit, p, x_hit, y_writeback)
         hw, s = engine.hw, p.s
-        self.e, self.unit, self.p, self.x_hit, self.y_wb = engine, unit, p, x_hit, y_writeback
-        tile_in, tile_acc = s * s * p.in_bytes, s * s * _ACC_BYTES
-        self.tile_in, self.tile_acc = tile_in, tile_acc
-        d_a = _depth(2 * tile_in + 0 <= hw.l0a_bytes)
-        d_c = _depth(2 * tile_acc <= hw.l0c_bytes)
-        engine.alloc(unit, "L0B", tile_in, f"U_s (s={s})")
-        engine.alloc(unit, "L0A", d_a * tile_in, f"s={s} input tile ({d_a} buffer(s))")
-        engine.alloc(unit, "L0C", d_c * tile_acc, f"s={s} accumulator tile ({d_c} buffer(s))")
-        engine.alloc(unit, "L1", 2 * tile_in + tile_in, f"s={s} input tiles (2 buffers) and U_s")
-        self.l1, self.l0a, self.l0c = _Ring(2), _Ring(d_a), _Ring(d_c)
-        # U_s is loaded once into L0B and stays there (KERNELS.md).
-        u = engine.gm_read(unit, "MTE2", tile_in, l2_hit=False, label="load U")
-        self.u_ready = engine.local_move(unit, "MTE1", tile_in, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
+        engine.alloc(unit, "L0B", self.tile_in, f"U_s (s={s})")
+        engine.alloc(unit, "L0A", self.tile_in, f"s={s} input tile")
+        engine.alloc(unit, "L0C", self.tile_acc, f"s={s} accumulator tile")
+        engine.alloc(unit, "L1", 2 * self.tile_in, f"s={s} input tile and U_s")
+        u = self._load_constant(self.tile_in, u_region, "U->L1")
+        self.u_ready = engine.local_move(unit, "MTE1", self.tile_in, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
                                          deps=[u], label="U->L0B")
+        self.m1 = self.mm = self.fp = None
 
-    def tile(self, publish_dep=None) -> Op:
+    def tile(self, publish_dep=None, x=None, y=None) -> Op:
+        """One tile: x, y are the GM regions (buffer, byte offset) of its input and row scans (None: the legacy
+        flags). publish_dep: what the GM read waits for besides the cube itself (the handshakes of the
+        single-core and batched kernels; a dependency or a list of them). Returns the FIXPIPE write."""
         e, unit, s, hw = self.e, self.unit, self.p.s, self.e.hw
-        m2 = e.gm_read(unit, "MTE2", self.tile_in, l2_hit=self.x_hit, deps=[self.l1.wait()], label="x->L1")
-        m1 = e.local_move(unit, "MTE1", self.tile_in, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
-                          deps=[m2, self.l0a.wait()], label="x->L0A")
-        self.l1.push(m1)
-        mm = e.cube(unit, s, s, s, self.p.dtype == "int8", deps=[m1, self.l0c.wait(), self.u_ready], label="A@U")
-        self.l0a.push(mm)
-        fp = e.gm_write(unit, "FIXPIPE", self.tile_acc, writeback=self.y_wb, deps=[mm, publish_dep],
-                        label="C->GM")
-        self.l0c.push(fp)
-        return fp
+        m2 = self._read(self.tile_in, x, [self.m1, self.mm, *_deps(publish_dep)], "x->L1")
+        self.m1 = e.local_move(unit, "MTE1", self.tile_in, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
+                               deps=[m2, self.mm], label="x->L0A")
+        prev_fp = e.moved_out(self.fp) if self.fp is not None else None
+        self.mm = e.cube(unit, s, s, s, self.p.dtype == "int8", deps=[self.m1, prev_fp, self.u_ready], label="A@U")
+        self.fp = self._write(self.tile_acc, y, [self.mm], "C->GM")
+        return self.fp
 
 
-class _CubeUL1:
-    """AIC program of ScanUL1 / MCScanUL1: per tile C1 = A@1, C2 = A@U, C2 += L^-@C1 (Algorithm 2 lines 6-13).
-    C1 goes L0C -> L1 through the FIXPIPE rounded to fp16; L^- stays in L0A, U and 1 in L1."""
+class CubeUL1(_CubeTiles):
+    """AIC program of ScanUL1 / MCScanUL1: per tile C1 = A@1, C2 = A@U, C2 += L^-@C1 (kernel_block_scan.h
+    KernelBlockScan::Process, :142-182). L^- is loaded once into L0A, [1] built in L1 and moved to L0B once,
+    U loaded once into L1 (:126-140). Every queue has depth 1 (:100-112) and one L0C buffer serves C1 and C2,
+    so a tile runs as a chain: A GM -> L1, A L1 -> L0A, Mmad C1, C1 L0C -> L1 through the FIXPIPE (fp32 ->
+    fp16), U L1 -> L0B, Mmad C2, C1 L1 -> L0B, Mmad C2 += L^- C1, C2 L0C -> GM. The next tile's GM read is
+    issued once this tile's last Mmad is done (the scalar unit waits in CopyCL0ToGlobal's DeQue first)."""
 
-    def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool, y_writeback: bool):
+    def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool = False, y_writeback: bool = True,
+                 u_region=None):
+        super().__init__(engine, unit, p, x_hit, y_writeback)
         hw, s = engine.hw, p.s
-        self.e, self.unit, self.p, self.x_hit, self.y_wb = engine, unit, p, x_hit, y_writeback
         half = s * s * 2
-        tile_in, tile_acc = s * s * p.in_bytes, s * s * _ACC_BYTES
-        self.tile_in, self.tile_acc, self.half = tile_in, tile_acc, half
-        d_a = _depth(half + 2 * tile_in <= hw.l0a_bytes)
-        d_c = _depth(4 * tile_acc <= hw.l0c_bytes)
-        engine.alloc(unit, "L0A", half + d_a * tile_in, f"L^-_s and s={s} input tile ({d_a} buffer(s))")
-        engine.alloc(unit, "L0B", 2 * half, f"two s={s} right operands (1_s / U_s / C1)")
-        engine.alloc(unit, "L0C", d_c * 2 * tile_acc, f"s={s} C1 and C2 accumulators ({d_c} buffer(s))")
-        engine.alloc(unit, "L1", 2 * tile_in + 3 * half + half, f"s={s} input tiles, U_s, L^-_s, 1_s and C1")
-        self.l1, self.l0a, self.l0b = _Ring(2), _Ring(d_a), _Ring(2)
-        self.c1, self.c2 = _Ring(d_c), _Ring(d_c)
-        consts = engine.gm_read(unit, "MTE2", 3 * half, l2_hit=False, label="load U, L^-, 1")
+        self.half = half
+        engine.alloc(unit, "L0A", half + self.tile_in, f"L^-_s and s={s} input tile")
+        engine.alloc(unit, "L0B", 2 * half, f"two s={s} right operands (1_s and U_s or C1)")
+        engine.alloc(unit, "L0C", self.tile_acc, f"s={s} C1 / C2 accumulator")
+        engine.alloc(unit, "L1", self.tile_in + 3 * half, f"s={s} input tile, U_s, 1_s and C1")
+        consts = self._load_constant(2 * half, u_region, "U, L^- ->L1")
         self.lminus = engine.local_move(unit, "MTE1", half, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
                                         deps=[consts], label="L^- ->L0A")
+        self.ones = engine.local_move(unit, "MTE1", half, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
+                                      deps=[consts], label="1->L0B")
+        self.a = self.mm2 = self.mm3 = self.fp = None
 
-    def _l0b(self, deps, label) -> Op:
-        e, hw = self.e, self.e.hw
-        return e.local_move(self.unit, "MTE1", self.half, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
-                            deps=[*deps, self.l0b.wait()], label=label)
-
-    def tile(self, publish_dep=None) -> Op:
+    def tile(self, publish_dep=None, x=None, y=None) -> Op:
+        """One tile (see CubeRowScan.tile). Returns the FIXPIPE write of C2."""
         e, unit, s, hw = self.e, self.unit, self.p.s, self.e.hw
         int8 = self.p.dtype == "int8"
-        m2 = e.gm_read(unit, "MTE2", self.tile_in, l2_hit=self.x_hit, deps=[self.l1.wait()], label="x->L1")
-        a = e.local_move(unit, "MTE1", self.tile_in, hw.l1_to_l0_bytes_per_cycle, "bytes_l1_to_l0",
-                         deps=[m2, self.l0a.wait()], label="x->L0A")
-        self.l1.push(a)
-        b1 = self._l0b([], "1->L0B")
-        mm1 = e.cube(unit, s, s, s, int8, deps=[a, b1, self.c1.wait(), self.lminus], label="C1=A@1")
-        self.l0b.push(mm1)
+        rate = hw.l1_to_l0_bytes_per_cycle
+        m2 = self._read(self.tile_in, x, [self.a, self.mm3, *_deps(publish_dep)], "x->L1")
+        self.a = e.local_move(unit, "MTE1", self.tile_in, rate, "bytes_l1_to_l0", deps=[m2, self.mm2], label="x->L0A")
+        prev_fp = e.moved_out(self.fp) if self.fp is not None else None
+        mm1 = e.cube(unit, s, s, s, int8, deps=[self.a, self.ones, self.lminus, prev_fp], label="C1=A@1")
         f1 = e.local_move(unit, "FIXPIPE", self.tile_acc, hw.fixpipe_to_l1_bytes_per_cycle, "bytes_l0c_to_l1",
                           deps=[mm1], label="C1->L1 (fp16)")
-        self.c1.push(f1)
-        bu = self._l0b([], "U->L0B")
-        mm2 = e.cube(unit, s, s, s, int8, deps=[a, bu, self.c2.wait()], label="C2=A@U")
-        self.l0b.push(mm2)
-        self.l0a.push(mm2)
-        bc = self._l0b([f1], "C1->L0B")
-        mm3 = e.cube(unit, s, s, s, int8, deps=[bc, mm2], label="C2+=L^-@C1")
-        self.l0b.push(mm3)
-        fp = e.gm_write(unit, "FIXPIPE", self.tile_acc, writeback=self.y_wb, deps=[mm3, publish_dep],
-                        label="C2->GM")
-        self.c2.push(fp)
-        return fp
-
-
-# Public names for the kernels built from the same program pieces (batched and segmented scans).
-CubeRowScan = _CubeRowScan
-CubeUL1 = _CubeUL1
+        bu = e.local_move(unit, "MTE1", self.half, rate, "bytes_l1_to_l0", deps=[f1, self.mm3], label="U->L0B")
+        self.mm2 = e.cube(unit, s, s, s, int8, deps=[bu, f1], label="C2=A@U")
+        bc = e.local_move(unit, "MTE1", self.half, rate, "bytes_l1_to_l0", deps=[self.mm2], label="C1->L0B")
+        self.mm3 = e.cube(unit, s, s, s, int8, deps=[bc, self.mm2], label="C2+=L^-@C1")
+        self.fp = self._write(self.tile_acc, y, [self.mm3], "C2->GM")
+        return self.fp
 
 
 # ---------------------------------------------------------------------------------------------------
 # Kernels
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Plan:
-    """Sizes of one run: tiles, padding, chunks and what L2 holds (reuse-distance model)."""
-
-    n: int
-    tile: int
-    tiles: int
-    padded: bool
-    chunk_tiles: int
-    chunks: int
-    last_chunk_tiles: int
-    x_first_hit: bool
-    fits_l2: bool  # one chunk's input + output stay resident, so re-reads hit and rewrites are not written back
-
-
 class ScanKernel:
     """One scan kernel of the family (registry name, title, paper source); see the module docstring."""
 
@@ -276,7 +329,7 @@ class ScanKernel:
         Raises:
             ParamError: s not in 16/32/64/128; blocks < 1; chunk < 0; unknown dtype/out_dtype; fp16 output for
                 int8 input; int8 with a ScanUL1 variant (C1 = A@1 would have to be fed back to the cube as int8).
-            BufferCapacityError: a tile does not fit a buffer of `hw` (checked by simulating one tile).
+            BufferCapacityError: a tile does not fit a buffer of `hw` (checked by building one tile's program).
         """
         if n < 0:
             raise ParamError("n", f"must be a non-negative integer, got {n}")
@@ -295,85 +348,115 @@ class ScanKernel:
         if self.cube_kind == "ul1" and params.dtype == "int8":
             raise ParamError("dtype", f"{self.name} supports fp16 only: C1 = A@1 is fed back to the cube and "
                                       "int8 row sums overflow int8; use scanu or mcscan for int8")
-        # Buffer capacities: building one tile's program allocates every buffer it needs.
-        engine = Engine(hw)
-        self._build(engine, 0, replace(params), _Plan(1, params.s**2, 1, False, 1, 1, 1, False, True), [1])
+        # Buffer capacities: building one small program allocates every buffer the kernel needs.
+        tile = params.s**2
+        self._builder(hw, replace(params), tile + 1, 0, tile + 1, False)(Engine(hw), 0)
+
+    def tile_elements(self, params: ScanParams) -> int:
+        """Elements of the kernel's tile: s^2 (CumSum's 128 x 128 for vec-cumsum, a copy piece for memcpy)."""
+        if self.name == "vec-cumsum":
+            return _CUMSUM_INFO[0] * _CUMSUM_INFO[1]
+        if self.name == "memcpy":
+            return _MEMCPY_PIECE
+        return params.s**2
 
     # ----- timing ------------------------------------------------------------------------------------
-    def plan(self, n: int, params: ScanParams, hw: HardwareProfile, warm_l2: bool) -> _Plan:
-        tile = _CUMSUM_INFO[0] * _CUMSUM_INFO[1] if self.name == "vec-cumsum" else params.s**2
-        if self.name == "memcpy":
-            tile = _MEMCPY_PIECE
-        tiles = math.ceil(n / tile)
-        padded = n % tile != 0 and self.name != "memcpy"
-        in_total = n * params.in_bytes
-        chunk_tiles = l2_chunk_tiles(n, params, hw, tile) if self.multi_core else max(tiles, 1)
-        cp = chunk_plan(max(tiles, 1), chunk_tiles)
-        chunk_tiles, chunks, last = cp.size, cp.count, cp.last
-        if padded:
-            x_first_hit = 2 * in_total <= hw.l2_bytes
-        else:
-            x_first_hit = warm_l2 and in_total <= hw.l2_bytes
-        chunk_bytes = chunk_tiles * tile * (params.in_bytes + _ACC_BYTES)
-        return _Plan(n, tile, tiles, padded, chunk_tiles, chunks, last, x_first_hit, chunk_bytes <= hw.l2_bytes)
-
     def simulate(self, n: int, params: ScanParams, hw: HardwareProfile, warm_l2: bool = False,
-                 force_exact: bool = False) -> SimResult:
+                 force_exact: bool = False, l2: str | None = None) -> SimResult:
         """Simulated run of this kernel on n elements: time, phases, pipe busy time, counters, timeline.
 
-        Raises ParamError / BufferCapacityError as `check` does. Runs in milliseconds at any n (long loops
-        are extrapolated from a few simulated iterations unless force_exact)."""
+        l2: what L2 holds at the start (L2_STARTS; default "flushed", as the papers measured, or "warm" when
+        warm_l2). Raises ParamError / BufferCapacityError as `check` does. Runs in milliseconds at any n (long
+        loops are extrapolated from a few simulated iterations unless force_exact)."""
         self.check(n, params, hw)
-        plan = self.plan(n, params, hw, warm_l2)
+        start = l2 if l2 is not None else ("warm" if warm_l2 else "flushed")
+        state = l2_start(hw, start)
         launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
         if n == 0:
             return launch
-        if self.name == "memcpy":
-            copy = _copy_pass(hw, n, params.in_bytes, params.out_bytes, warm_l2, "copy", force_exact)
-            return sequence([(launch, 1), (copy, 1)])
-        parts: list[tuple[SimResult, int]] = [(launch, 1)]
-        if plan.padded:
-            parts.append((_copy_pass(hw, n, params.in_bytes, params.in_bytes, warm_l2, "pad", force_exact), 1))
-            parts.append((fixed_cost(hw, hw.sync_all_cycles, "pad", sync_all=1), 1))
-        # Every chunk is the same program (the first chunk reads a zero carry), so only the full chunk and the
-        # last, shorter one need simulating.
-        cache: dict = {}
-        full = self._simulate_chunk(hw, params, plan, plan.chunk_tiles, warm_l2, force_exact, cache)
-        if plan.last_chunk_tiles == plan.chunk_tiles:
-            parts.append((full, plan.chunks))
-        else:
-            parts.append((full, plan.chunks - 1))
-            parts.append((self._simulate_chunk(hw, params, plan, plan.last_chunk_tiles, warm_l2, force_exact, cache), 1))
-        if plan.chunks > 1:
-            parts.append((fixed_cost(hw, hw.sync_all_cycles, "chunk sync", sync_all=1), plan.chunks - 1))
+        tile = self.tile_elements(params)
+        size, count, last = chunk_lengths(n, params, hw, tile) if self.multi_core else (n, 1, n)
+        warm = start == "warm"
+        # Every L2 chunk runs the same program on the next stretch of the vector: the first starts from the
+        # run's L2 state, the second from what the first left; the later full chunks repeat the second (the
+        # steady state) and a shorter last chunk starts from what a full chunk leaves.
+        first = self._chunk(hw, params, n, 0, size if count > 1 else last, state, warm, force_exact)
+        parts: list[tuple[SimResult, int]] = [(launch, 1), (first, 1)]
+        if count == 2:
+            parts.append((self._chunk(hw, params, n, size, last, first.l2_end, False, force_exact), 1))
+        elif count > 2:
+            full = self._chunk(hw, params, n, size, size, first.l2_end, False, force_exact)
+            if last == size:
+                parts.append((full, count - 1))
+            else:
+                parts.append((full, count - 2))
+                parts.append((self._chunk(hw, params, n, (count - 1) * size, last, full.l2_end, False,
+                                          force_exact), 1))
+        if count > 1:
+            # Between chunks: SyncAll, then every core reads the previous chunk's last output from GM as the
+            # next chunk's starting value (scan_multi_core.cpp:73-80; GetGMValue, tcuscan_utils.h:1467-1480:
+            # invalidate the line, then a scalar read, which L2 serves).
+            parts.append((fixed_cost(hw, hw.sync_all_cycles + hw.l2_hit_latency_cycles, "chunk sync", sync_all=1),
+                          count - 1))
         return sequence(parts)
 
-    def _simulate_chunk(self, hw, params, plan: _Plan, tiles: int, warm_l2, force_exact, cache) -> SimResult:
+    def _chunk(self, hw, params, n: int, offset: int, length: int, state: L2Cache, warm: bool,
+               force_exact: bool) -> SimResult:
+        """One kernel invocation on elements [offset, offset + length) of the vector (a whole single-core
+        scan, or one L2 chunk of a multi-core scan), from L2 state `state` (its end state: result.l2_end),
+        simulated on smaller instances of the same problem and extrapolated (sim.result.simulate_scaled)."""
+        units, resize, window = self._scaling(hw, params, n, length)
+
+        def build(engine: Engine, u: int) -> None:
+            self._builder(hw, params, n, offset, resize(u), warm)(engine, 0)
+
+        def count(engine: Engine) -> None:
+            self._builder(hw, params, n, offset, length, warm)(engine, 1 << 62)
+
+        # Every core is simulated: cores that stream through HBM drift apart and keep it busy together, which
+        # one representative moving its whole group's bytes at once cannot show.
+        return simulate_scaled(hw, build, units, count, force_exact=force_exact, l2=state, window=window,
+                               group_cores=False)
+
+    def _scaling(self, hw, params, n: int, length: int) -> tuple[int, Callable[[int], int], float]:
+        """How one invocation of `length` elements scales (simulate_scaled): its steps (tiles per core of the
+        longest loop), the length of the same problem with u steps (the same partial last tile), and the
+        bytes the cores have in flight at once, twice over (a scaled run's L2 must hold them: what one unit
+        reuses from another a step later must still hit)."""
+        tile = self.tile_elements(params)
+        tail = length % tile
+        per_elem = params.in_bytes + _ACC_BYTES
+        if self.name == "memcpy":
+            pieces = math.ceil(length / tile)
+            per = max(_split(pieces, hw.aiv_cores))
+            return per, (lambda u: min(length, max(1, round(length * u / per)))), 0.0  # nothing is reused
         if self.multi_core:
-            blocks = min(params.blocks or hw.ai_cores, tiles)
-            per_block = _split(tiles, blocks)
-        else:
-            per_block = [tiles]
-        iterations = max(per_block)
+            blocks = _blocks(hw, params, n, tile)
+            tiles = math.ceil(length / tile)
+            per = math.ceil(tiles / blocks)
+
+            def resize(u: int) -> int:
+                t = min(tiles, max(1, round(tiles * u / per)))
+                return (t - 1) * tile + tail if tail else t * tile
+
+            return per, resize, 4 * blocks * tile * per_elem
+        full = length // tile
+        return max(full, 1), (lambda u: min(length, u * tile + tail)), 4 * tile * (per_elem + _ACC_BYTES)
+
+    def _builder(self, hw, params, n: int, offset: int, length: int, warm: bool):
+        """build(engine, skip) of one invocation (see _chunk)."""
 
         def build(engine: Engine, skip: int) -> None:
-            self._build(engine, skip, params, plan, per_block)
+            if self.name == "memcpy":
+                _build_memcpy(engine, skip, params, offset, length, warm)
+            elif self.name == "vec-cumsum":
+                _build_vec_cumsum(engine, skip, params, offset, length, warm)
+            elif not self.multi_core:
+                _build_single_core(engine, skip, params, offset, length, self.cube_kind, warm)
+            else:
+                _build_multi_core(engine, skip, params, n, offset, length, self.cube_kind, warm)
 
-        def key(skip: int) -> tuple:
-            return tuple(c - _clamp(c, skip) for c in per_block)
-
-        return simulate(hw, build, iterations, warm_l2=warm_l2, force_exact=force_exact, cache=cache, cache_key=key)
-
-    def _build(self, engine: Engine, skip: int, p: ScanParams, plan: _Plan, per_block: list[int]) -> None:
-        if self.name == "memcpy":
-            engine.phase = "copy"
-            _copy_program(engine, skip, [1], plan.tile, p.in_bytes, p.out_bytes, False)
-        elif self.name == "vec-cumsum":
-            _build_vec_cumsum(engine, skip, p, plan, per_block[0])
-        elif not self.multi_core:
-            _build_single_core(engine, skip, p, plan, per_block[0], self.cube_kind)
-        else:
-            _build_multi_core(engine, skip, p, plan, per_block, self.cube_kind)
+        return build
 
     # ----- function ----------------------------------------------------------------------------------
     def compute(self, x: np.ndarray, params: ScanParams, progress: Callable[[int], None] | None = None,
@@ -396,174 +479,482 @@ class ScanKernel:
         return scan_numerics.verify(self.name, x, y, params, hw)
 
 
-# ----- programs -------------------------------------------------------------------------------------
-class VecCumSumTile:
-    """AIV program of the vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128).
-    Per 128 x 128 tile: cast to the accumulation type and transpose (3 passes), the inner-axis cumsum as
-    127 dependent adds of 128 elements with a vector pipe barrier between them, then the row carries (and
-    the tile carry) as 128 dependent adds, each followed by a scalar read of the row's last element."""
+def _blocks(hw: HardwareProfile, params: ScanParams, n: int, tile: int) -> int:
+    """block_dim of a multi-core launch: min(#AIC, tiles of the whole vector) (torch_scan.h:198-204), or the
+    user's --blocks."""
+    return max(1, min(params.blocks or hw.ai_cores, math.ceil(n / tile)))
 
-    def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool):
+
+# ----- programs -------------------------------------------------------------------------------------
+def _preload_input(engine: Engine, groups: list[tuple[int, int, int]], in_bytes: int) -> None:
+    """Warm start: the inputs of the representative units (first element, elements, weight) resident and
+    clean, the most recent last, as the kernel that produced the input left them."""
+    for first, elems, weight in groups:
+        if elems > 0:
+            engine.cache.access("x", first * in_bytes, (first + elems) * in_bytes, weight, False)
+
+
+def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int, warm: bool) -> None:
+    """The memcpy reference (torch.clone): every AIV copies its contiguous share of the vector in pieces of
+    COPY_PIECE elements through UB, read and write double-buffered. torch.clone's kernel is not public; this
+    is the copy that AscendC's tutorial kernels do."""
+    from ascendbench.kernels.programs import aiv_groups, piece_elements
+
+    hw = engine.hw
+    engine.phase = "copy"
+    piece = piece_elements(hw, p.in_bytes, p.out_bytes)
+    per_aiv = _split(math.ceil(n / piece), hw.aiv_cores)
+    firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
+    if warm:
+        _preload_input(engine, [(offset + firsts[w] * piece, c * piece, 1) for w, c in enumerate(per_aiv)],
+                       p.in_bytes)
+    for w, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
+        weight = engine.weights.get(unit, 1)
+        base = offset + firsts[w] * piece
+        engine.alloc(unit, "UB", 2 * piece * (p.in_bytes + p.out_bytes), "copy pieces (2 buffers of input and output)")
+        ring = _Ring(2)
+
+        def emit(i: int, unit=unit, ring=ring, tail=tail, last=count - 1, base=base) -> None:
+            elems = min(tail, piece) if i == last else piece
+            first = base + i * piece
+            rd = engine.gm_read(unit, "MTE2", elems * p.in_bytes, region=_region("x", first, p.in_bytes),
+                                deps=[ring.wait()], label="in")
+            dep = rd
+            if p.in_bytes != p.out_bytes:
+                dep = engine.vector(unit, elems * p.out_bytes, deps=[rd], label="cast")
+            wr = engine.gm_write(unit, "MTE3", elems * p.out_bytes, region=_region("y", first, p.out_bytes),
+                                 deps=[dep], label="out")
+            ring.push(engine.moved_out(wr))
+
+        def ranges(i: int, base=base, weight=weight) -> list[tuple]:
+            first = base + i * piece
+            return [_rng("x", first, piece, p.in_bytes, False, weight),
+                    _rng("y", first, piece, p.out_bytes, True, weight)]
+
+        _loop(engine, count, skip, emit)
+
+
+class VecCumSumTile:
+    """AIV program of the vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128) per
+    128 x 128 tile, then the row carries. CumSum's last-axis path (asc-devkit impl/aicore/adv_api/detail/math/
+    cumsum/cumsum_common_impl.h CumSumLastDim) transposes the tile (inner/16 TransDataTo5HD), casts it to fp32,
+    adds row after row with a PipeBarrier<PIPE_V> after each of the inner - 1 Adds, casts back, transposes
+    back and copies out; the baseline kernel itself is not public: its carries are modelled as one dependent
+    Adds and scalar read per row of 128, as the scan kernels' carry loop does."""
+
+    def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool = False, regions: bool = False):
         outer, inner = _CUMSUM_INFO
-        self.e, self.unit, self.p, self.x_hit = engine, unit, p, x_hit
+        self.e, self.unit, self.p, self.x_hit, self.regions = engine, unit, p, x_hit, regions
         self.tile_elems = outer * inner
         engine.alloc(unit, "UB", 2 * self.tile_elems * p.in_bytes + 2 * self.tile_elems * _ACC_BYTES,
                      "CumSum 128x128 tile (2 input buffers, work and transpose buffers)")
         self.ring = _Ring(2)
         self.prev: Op | None = None
 
-    def tile(self) -> Op:
+    def tile(self, first: int | None = None) -> Op:
+        """One tile (its first element `first` when the program gives GM ranges). Returns the write."""
         outer, inner = _CUMSUM_INFO
         e, unit, p, tile = self.e, self.unit, self.p, self.tile_elems
-        rd = e.gm_read(unit, "MTE2", tile * p.in_bytes, l2_hit=self.x_hit, deps=[self.ring.wait()], label="x->UB")
-        prep = e.vector(unit, tile * _ACC_BYTES, deps=[rd], label="cast+transpose", passes=3)
-        scan = e.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "barrier", deps=[prep], label="CumSum")
-        carry = e.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[scan, self.prev],
+        if self.regions:
+            rd = e.gm_read(unit, "MTE2", tile * p.in_bytes, region=_region("x", first, p.in_bytes),
+                           deps=[self.ring.wait(), self.prev], label="x->UB")
+        else:
+            rd = e.gm_read(unit, "MTE2", tile * p.in_bytes, l2_hit=self.x_hit, deps=[self.ring.wait(), self.prev],
+                           label="x->UB")
+        # transposes (fp16: 16x16 blocks, 2 cycles per repeat: pypto VNCHWCONV) and the cast to fp32
+        prep = e.vector(unit, tile * p.in_bytes, deps=[rd], label="transpose", per_repeat=2.0)
+        cast = e.vector(unit, tile * _ACC_BYTES, deps=[prep], label="cast")
+        scan = e.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "barrier", deps=[cast], label="CumSum")
+        back = e.vector(unit, tile * _ACC_BYTES, deps=[scan], label="cast back, transpose back", passes=2)
+        carry = e.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[back, self.prev],
                                label="row carries")
         self.prev = carry
-        wr = e.gm_write(unit, "MTE3", tile * p.out_bytes, writeback=True, aligned=not p.exclusive,
-                        deps=[carry], label="y->GM")
-        self.ring.push(wr)
+        if self.regions:
+            wr = e.gm_write(unit, "MTE3", tile * p.out_bytes, region=_region("y", first, p.out_bytes),
+                            aligned=not p.exclusive, deps=[carry], label="y->GM")
+        else:
+            wr = e.gm_write(unit, "MTE3", tile * p.out_bytes, writeback=True, aligned=not p.exclusive, deps=[carry],
+                            label="y->GM")
+        self.ring.push(e.moved_out(wr))
         return wr
 
 
-def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, plan: _Plan, tiles: int) -> None:
+def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, offset: int, n: int, warm: bool) -> None:
     """Vector-only baseline (scan paper §4.1) on one AIV; see VecCumSumTile."""
     engine.phase = "scan"
-    prog = VecCumSumTile(engine, "core0.aiv0", p, plan.x_first_hit)
-    _loop(engine, tiles, skip, lambda i: prog.tile())
+    tile = _CUMSUM_INFO[0] * _CUMSUM_INFO[1]
+    if warm:
+        _preload_input(engine, [(offset, n, 1)], p.in_bytes)
+    prog = VecCumSumTile(engine, "core0.aiv0", p, regions=True)
+    tiles = math.ceil(n / tile)
+
+    def ranges(i: int) -> list[tuple]:
+        first = offset + i * tile
+        return [_rng("x", first, tile, p.in_bytes, False, 1), _rng("y", first, tile, p.out_bytes, True, 1)]
+
+    _loop(engine, tiles, skip, lambda i: prog.tile(offset + i * tile))
 
 
 def aiv_carry_tile(engine: Engine, aiv: str, p: ScanParams, cube_kind: str, cube_done: Op, prev: Op | None) -> Op:
-    """AIV side of ScanU / ScanUL1 for one s*s tile the cube wrote to GM (op `cube_done`): wait for its flag
-    and for the previous tile (`prev`), read it, add the carry (per row of s for ScanU, Algorithm 1 lines 10-14;
-    once per tile for ScanUL1, Algorithm 2 lines 15-18), write it back in place. Returns the write."""
+    """AIV side of ScanU / ScanUL1 for one s*s tile the cube wrote to GM (op `cube_done`), for the operators
+    that give no GM ranges: wait for its flag and for the previous tile (`prev`), read it, add the carry (per
+    row of s for ScanU, once per tile for ScanUL1), write it back in place. Returns the write."""
     s, L = p.s, p.s * p.s
     rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[engine.flag(cube_done), prev],
                         label="C->UB")
+    cp = engine.ub_copy(aiv, L * _ACC_BYTES, deps=[rd])
     if cube_kind == "rowscan":
-        vec = engine.vector_chain(aiv, s, s * _ACC_BYTES, "scalar", deps=[rd], label="rows += carry")
+        vec = engine.vector_chain(aiv, s, s * _ACC_BYTES, "scalar", deps=[cp], label="rows += carry")
     else:
-        vec = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[rd], label="tile += carry")
+        vec = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[cp], label="tile += carry")
     return engine.gm_write(aiv, "MTE3", L * p.out_bytes, writeback=True, aligned=not p.exclusive, deps=[vec],
                            label="y->GM")
 
 
-def _build_single_core(engine: Engine, skip: int, p: ScanParams, plan: _Plan, tiles: int, cube_kind: str) -> None:
-    """ScanU (Algorithm 1) / ScanUL1 (Algorithm 2) on core 0: its AIC and AIV0, a flag handshake per tile,
-    the cube one tile ahead of the vector core."""
+def _simple_pad(engine: Engine, aiv: str, p: ScanParams, first: int, tail: int, L: int) -> Op:
+    """KernelSimplePad (kernel_simple_pad.h:57-74) on AIV 0 of block 0: the tail of the vector (fewer than s^2
+    elements) is copied through UB into the zero-filled workspace tile (the host zeroed it,
+    torch_scan.h:76-79). Queues of depth 1."""
+    rd = engine.gm_read(aiv, "MTE2", tail * p.in_bytes, region=_region("x", first, p.in_bytes), label="tail->UB")
+    cp = engine.ub_copy(aiv, L * p.in_bytes, deps=[rd])
+    return engine.gm_write(aiv, "MTE3", tail * p.in_bytes, region=("ws_x", 0), deps=[cp], label="tail->workspace")
+
+
+def _build_single_core(engine: Engine, skip: int, p: ScanParams, offset: int, n: int, cube_kind: str,
+                       warm: bool) -> None:
+    """ScanU (Algorithm 1) / ScanUL1 (Algorithm 2) on core 0 (kernel_scan_single_core.h run_scan_single_core,
+    :193-244).
+
+    The aligned part: the cube scans tile after tile (KernelRowScan<SyncAfter>, or for ScanUL1 the block scan
+    KernelBlockScan<SyncAfter>, kernel_block_scan.h, whose single-core entry point is not public) and after
+    each tile meets AIV0 in a full handshake (SyncGroup FULL, tcuscan_utils.h:1215-1227: the AIC sets its
+    flag from the FIXPIPE once the tile is written and blocks until the AIVs' flags; each AIV sets its flag
+    from MTE3 once its previous tile is stored and blocks until the AIC's). So the cube scans tile i + 1 while
+    AIV0 finishes tile i. AIV0 per tile (KernelCompleteRows, :84-120; queues of depth 1): read the tile, copy
+    it to the output buffer in UB, then per row of s Adds the carry and GetValue of the row's last element
+    (ScanU; ScanUL1: one Adds of the whole tile and one GetValue), PipeBarrier<PIPE_ALL>, store. AIV1 only
+    takes part in the handshakes. A tail of n mod s^2 elements is first padded into a workspace tile
+    (KernelSimplePad) and scanned last, through the workspace (:221-243).
+    """
     s, L = p.s, p.s * p.s
     aic, aiv = "core0.aic", "core0.aiv0"
+    ul1 = cube_kind == "ul1"
     engine.phase = "scan"
-    # y tiles are rewritten by the AIV right after the cube wrote them: the first write never reaches HBM.
-    cube = (_CubeRowScan if cube_kind == "rowscan" else _CubeUL1)(engine, aic, p, plan.x_first_hit, False)
-    engine.alloc(aiv, "UB", L * _ACC_BYTES, f"s={s} fp32 tile (in place)")
-    done: list[Op] = []
+    tiles, tail = n // L, n % L
+    if warm:
+        _preload_input(engine, [(offset, n, 1)], p.in_bytes)
+    cube = (CubeUL1 if ul1 else CubeRowScan)(engine, aic, p, u_region=("U", 0))
+    engine.alloc(aiv, "UB", 2 * L * _ACC_BYTES, f"s={s} fp32 tile (input and output queues)")
+    pad = _simple_pad(engine, aiv, p, offset + tiles * L, tail, L) if tail else None
+    # AIV0's flag of its first handshake goes out as it starts (nothing stored yet)
+    started = engine.compute(aiv, "SCALAR", 0.0, deps=[pad], label="SyncGroup")
+    # the AIV's last store and carry loop, and its store before that (the cube's handshake waits for it)
+    state: dict[str, Op | None] = {"wr": None, "chain": None, "older": started}
+
+    def aiv_tile(cube_done: Op, src, dst, elems: int) -> None:
+        # the scalar unit issues the read once the handshake is done and the previous carry loop is over
+        rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, region=src, deps=[engine.flag(cube_done), state["chain"]],
+                            label="C->UB")
+        prev_wr = engine.moved_out(state["wr"]) if state["wr"] is not None else None
+        cp = engine.ub_copy(aiv, L * _ACC_BYTES, deps=[rd, prev_wr])
+        if ul1:
+            ch = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[cp], label="tile += carry")
+        else:
+            ch = engine.vector_chain(aiv, s, s * _ACC_BYTES, "scalar", deps=[cp], label="rows += carry")
+        state["older"], state["chain"] = state["wr"] or state["older"], ch
+        state["wr"] = engine.gm_write(aiv, "MTE3", elems * p.out_bytes, region=dst, aligned=not p.exclusive,
+                                      deps=[ch], label="y->GM")
 
     def emit(i: int) -> None:
-        publish = engine.flag(done[-1]) if done else None  # AIV finished tile i-1
-        fp = cube.tile(publish)
-        done.append(aiv_carry_tile(engine, aiv, p, cube_kind, fp, done[-1] if done else None))
+        first = offset + i * L
+        # The AIC scans tile i after its handshake of tile i - 1, whose AIV flag goes out once AIV0 has stored
+        # tile i - 2 (tile 0 waits for nothing but the pad).
+        wait = engine.flag(state["older"]) if i > 0 else pad
+        fp = cube.tile(wait, x=_region("x", first, p.in_bytes), y=_region("y", first, _ACC_BYTES))
+        aiv_tile(fp, _region("y", first, _ACC_BYTES), _region("y", first, p.out_bytes), L)
 
-    _loop(engine, tiles, skip, emit)
+    def ranges(i: int) -> list[tuple]:
+        first = offset + i * L
+        return [_rng("x", first, L, p.in_bytes, False, 1), _rng("y", first, L, _ACC_BYTES, True, 1)]
+
+    if tiles:
+        _loop(engine, tiles, skip, emit)
+    if tail:
+        engine.phase = "tail"
+        wait = engine.flag(state["wr"]) if state["wr"] is not None else pad
+        fp = cube.tile(wait, x=("ws_x", 0), y=("ws_r", 0))
+        aiv_tile(fp, ("ws_r", 0), _region("y", offset + tiles * L, p.out_bytes), tail)
 
 
-def _build_multi_core(engine: Engine, skip: int, p: ScanParams, plan: _Plan, per_block: list[int],
-                      cube_kind: str) -> None:
-    """MCScan (Algorithm 3) / MCScanUL1 (§6.1.1) on one chunk: phase I (cube tile scans; the AIVs reduce the
-    input per core-half), SyncAll, phase II (each AIV adds the carry to its half in place)."""
+@dataclass(frozen=True)
+class _Layout:
+    """How one invocation of a multi-core scan lays its m elements on B blocks (the work distributions of the
+    measured kernels, GetWorkDistribution, tcuscan_utils.h:1393-1408: ceil(tiles / workers) tiles per worker
+    from the front)."""
+
+    m: int  # elements of the invocation
+    padded: bool  # m is not a multiple of s^2: the padded path (kernel_scan_multi_core.h:84-118)
+    blocks: int
+    cube: list[int]  # tiles of s^2 per block
+    reduce_tile: int  # elements per phase I reduce tile
+    reduce: list[int]  # reduce tiles per AIV
+    reduce_len: int  # elements the reduction covers
+    add_tile: int  # elements per phase II tile
+    add_rows: int  # rows of s per phase II tile (1 row of s^2 for MCScanUL1)
+    add: list[int]  # phase II tiles per AIV
+    pad: list[int]  # pad pieces (s^2 elements) per AIV
+
+
+def _layout(p: ScanParams, m: int, blocks: int, ul1: bool) -> _Layout:
+    s, L = p.s, p.s * p.s
+    padded = m % L != 0
+    m_c = -(-m // L) * L  # padded_vec_len_c
+    aivs = 2 * blocks
+    cube = _split(m_c // L, blocks)
+    if ul1:
+        reduce_tile, reduce_len = L, m_c  # KernelReduceTiles<InputT, 1>(s^2, ...) (kernel_scan_multi_cube.h:106)
+        add_tile, add_rows = L, 1  # KernelCompleteBlocks(vec_len, s^2, s^2) (:115)
+    else:
+        reduce_tile = L // 2  # KernelReduceTiles(s^2 / 2, padded_vec_len_v) (kernel_scan_multi_core.h:105)
+        reduce_len = -(-m // reduce_tile) * reduce_tile if padded else m
+        add_rows = min(s // 2, -(-_COMPLETE_ROWS_MAX_TILE // s))  # kernel_complete_rows.h:49-50
+        add_tile = s * add_rows
+    reduce = _split(-(-reduce_len // reduce_tile), aivs)
+    add = _split(-(-m // add_tile), aivs)
+    pad = _split(-(-m // L), aivs) if padded else [0] * aivs
+    return _Layout(m, padded, blocks, cube, reduce_tile, reduce, reduce_len, add_tile, add_rows, add, pad)
+
+
+def _reduce_tile(engine: Engine, aiv: str, p: ScanParams, elems: int, deps: list) -> Op:
+    """The vector work of one phase I reduce tile after its read (kernel_reduce_tiles.h:88-132): fp16 -> fp32
+    Cast, ReduceSum of the tile and `sum += GetAccVal()` (a scalar read after the vector pipe), one op per
+    step; int8: Cast int8 -> half -> int32 (the vector unit has no direct cast) and ReduceVecAdd into a
+    512-element accumulator, one dependent Add per 512 elements (tcuscan_utils.h:1657-1675)."""
+    hw = engine.hw
+    if p.dtype == "int8":
+        c1 = engine.vector(aiv, elems * 2, deps=deps, label="Cast int8->half")
+        c2 = engine.vector(aiv, elems * _ACC_BYTES, deps=[c1], label="Cast half->int32")
+        red1 = max(elems // 16, 1) if elems // 16 > _RED2_SIZE else max(elems // 4, 1)
+        return engine.vector_chain(aiv, max(1, elems // red1), red1 * _ACC_BYTES, "barrier", deps=[c2],
+                                   label="ReduceVecAdd")
+    cast = engine.vector(aiv, elems * _ACC_BYTES, deps=deps, label="Cast fp16->fp32")
+    # ReduceSum over `elems` fp32: whole-repeat reductions (64 -> 1 per repeat) level after level
+    levels, left = 0, elems
+    issue = 0.0
+    while left > 1:
+        repeats = math.ceil(left * _ACC_BYTES / hw.vector_bytes_per_repeat)
+        issue += repeats * hw.vector_reduce_cycles_per_repeat
+        levels += 1
+        left = repeats
+    lat = hw.vector_reduce_latency_cycles
+    red = engine.compute(aiv, "VECTOR", issue + (levels - 1) * (lat + hw.vector_barrier_cycles), deps=[cast],
+                         label="ReduceSum", latency=lat)
+    engine._count(aiv, (("vector_instructions", levels), ("vector_barriers", max(levels - 1, 0))))
+    return engine.compute(aiv, "SCALAR", hw.vector_scalar_sync_cycles + hw.scalar_op_cycles, deps=[red],
+                          label="sum += GetAccVal")
+
+
+def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: int, m: int, cube_kind: str,
+                      warm: bool) -> None:
+    """MCScan (Algorithm 3, kernel_scan_multi_core.h) / MCScanUL1 (§6.1.1, kernel_scan_multi_cube.h) on one
+    invocation of m elements (an L2 chunk or the whole vector), the chunk starting at element `offset`.
+
+    Padded path (m not a multiple of s^2, :84-118): all AIVs copy the chunk into a zero-padded workspace
+    (KernelPad, kernel_pad.h: pieces of s^2 elements through UB, double-buffered), SyncAll; the cube scans the
+    workspace into a second workspace; phase II writes the output from there. Otherwise (:119-151) phase II
+    works in place on the output.
+
+    Phase I, concurrently: every block's cube scans its tiles (CubeRowScan / CubeUL1) while the 2B AIVs
+    reduce the input (KernelReduceTiles: tiles of s^2 / 2 elements and a queue of depth 2 for MCScan, s^2 and
+    depth 1 for MCScanUL1; each AIV writes its sum to GM). The scalar unit waits for each tile's reduction
+    (GetAccVal) before it issues the next read. SyncAll.
+
+    Phase II (AIVs): each AIV reads the sums (all 2B for MCScan, one per s^2 tile for MCScanUL1), adds those
+    of the lower-numbered AIVs with the scalar unit, then walks its tiles: read (depth 2 / 1), copy to the
+    output buffer in UB, the carry loop (per row of s: Adds and GetValue, kernel_complete_rows.h:144-161;
+    MCScanUL1: one Adds per s^2 tile and one GetValue, kernel_complete_blocks.h:164-179), store. The
+    scalar unit is blocked in the carry loop, so the next tile's read is issued only after it.
+    """
     hw = engine.hw
     s, L = p.s, p.s * p.s
-    cores = hw.ai_cores
     ul1 = cube_kind == "ul1"
-    half_elems = L // 2
-    # UB: phase I reduce buffers and phase II carry-add buffers share the UB; the larger phase decides.
-    reduce_tile = L if ul1 else half_elems
-    add_tile = L if ul1 else half_elems
-    ub_phase1 = (1 if ul1 else 2) * reduce_tile * (p.in_bytes + _ACC_BYTES)
-    ub_phase2 = 2 * add_tile * _ACC_BYTES
-    last_ops: dict[str, Op] = {}
-    cubes: dict[int, object] = {}
-    # Block b runs on core b % cores (waves when there are more blocks than cores); cores with the same
-    # block sizes run the same program and are simulated once, weighted.
-    core_blocks = [[b for b in range(len(per_block)) if b % cores == c] for c in range(min(cores, len(per_block)))]
-    reps = engine.groups([tuple(per_block[b] for b in blocks) for blocks in core_blocks])
-    rep_blocks = [(b, per_block[b]) for core, _ in reps for b in core_blocks[core]]
-    for core, weight in reps:
-        for unit in [f"core{core}.aic"] + [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]:
-            engine.set_weight(unit, weight)
-    engine.phase = "phase I"
-    for b, count in rep_blocks:
-        core = b % cores
-        aic = f"core{core}.aic"
-        if core not in cubes:
-            cls = _CubeUL1 if ul1 else _CubeRowScan
-            cubes[core] = cls(engine, aic, p, plan.x_first_hit, not plan.fits_l2)
-            for h in range(hw.aiv_per_core):
-                engine.alloc(f"core{core}.aiv{h}", "UB", max(ub_phase1, ub_phase2),
-                             f"s={s} reduce/carry tiles ({'1' if ul1 else '2'} + 2 buffers)")
-        cube = cubes[core]
+    blocks = _blocks(hw, p, n, L)
+    lay = _layout(p, m, blocks, ul1)
+    cores = hw.ai_cores
+    in_b, out_b = p.in_bytes, p.out_bytes
+    x_buf, x0 = ("ws_x", 0) if lay.padded else ("x", offset)  # what the cube and the reduction read
+    # where the row scans go: in place in the output, or a workspace when padded or exclusive (:124-125)
+    r_buf, r0 = ("ws_r", 0) if lay.padded or p.exclusive else ("y", offset)
+    shift = 1 if p.exclusive else 0
+    aivs = 2 * blocks
+    rmax = max(lay.reduce) if lay.reduce else 0
+    amax = max(lay.add) if lay.add else 0
+    cmax = max(lay.cube)
+    pmax = max(lay.pad)
+    # Block b runs on core b % cores (waves when there are more blocks than cores). Units with the same
+    # program are simulated once, weighted; AIVs are grouped by all their loops, so one weight serves them.
+    core_blocks = [[b for b in range(blocks) if b % cores == c] for c in range(min(cores, blocks))]
+    cube_reps = engine.groups([tuple(lay.cube[b] for b in bl) for bl in core_blocks])
+    aiv_keys = [(v % 2, lay.reduce[v], lay.add[v], lay.pad[v], v == aivs - 1) for v in range(aivs)]
+    aiv_reps = engine.groups(aiv_keys)
+    for c, w in cube_reps:
+        engine.set_weight(f"core{c}.aic", w)
+    for v, w in aiv_reps:
+        engine.set_weight(f"core{v // 2}.aiv{v % 2}", w)
+    if warm:
+        _preload_input(engine, [(offset + b * cmax * L, lay.cube[b] * L, w) for b, w in cube_reps], in_b)
+    # UB: each phase's TPipe is released when the phase ends, so an AIV needs the largest of them: pad (2 + 2
+    # pieces), reduce (input queue, fp32 work buffer, int8: the half buffer), carry (input and output queues)
+    rt, at = lay.reduce_tile, lay.add_tile
+    depth = 1 if ul1 else 2
+    ub = max(4 * L * in_b if lay.padded else 0,
+             depth * rt * in_b + rt * _ACC_BYTES + (rt * 2 if in_b == 1 else 0),
+             2 * depth * at * _ACC_BYTES)
+    for v, _ in aiv_reps:
+        engine.alloc(f"core{v // 2}.aiv{v % 2}", "UB", ub, f"s={s} pad, reduce and carry tiles (the largest)")
+    last: list[Op] = []
 
-        def emit_cube(i: int, cube=cube, aic=aic) -> None:
-            last_ops[aic] = cube.tile()
-
-        _loop(engine, count, skip, emit_cube)
-        # The AIVs of this core reduce the block's input, one core-half each.
-        for h in range(hw.aiv_per_core):
-            aiv = f"core{core}.aiv{h}"
-            if ul1:
-                share = _split(count, hw.aiv_per_core)[h]
-                share_skip = _split(_clamp(count, skip), hw.aiv_per_core)[h]
-                depth = 1
-            else:
-                share, share_skip, depth = count, skip, 2
-            ring = _Ring(depth)
-
-            def emit_reduce(i: int, aiv=aiv, ring=ring) -> None:
-                rd = engine.gm_read(aiv, "MTE2", reduce_tile * p.in_bytes, l2_hit=plan.fits_l2, deps=[ring.wait()],
-                                    label="x->UB")
-                red = engine.vector(aiv, reduce_tile * _ACC_BYTES, deps=[rd], label="ReduceSum", passes=2)
-                ring.push(red)
-                last_ops[aiv] = red
-
-            if share:
-                _loop(engine, share, share_skip, emit_reduce)
-                last_ops[aiv] = engine.gm_write(aiv, "MTE3", 4, writeback=True, deps=[last_ops[aiv]], label="r->GM")
-    barrier = engine.sync_all(last_ops.values())
-
-    engine.phase = "phase II"
-    for b, count in rep_blocks:
-        core = b % cores
-        shares = _split(count, hw.aiv_per_core) if ul1 else [count] * hw.aiv_per_core
-        skips = (_split(_clamp(count, skip), hw.aiv_per_core) if ul1
-                 else [skip] * hw.aiv_per_core)
-        for h in range(hw.aiv_per_core):
-            if shares[h] == 0:
+    # ----- padded path: the copy into the workspace (kernel_pad.h KernelPad) -----
+    if lay.padded:
+        engine.phase = "pad"
+        for v, w in aiv_reps:
+            aiv = f"core{v // 2}.aiv{v % 2}"
+            count = lay.pad[v]
+            if not count:
                 continue
-            aiv = f"core{core}.aiv{h}"
-            # The carry: partial sums of lower-numbered core-halves and the previous chunk's last output.
-            rd_r = engine.gm_read(aiv, "MTE2", 4 * len(per_block) * hw.aiv_per_core + 4,
-                                  l2_hit=True, deps=[barrier], label="r->UB")
-            start = engine.compute(aiv, "SCALAR", hw.scalar_op_cycles * (b * hw.aiv_per_core + h + 1),
-                                   deps=[rd_r], label="carry = sum r[<i]")
-            ring = _Ring(2)
-            chain: list[Op] = [start]
+            base = v * pmax * L
+            inq, outq = _Ring(2), _Ring(2)
+            ops: list[Op] = []
 
-            def emit_add(i: int, aiv=aiv, ring=ring, chain=chain) -> None:
-                rd = engine.gm_read(aiv, "MTE2", add_tile * _ACC_BYTES, l2_hit=plan.fits_l2, deps=[ring.wait(), barrier],
-                                    label="C->UB")
-                if ul1:
-                    vec = engine.vector_chain(aiv, 1, add_tile * _ACC_BYTES, "scalar", deps=[rd, chain[-1]],
-                                              label="tile += carry")
-                else:
-                    vec = engine.vector_chain(aiv, s // 2, s * _ACC_BYTES, "scalar", deps=[rd, chain[-1]],
-                                              label="rows += carry")
-                chain.append(vec)
-                wr = engine.gm_write(aiv, "MTE3", add_tile * p.out_bytes, writeback=True, aligned=not p.exclusive,
-                                     deps=[vec], label="y->GM")
-                ring.push(wr)
+            def emit_pad(i: int, aiv=aiv, base=base, inq=inq, outq=outq, ops=ops) -> None:
+                first = base + i * L
+                elems = min(L, m - first)
+                rd = engine.gm_read(aiv, "MTE2", elems * in_b, region=_region("x", offset + first, in_b),
+                                    deps=[inq.wait()], label="x->UB")
+                cp = engine.ub_copy(aiv, L * in_b, deps=[rd, outq.wait()])
+                inq.push(cp)
+                wr = engine.gm_write(aiv, "MTE3", elems * in_b, region=_region("ws_x", first, in_b), deps=[cp],
+                                     label="x->workspace")
+                if elems < L:  # Duplicate zeros for the rest of the tile, then write them (kernel_pad.h:84-105)
+                    z = engine.vector(aiv, (L - elems) * in_b, deps=[cp], label="Duplicate 0")
+                    wr = engine.gm_write(aiv, "MTE3", (L - elems) * in_b,
+                                         region=_region("ws_x", first + elems, in_b), deps=[z, wr], label="pad")
+                outq.push(engine.moved_out(wr))
+                ops.append(wr)
 
-            _loop(engine, shares[h], skips[h], emit_add)
+            def pad_ranges(i: int, base=base, w=w) -> list[tuple]:
+                first = base + i * L
+                return [_rng("x", offset + first, L, in_b, False, w), _rng("ws_x", first, L, in_b, True, w)]
+
+            _loop(engine, count, skip, emit_pad)
+            last.append(ops[-1])
+        # SyncAll, SyncGroup, PipeBarrier<PIPE_ALL> (kernel_scan_multi_core.h:92-94)
+        pad_sync = engine.sync_all(last)
+        last = []
+    else:
+        pad_sync = None
+
+    # ----- phase I -----
+    engine.phase = "phase I"
+    for c, w in cube_reps:
+        aic = f"core{c}.aic"
+        cube = (CubeUL1 if ul1 else CubeRowScan)(engine, aic, p, u_region=("U", 0))
+        for b in core_blocks[c]:
+            count = lay.cube[b]
+            if not count:
+                continue
+            base = b * cmax
+            ops = []
+
+            def emit_cube(i: int, cube=cube, base=base, ops=ops) -> None:
+                t = base + i
+                ops.append(cube.tile(pad_sync, x=_region(x_buf, x0 + t * L, in_b),
+                                     y=_region(r_buf, r0 + t * L, _ACC_BYTES)))
+
+            def cube_ranges(i: int, base=base, w=w) -> list[tuple]:
+                t = base + i
+                return [_rng(x_buf, x0 + t * L, L, in_b, False, w), _rng(r_buf, r0 + t * L, L, _ACC_BYTES, True, w)]
+
+            _loop(engine, count, skip, emit_cube)
+            last.append(ops[-1])
+    for v, w in aiv_reps:
+        aiv = f"core{v // 2}.aiv{v % 2}"
+        count = lay.reduce[v]
+        if not count:
+            continue
+        base = v * rmax * rt
+        inq = _Ring(depth)
+        state: dict[str, Op | None] = {"issue": pad_sync}
+
+        def emit_reduce(i: int, aiv=aiv, base=base, inq=inq, state=state) -> None:
+            first = base + i * rt
+            elems = min(rt, lay.reduce_len - first)
+            rd = engine.gm_read(aiv, "MTE2", elems * in_b, region=_region(x_buf, x0 + first, in_b),
+                                deps=[inq.wait(), state["issue"]], label="x->UB")
+            done = _reduce_tile(engine, aiv, p, elems, [rd])
+            inq.push(done)
+            state["issue"] = done
+
+        def reduce_ranges(i: int, base=base, w=w) -> list[tuple]:
+            return [_rng(x_buf, x0 + base + i * rt, rt, in_b, False, w)]
+
+        _loop(engine, count, skip, emit_reduce)
+        dep = state["issue"]
+        if p.dtype == "int8":
+            # the second level: ReduceVecAdd of the 512-element accumulator into 8 (one dependent Add per 8
+            # elements), then 8 scalar reads (kernel_reduce_tiles.h:127-132)
+            red1 = rt // 16 if rt // 16 > _RED2_SIZE else rt // 4
+            dep = engine.vector_chain(aiv, max(1, red1 // _RED2_SIZE), _RED2_SIZE * _ACC_BYTES, "barrier",
+                                      deps=[dep], label="ReduceVecAdd to 8")
+            dep = engine.compute(aiv, "SCALAR", hw.vector_scalar_sync_cycles
+                                 + _RED2_SIZE * (hw.scalar_load_cycles + hw.scalar_op_cycles), deps=[dep],
+                                 label="ReduceScalarAdd")
+        # CopyScalarToGm: SetValue, then a 4-byte DataCopyPad (tcuscan_utils.h:1075-1094)
+        last.append(engine.gm_write(aiv, "MTE3", 4, region=("sums", v * 4), deps=[dep], label="sum->GM"))
+    barrier = engine.sync_all(last)
+
+    # ----- phase II -----
+    engine.phase = "phase II"
+    sums_len = m // L if ul1 else aivs  # ScanReducedTiles / ScanReducedBlocks read sums_len_ values
+    for v, w in aiv_reps:
+        aiv = f"core{v // 2}.aiv{v % 2}"
+        count = lay.add[v]
+        if not count:
+            continue
+        rd_s = engine.gm_read(aiv, "MTE2", max(sums_len, 8) * _ACC_BYTES, region=("sums", 0), deps=[barrier],
+                              label="sums->UB")
+        # ReduceScalarAdd of the sums of the lower AIVs: one UB read and add per AIV (tcuscan_utils.h:1688)
+        start = engine.compute(aiv, "SCALAR", hw.vector_scalar_sync_cycles
+                               + v * (hw.scalar_load_cycles + hw.scalar_op_cycles), deps=[rd_s],
+                               label="carry = sum of lower sums")
+        base = v * amax * at
+        inq, outq = _Ring(depth), _Ring(depth)
+        state = {"issue": start}
+
+        def emit_add(i: int, aiv=aiv, base=base, inq=inq, outq=outq, state=state) -> None:
+            first = base + i * at
+            elems = min(at, m - shift - first) if first < m - shift else 0
+            elems = max(elems, 1)
+            rd = engine.gm_read(aiv, "MTE2", elems * _ACC_BYTES, region=_region(r_buf, r0 + first, _ACC_BYTES),
+                                deps=[inq.wait(), state["issue"]], label="C->UB")
+            cp = engine.ub_copy(aiv, at * _ACC_BYTES, deps=[rd, outq.wait()])
+            inq.push(cp)
+            if ul1:
+                ch = engine.vector_chain(aiv, 1, elems * _ACC_BYTES, "scalar", deps=[cp], label="tile += carry")
+            else:
+                ch = engine.vector_chain(aiv, lay.add_rows, s * _ACC_BYTES, "scalar", deps=[cp],
+                                         label="rows += carry")
+            wr = engine.gm_write(aiv, "MTE3", elems * out_b, region=_region("y", offset + first + shift, out_b),
+                                 aligned=not p.exclusive, deps=[ch], label="y->GM")
+            outq.push(engine.moved_out(wr))
+            state["issue"] = ch
+
+        def add_ranges(i: int, base=base, w=w) -> list[tuple]:
+            first = base + i * at
+            return [_rng(r_buf, r0 + first, at, _ACC_BYTES, False, w),
+                    _rng("y", offset + first + shift, at, out_b, True, w)]
+
+        _loop(engine, count, skip, emit_add)
 
 
 SCAN_KERNELS = {

@@ -130,10 +130,9 @@ def _stream_pass(
             engine.alloc(unit, "UB", int(2 * piece * per_elem), f"{phase} pieces (2 buffers)")
             ring = Ring(2)
             tail = n - (sum(per_aiv[:w]) + count - 1) * piece
-            emitted = count - min(skip, max(count - 3, 0))
 
-            def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
-                elems = min(tail, piece) if i == emitted - 1 else piece
+            def emit(i: int, unit=unit, ring=ring, tail=tail, last_index=count - 1) -> None:
+                elems = min(tail, piece) if i == last_index else piece
                 ops = [
                     engine.gm_read(unit, "MTE2", elems * b, l2_hit=hit, deps=[ring.wait()], label="in")
                     for b, hit in reads

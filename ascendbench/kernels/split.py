@@ -385,12 +385,12 @@ def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "gather"
-        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, tile, skip):
+        for unit, count, tail in aiv_pieces(engine, per_aiv, n, tile, skip):
             engine.alloc(unit, "UB", depth * need, f"gather tiles of {tile} elements ({depth} buffer(s))")
             ring = Ring(depth)
 
-            def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
-                elems = min(tail, tile) if i == emitted - 1 else tile
+            def emit(i: int, unit=unit, ring=ring, tail=tail, last_index=count - 1) -> None:
+                elems = min(tail, tile) if i == last_index else tile
                 slot = ring.wait()
                 off = engine.gm_read(unit, "MTE2", 4, l2_hit=True, deps=[slot], label="offset->UB")
                 rm = engine.gm_read(unit, "MTE2", elems, l2_hit=mask_hit, deps=[slot], label="mask->UB")
@@ -519,12 +519,12 @@ def _scalar_masked_select(n: int, vb: int, hw: HardwareProfile, n_true: int, val
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "select"
-        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * (1 + 2 * vb), "masked_select pieces (2 buffers)")
             ring = Ring(2)
 
-            def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted) -> None:
-                elems = min(tail, piece) if i == emitted - 1 else piece
+            def emit(i: int, unit=unit, ring=ring, tail=tail, last_index=count - 1) -> None:
+                elems = min(tail, piece) if i == last_index else piece
                 rd = engine.gm_read(unit, "MTE2", elems * (1 + vb), l2_hit=values_hit, deps=[ring.wait()],
                                     label="mask, values->UB")
                 sel = engine.compute(unit, "SCALAR", elems * MASKED_SELECT_SCALAR_OPS * hw.scalar_op_cycles,

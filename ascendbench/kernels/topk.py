@@ -159,13 +159,13 @@ def _reduce(n: int, vb: int, hw: HardwareProfile, hit: bool) -> SimResult:
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "minmax"
-        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * vb, "min/max pieces (2 buffers)")
             ring = Ring(2)
             last = []
 
-            def emit(i: int, unit=unit, ring=ring, tail=tail, emitted=emitted, last=last) -> None:
-                elems = min(tail, piece) if i == emitted - 1 else piece
+            def emit(i: int, unit=unit, ring=ring, tail=tail, last_index=count - 1, last=last) -> None:
+                elems = min(tail, piece) if i == last_index else piece
                 rd = engine.gm_read(unit, "MTE2", elems * vb, l2_hit=hit, deps=[ring.wait()], label="x->UB")
                 red = engine.vector(unit, elems * vb, deps=[rd], label="ReduceMax/ReduceMin", passes=2)
                 ring.push(red)
@@ -199,13 +199,13 @@ def _vector_topk(n: int, k: int, vb: int, hw: HardwareProfile, warm_l2: bool) ->
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "select"
-        for unit, count, tail, emitted in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
             engine.alloc(unit, "UB", 2 * piece * vb + 2 * VECTOR_PIECE * pair, "top-k pieces and sort buffers")
             ring = Ring(2)
             chain: list = [None]
 
-            def emit(i: int, unit=unit, ring=ring, chain=chain, tail=tail, emitted=emitted) -> None:
-                elems = min(tail, piece) if i == emitted - 1 else piece
+            def emit(i: int, unit=unit, ring=ring, chain=chain, tail=tail, last_index=count - 1) -> None:
+                elems = min(tail, piece) if i == last_index else piece
                 rd = engine.gm_read(unit, "MTE2", elems * vb, l2_hit=hit, deps=[ring.wait()], label="x->UB")
                 ix = engine.vector(unit, elems * index_bytes(n), deps=[rd], label="CreateVecIndex")
                 srt = engine.vector(unit, (elems + k) * pair, deps=[ix, chain[0]], label="Sort32+MrgSort",

@@ -133,34 +133,59 @@ def test_matmul_counts_match_claim_s_w1(kernel, s):
 
 
 def test_vector_work_of_scanu_and_scanul1():
-    # ScanU: one Adds of s fp32 per row (O(n/s) instructions); ScanUL1: one per s^2 tile (O(n/s^2)).
+    # Per tile both copy the tile into the output buffer in UB (DataCopy, instructions of at most 255 repeats);
+    # ScanU then adds the carry row by row (one Adds of s fp32 per row, kernel_complete_rows.h:153-157),
+    # ScanUL1 once per tile (one Adds over s^2 fp32): O(n/s) against O(n/s^2) scalar reads.
     n, s = 20 * 128 * 128, 128
+    tiles = n // (s * s)
+    copy = math.ceil(s * s * 4 / 256 / 255)
     scanu = SCAN_KERNELS["scanu"].simulate(n, ScanParams(s=s), HW).counters
     scanul1 = SCAN_KERNELS["scanul1"].simulate(n, ScanParams(s=s), HW).counters
-    assert scanu["vector_instructions"] == n // s
-    assert scanul1["vector_instructions"] == (n // (s * s)) * math.ceil(s * s * 4 / 256 / 255)
-    assert scanu["vector_scalar_syncs"] == n // s and scanul1["vector_scalar_syncs"] == n // (s * s)
+    assert scanu["vector_instructions"] == tiles * (copy + s)
+    assert scanul1["vector_instructions"] == tiles * (copy + copy)
+    assert scanu["vector_scalar_syncs"] == n // s and scanul1["vector_scalar_syncs"] == tiles
+    # one handshake per tile (kernel_scan_single_core.h:74-76, kernel_row_scan.h:107-112): AIV0 waits for the
+    # AIC's flag of every tile, the AIC for AIV0's before every tile but the first
+    assert scanu["cross_core_flags"] == scanul1["cross_core_flags"] == 2 * tiles - 1
 
 
 def test_gm_traffic_of_mcscan_matches_kernel_organisation():
     # Phase I reads the input twice (cube and AIV) and writes fp32 row scans; phase II reads them and writes
-    # the output: 3 reads + 2 writes per element (KERNELS.md). Besides: U_s loaded once per core, each AIV
-    # writes one partial sum and reads all 40 (+ the chunk carry), in 32-byte pieces.
+    # the output in place: 3 reads + 2 writes per element (kernel_scan_multi_core.h:119-151). Besides: U_s
+    # loaded once per core, each AIV writes its partial sum (a 32-byte piece) and reads the 40 sums.
     s, n = 128, 20 * 128 * 128 * 50
     c = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s, chunk=0), HW).counters
-    partials_read = 40 * (-(-(4 * 40 + 4) // 32) * 32)
-    assert c["bytes_gm_read"] == n * (2 + 2 + 4) + 20 * s * s * 2 + partials_read
+    sums_read = 40 * 40 * 4
+    assert c["bytes_gm_read"] == n * (2 + 2 + 4) + 20 * s * s * 2 + sums_read
     assert c["bytes_gm_write"] == n * (4 + 4) + 40 * 32
 
 
-def test_l2_splitting_keeps_rewritten_data_out_of_hbm():
+def test_l2_splitting_keeps_rewritten_data_in_l2():
     s, n = 128, 20 * 128 * 128 * 305
-    off = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s, chunk=0), HW).counters
-    on = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s), HW).counters
-    assert off["bytes_hbm_read"] + off["bytes_hbm_write"] == pytest.approx(n * (2 + 2 + 4 + 4 + 4), rel=1e-3)
-    chunks = -(-n // 16777216)  # the paper's chunk: L2 / 6 bytes, rounded up to 256 elements
-    u_loads = chunks * 20 * s * s * 2  # every chunk is a full scan: U_s is loaded again
-    assert on["bytes_hbm_read"] + on["bytes_hbm_write"] == pytest.approx(n * (2 + 4) + u_loads, rel=1e-4)
+    off = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s, chunk=0), HW, l2="clean")
+    on = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s), HW, l2="clean")
+    # Split: the input comes from HBM once, phase I's second read and all of phase II hit L2, and every output
+    # byte is written back to HBM once, or is still dirty in L2 at the end.
+    c = on.counters
+    assert c["bytes_hbm_read"] == pytest.approx(2 * n, rel=0.01)
+    assert c["bytes_l2_hit"] == pytest.approx(6 * n, rel=0.01)
+    dirty_end = on.l2_end.dirty_bytes() / on.l2_end.scale
+    assert c["bytes_hbm_write"] + dirty_end == pytest.approx(4 * n, rel=0.02)
+    # Unsplit, 600 MB of phase I traffic pass through a 96 MiB L2: phase II reads its row scans from HBM and
+    # every row scan is written back before it is read again.
+    d = off.counters
+    assert d["bytes_hbm_read"] > 5 * n and d["bytes_hbm_write"] > 4.5 * n
+    assert off.time_s > on.time_s
+
+
+def test_a_flushed_l2_costs_the_write_back_of_its_dirty_lines():
+    # the papers' L2 flush leaves L2 full of dirty lines: the kernel's first allocations write them back
+    n = 20 * 128 * 128 * 40
+    clean = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(), HW, l2="clean")
+    flushed = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(), HW, l2="flushed")
+    extra = flushed.counters["bytes_hbm_write"] - clean.counters["bytes_hbm_write"]
+    assert extra == pytest.approx(min(6 * n, HW.l2_bytes), rel=0.02)  # what the kernel allocates in L2
+    assert flushed.time_s > clean.time_s
 
 
 @pytest.mark.parametrize("kernel", list(SCAN_KERNELS))
