@@ -197,7 +197,7 @@ class Engine:
         self.prefix_counters: dict[str, float] = {}
         self.hbm = _Server(hw.hbm_bytes_per_cycle)
         self.l2 = _Server(hw.l2_bytes_per_cycle)
-        self.cache = l2 if l2 is not None else L2Cache(hw.l2_bytes)
+        self.cache = l2 if l2 is not None else L2Cache(hw.l2_cache_bytes)
         self.stats: RunStats | None = None
 
     # ----- building -------------------------------------------------------------------------------
@@ -323,8 +323,10 @@ class Engine:
         then GetValue of its last element for the next row's Adds). Each step issues its instructions, the
         scalar unit waits for the vector pipe (the V->S event the compiler inserts before GetValue), loads
         `scalar_reads` values from UB and runs the loop's scalar bookkeeping, then issues the next step.
-        `sync="barrier"`: dependent vector instructions separated by PipeBarrier<PIPE_V> (the row loop of
-        AscendC's CumSum, asc-devkit cumsum_common_impl.h).
+        `sync="barrier"`: dependent vector instructions separated by PipeBarrier<PIPE_V> (a step waits for the
+        previous one's result, then the barrier). `sync="cumsum"`: the row loop of AscendC's CumSum (asc-devkit
+        impl/aicore/adv_api/detail/math/cumsum/cumsum_common_impl.h CumSumLastDim: an Add and a
+        PipeBarrier<PIPE_V> per row), which also pays the profile's cumsum_row_cycles per row.
         """
         hw = self.hw
         instructions, repeats, issue = self._vector_cost(nbytes_per_step, 1.0)
@@ -333,11 +335,13 @@ class Engine:
             per_step = (ops_per_step * issue + lat + hw.vector_scalar_sync_cycles
                         + scalar_reads * hw.scalar_load_cycles + hw.carry_loop_scalar_ops * hw.scalar_op_cycles)
             self._inc("vector_scalar_syncs", steps, unit)
-        elif sync == "barrier":
+        elif sync in ("barrier", "cumsum"):
             per_step = ops_per_step * issue + lat + hw.vector_barrier_cycles
+            if sync == "cumsum":
+                per_step += hw.cumsum_row_cycles
             self._inc("vector_barriers", steps, unit)
         else:
-            raise ValueError(f"sync must be 'scalar' or 'barrier', got {sync!r}")
+            raise ValueError(f"sync must be 'scalar', 'barrier' or 'cumsum', got {sync!r}")
         self._inc("vector_instructions", instructions * ops_per_step * steps, unit)
         self._inc("vector_repeats", repeats * ops_per_step * steps, unit)
         return self._add(unit, "VECTOR", label, per_step * steps, deps)
@@ -466,18 +470,19 @@ class Engine:
         return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
 
     def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
-        """Counters and ("w", server demands, core cycles, latency, HBM bytes) of a gm_write without region."""
+        """Counters and ("w", server demands, core cycles, latency, bytes written back to HBM, HBM time they
+        take in bytes at full rate) of a gm_write without region."""
         if nbytes < 0:
             raise ValueError(f"a GM write moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
         eff = 1.0 if aligned else hw.unaligned_efficiency
         counts = [("bytes_gm_write", nbytes), *self._alignment_counts(nbytes, aligned, False, 1.0)]
-        demands = [("l2", nbytes / eff)]
-        if writeback:
-            demands.append(("hbm", nbytes / eff))
-        return tuple(counts), ("w", tuple(demands), nbytes / (hw.l2_write_bytes_per_cycle * eff),
-                               hw.gm_write_latency_cycles, nbytes if writeback else 0.0)
+        # a written-back write lands in L2 like any other; its HBM write-back takes HBM time from everyone
+        # without holding the writer, as an addressed write's evictions do (_transfer)
+        return tuple(counts), ("w", (("l2", nbytes / eff),), nbytes / (hw.l2_write_bytes_per_cycle * eff),
+                               hw.gm_write_latency_cycles, nbytes if writeback else 0.0,
+                               nbytes / eff if writeback else 0.0)
 
     def _addressed(self, unit: str, pipe: str, nbytes: float, region: tuple, write: bool, aligned: bool,
                    deps, label: str, serial: float, slow_nd2nz: bool) -> Op:
@@ -546,42 +551,45 @@ class Engine:
         hbm, l2s, cache = self.hbm, self.l2, self.cache
         data_end = start
         evicted = hit_moved = miss_moved = written_back = 0.0
-        if kind == "r":
-            _, demands, core_cycles, _, hit_bytes, miss_bytes = x
+        hbm_taken = l2_taken = 0.0  # what this op takes of each server (an unaligned byte takes 1 / efficiency)
+        if kind == "r" or kind == "w":
+            _, demands, core_cycles, _, hit_or_hbm, last = x
             data_end += core_cycles
             for name, nbytes in demands:
-                end = (hbm if name == "hbm" else l2s).serve(start, nbytes * w)
+                if name == "hbm":
+                    end = hbm.serve(start, nbytes * w)
+                    hbm_taken += nbytes * w
+                else:
+                    end = l2s.serve(start, nbytes * w)
+                    l2_taken += nbytes * w
                 if end > data_end:
                     data_end = end
-            if miss_bytes:
-                evicted = cache.allocate(miss_bytes * w, False)
-            hit_moved, miss_moved = hit_bytes * w, miss_bytes * w
-            op.l2_bytes = hit_moved + miss_moved
-        elif kind == "w":
-            _, demands, core_cycles, _, hbm_bytes = x
-            data_end += core_cycles
-            for name, nbytes in demands:
-                end = (hbm if name == "hbm" else l2s).serve(start, nbytes * w)
-                if end > data_end:
-                    data_end = end
-            written_back = hbm_bytes * w
-            op.l2_bytes = demands[0][1] * w
+            if kind == "r":
+                miss_bytes = last
+                if miss_bytes:
+                    evicted = cache.allocate(miss_bytes * w, False)
+                hit_moved, miss_moved = hit_or_hbm * w, miss_bytes * w
+            elif hit_or_hbm:
+                # a written-back write: its HBM write-back takes HBM time from everyone without holding the
+                # writer, as an addressed write's evictions do
+                written_back = hit_or_hbm * w
+                hbm.serve(start, last * w)
+                hbm_taken += last * w
         else:
             _, buf, lo, hi, nbytes, eff, serial = x
             hit, evicted = cache.access(buf, lo, hi, w, kind == "aw")
+            l2_taken = nbytes / eff * w
+            end = l2s.serve(start, l2_taken)
             if kind == "aw":
                 data_end += nbytes / (hw.l2_write_bytes_per_cycle * eff)
-                end = l2s.serve(start, nbytes / eff * w)
-                op.l2_bytes = nbytes * w
             else:
                 hit_bytes, miss_bytes = nbytes * hit, nbytes * (1.0 - hit)
                 data_end += (hit_bytes / hw.l2_read_bytes_per_cycle + miss_bytes / hw.gm_read_bytes_per_cycle) \
                     / eff * serial
-                end = l2s.serve(start, nbytes / eff * w)
                 if miss_bytes > 0.0:
                     end = max(end, hbm.serve(start, miss_bytes / eff * w))
+                    hbm_taken += miss_bytes / eff * w
                 hit_moved, miss_moved = hit_bytes * w, miss_bytes * w
-                op.l2_bytes = nbytes * w
                 # a read that found everything resident completes at L2 latency
                 op.latency = hw.l2_hit_latency_cycles if miss_bytes <= 0.0 else hw.gm_read_latency_cycles
             if end > data_end:
@@ -590,7 +598,8 @@ class Engine:
             # the eviction of dirty lines takes HBM time from everyone; the allocating transfer does not wait
             hbm.serve(start, evicted)
             written_back += evicted
-        op.hbm_bytes = miss_moved + written_back
+            hbm_taken += evicted
+        op.hbm_bytes, op.l2_bytes = hbm_taken, l2_taken
         for acc in (dyn, prefix) if prefix is not None else (dyn,):
             acc["bytes_l2_hit"] += hit_moved
             acc["bytes_hbm_read"] += miss_moved
