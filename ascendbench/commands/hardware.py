@@ -29,7 +29,7 @@ def list_(json_out: JsonOption = False) -> None:
     table.add_column("description")
     for p in profiles:
         table.add_row(p.name, str(p.ai_cores), f"{p.clock_mhz:.0f} MHz", f"{p.hbm_bandwidth_gbps:.0f} GB/s",
-                      f"{p.l2_bytes / 2**20:.0f} MiB", p.description)
+                      f"{p.l2_cache_bytes / 2**20:.0f} MiB ({p.l2_bytes / 2**20:.0f} told to tiling)", p.description)
     out_console.print(table)
 
 

@@ -41,7 +41,8 @@ class HardwareProfile:
     l0c_bytes: int
     l1_bytes: int
     ub_bytes: int
-    l2_bytes: int
+    l2_bytes: int  # what tiling code is told (the platform file's l2_size): chunk sizes, fits
+    l2_cache_bytes: int  # what the cache physically holds: hits, evictions, the flushed start state
     hbm_bandwidth_gbps: float
     hbm_efficiency: float
     l2_bandwidth_gbps: float
@@ -66,6 +67,7 @@ class HardwareProfile:
     vector_reduce_latency_cycles: float
     ub_copy_latency_cycles: float
     vector_barrier_cycles: float
+    cumsum_row_cycles: float
     vector_scalar_sync_cycles: float
     scalar_op_cycles: float
     scalar_load_cycles: float
@@ -123,6 +125,7 @@ _INT_FIELDS = {f.name for f in _constant_fields() if f.type in ("int", int)}
 # Fields that must be strictly positive: they divide or bound something.
 _POSITIVE = {
     "ai_cores", "aiv_per_core", "clock_mhz", "l0a_bytes", "l0b_bytes", "l0c_bytes", "l1_bytes", "ub_bytes",
+    "l2_bytes", "l2_cache_bytes",
     "hbm_bandwidth_gbps", "hbm_efficiency", "l2_bandwidth_gbps", "gm_read_bytes_per_cycle",
     "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle", "l1_to_l0_bytes_per_cycle",
     "fixpipe_to_l1_bytes_per_cycle", "gm_alignment_bytes", "unaligned_efficiency", "mte_granularity_bytes",

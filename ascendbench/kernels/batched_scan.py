@@ -242,9 +242,9 @@ def _simulate_one(
         parts.append((pad, 1))
         parts.append((fixed_cost(hw, hw.sync_all_cycles, "SyncAll", sync_all=1), 1))
         state = pad.l2_end or state
-        x_hit = 2 * in_total <= hw.l2_bytes  # the padded copy was just written
+        x_hit = 2 * in_total <= hw.l2_cache_bytes  # the padded copy was just written
     else:
-        x_hit = warm_l2 and in_total <= hw.l2_bytes
+        x_hit = warm_l2 and in_total <= hw.l2_cache_bytes
 
     def build(engine: Engine, skip: int) -> None:
         _build(engine, skip, lay, p, x_hit)

@@ -109,7 +109,7 @@ def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback
     l2: what L2 holds at the start (sim.l2.L2Cache; None: empty)."""
     pieces = math.ceil(n / piece_elements(hw, in_bytes, out_bytes))
     per_aiv = split_front(pieces, hw.aiv_cores)
-    x_hit = warm_l2 and n * in_bytes <= hw.l2_bytes
+    x_hit = warm_l2 and n * in_bytes <= hw.l2_cache_bytes
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = phase

@@ -301,7 +301,7 @@ def simulate_weighted_sample(n: int, samples: int, hw: HardwareProfile, *, varia
     check_variant_size(n, variant)
     if s not in S_VALUES:
         raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {s}")
-    fits = n * 4 <= hw.l2_bytes
+    fits = n * 4 <= hw.l2_cache_bytes
     if variant == "scan":
         scan = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s), hw, warm_l2=warm_l2)
         split = simulate_split(n, "fp32", hw, variant="splitind", with_indices=True, predicate=True, resident=fits)

@@ -180,7 +180,7 @@ def l2_start(hw: HardwareProfile, start: str) -> L2Cache:
         ParamError: an unknown state."""
     if start not in L2_STARTS:
         raise ParamError("l2", f"must be one of {', '.join(L2_STARTS)}, got {start!r}")
-    return L2Cache(hw.l2_bytes, dirty_fill=hw.l2_bytes if start == "flushed" else 0.0)
+    return L2Cache(hw.l2_cache_bytes, dirty_fill=hw.l2_cache_bytes if start == "flushed" else 0.0)
 
 
 def _deps(dep) -> list:
@@ -564,7 +564,7 @@ class VecCumSumTile:
         # transposes (fp16: 16x16 blocks, 2 cycles per repeat: pypto VNCHWCONV) and the cast to fp32
         prep = e.vector(unit, tile * p.in_bytes, deps=[rd], label="transpose", per_repeat=2.0)
         cast = e.vector(unit, tile * _ACC_BYTES, deps=[prep], label="cast")
-        scan = e.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "barrier", deps=[cast], label="CumSum")
+        scan = e.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "cumsum", deps=[cast], label="CumSum")
         back = e.vector(unit, tile * _ACC_BYTES, deps=[scan], label="cast back, transpose back", passes=2)
         carry = e.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[back, self.prev],
                                label="row carries")

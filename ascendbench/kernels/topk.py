@@ -138,9 +138,9 @@ def simulate_topk(n: int, k: int, dtype: str, hw: HardwareProfile, *, variant: s
             active_sizes.append(a)
             a = max(1, math.ceil(a / 2))
     sync = fixed_cost(hw, hw.sync_all_cycles, "sync", sync_all=1)
-    hit = warm_l2 and n * vb <= hw.l2_bytes
+    hit = warm_l2 and n * vb <= hw.l2_cache_bytes
     parts: list[tuple[SimResult, int]] = [(launch, 1), (_reduce(n, vb, hw, hit), 1), (sync, 1)]
-    resident = n * (vb + 2 * (vb + index_bytes(n)) + 5) <= hw.l2_bytes
+    resident = n * (vb + 2 * (vb + index_bytes(n)) + 5) <= hw.l2_cache_bytes
     for r, a in enumerate(active_sizes):
         parts.append((simulate_split(a, dtype, hw, predicate=True, with_indices=True, indices_in=r > 0,
                                      resident=resident or hit, launch=False), 1))
@@ -185,7 +185,7 @@ def _merge_passes(elements: int) -> int:
 
 def _vector_topk(n: int, k: int, vb: int, hw: HardwareProfile, warm_l2: bool) -> list[tuple[SimResult, int]]:
     pair = vb + index_bytes(n)
-    hit = warm_l2 and n * vb <= hw.l2_bytes
+    hit = warm_l2 and n * vb <= hw.l2_cache_bytes
     workers = hw.ai_cores * hw.aiv_per_core
     if 2 * k > VECTOR_PIECE:
         # k too large for the UB: merge-sort the whole input in GM passes on every AIV, then keep the first k.

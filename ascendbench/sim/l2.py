@@ -11,7 +11,7 @@ misses, is read from HBM and allocated clean. A write allocates its range dirty 
 lines). Dirty data still resident when a kernel ends is not written back within the kernel.
 
 Sources: the write-back L2 of the 910B family is the reason L2 cache splitting pays (scan paper §6.1.1); the
-capacity is the profile's l2_bytes (the platform file's l2_size, which tiling code sees).
+capacity is the profile's l2_cache_bytes (what the cache physically holds; tiling code sees l2_bytes).
 """
 
 from __future__ import annotations

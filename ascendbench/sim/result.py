@@ -371,10 +371,11 @@ def simulate_scaled(
     `l2`: what L2 holds at the start (at any scale: L2Cache.rescaled); the result's `l2_end` is what the
     larger run's L2 held at the end, at its scale. group_cores=False simulates every core (Engine).
     """
-    state = l2 if l2 is not None else L2Cache(hw.l2_bytes)
+    state = l2 if l2 is not None else L2Cache(hw.l2_cache_bytes)
     # Instances big enough that their L2 needs no floor (a floor breaks the self-similarity: the capacity's
     # share of the traffic would not scale), within reason.
-    least = math.ceil(units * window / hw.l2_bytes) if window else 0
+    full = state.capacity / state.scale  # the capacity at full scale
+    least = math.ceil(units * window / full) if window else 0
     if least > keep[0]:
         keep = (min(least, _MAX_KEEP), min(least, _MAX_KEEP) * keep[1] // keep[0])
     if force_exact or units <= max(exact_limit, keep[1]):
@@ -385,7 +386,7 @@ def simulate_scaled(
         return _to_result(hw, engine, stats, phases, False, counters)
     runs = []
     for k in keep:
-        scale = min(1.0, max(k / units, window / hw.l2_bytes))
+        scale = min(1.0, max(k / units, window / full))
         runs.append((k, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores,
                               l2=state.rescaled(scale))))
     (k1, _, s1, p1), (k2, engine, s2, p2) = runs
