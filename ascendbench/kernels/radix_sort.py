@@ -140,8 +140,8 @@ def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str
     sync = fixed_cost(hw, hw.sync_all_cycles, "sync", sync_all=1)
     idx = index_bytes(n) if with_indices else 0  # int32 indices, int64 beyond 2**31 - 1
     # Working set of one pass: keys and indices in two slots, the flags and the int32 scan.
-    fits = n * (2 * (kb + idx) + 1 + 4) <= hw.l2_bytes
-    keys_hit = warm_l2 and n * kb <= hw.l2_bytes
+    fits = n * (2 * (kb + idx) + 1 + 4) <= hw.l2_cache_bytes
+    keys_hit = warm_l2 and n * kb <= hw.l2_cache_bytes
     parts: list[tuple[SimResult, int]] = [(launch, 1)]
     transform = not dtype.startswith("uint") or descending
     if transform:
@@ -154,7 +154,7 @@ def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str
         extract = copy_pass(hw, n, kb, 1, keys_hit if first else fits, "radix", False, writeback=not fits)
         split = simulate_split(n, dtype, hw, variant="splitind" if scan == "mcscan" else "vector",
                                with_indices=with_indices, indices_in=with_indices and not first,
-                               resident=fits or (first and keys_hit), launch=False)
+                               resident=fits or (first and keys_hit), launch=False, first_step=False)
         return sequence([(extract, 1), (sync, 1), (split, 1), (sync, 1)])
 
     parts.append((one_pass(True), 1))

@@ -167,7 +167,7 @@ def _vector_baseline(hw, n: int, p: SegmentedScanParams, warm_l2: bool, force_ex
     outer, inner = _CUMSUM_INFO
     tile = outer * inner
     sp = ScanParams(dtype=p.dtype, exclusive=p.exclusive)
-    hit = warm_l2 and n * (sp.in_bytes + 1) <= hw.l2_bytes
+    hit = warm_l2 and n * (sp.in_bytes + 1) <= hw.l2_cache_bytes
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "segmented scan"
@@ -192,7 +192,7 @@ def _vector_baseline(hw, n: int, p: SegmentedScanParams, warm_l2: bool, force_ex
                 unit,
                 2 * (inner - 1),
                 outer * _ACC_BYTES,
-                "barrier",
+                "cumsum",
                 deps=[prep],
                 label="segmented CumSum (add, select)",
             )
@@ -249,10 +249,12 @@ def simulate_segmented(
     flag_scan = SCAN_KERNELS["mcscan"].simulate(
         n, ScanParams(s=params.s, dtype="int8"), hw, warm_l2=warm_l2, force_exact=force_exact
     )
-    value_scan = SCAN_KERNELS[params.algorithm].simulate(n, vp, hw, warm_l2=warm_l2, force_exact=force_exact)
+    # the flag scan ran first and paid its write-backs: L2 starts clean (or with the values resident)
+    value_scan = SCAN_KERNELS[params.algorithm].simulate(n, vp, hw, force_exact=force_exact,
+                                                         l2="warm" if warm_l2 else "clean")
     # what the fix-up kernel reads was just written by the scans: resident in L2 when it all fits
-    hit = n * (in_b + 1 + 2 * _ACC_BYTES) <= hw.l2_bytes
-    flag_hit = warm_l2 and n <= hw.l2_bytes
+    hit = n * (in_b + 1 + 2 * _ACC_BYTES) <= hw.l2_cache_bytes
+    flag_hit = warm_l2 and n <= hw.l2_cache_bytes
     normalise = _stream_pass(hw, n, [(1, flag_hit)], 1, 2, "normalise flags", force_exact)
     heads = segments / n
     compact = _stream_pass(

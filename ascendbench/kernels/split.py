@@ -288,14 +288,17 @@ def _relabel(res: SimResult, phase: str, drop_launch: bool = True) -> SimResult:
 
 
 def simulate_flag_scan(n: int, hw: HardwareProfile, *, variant: str = "mcscan", warm_l2: bool = False,
-                       phase: str = "scan") -> SimResult:
+                       phase: str = "scan", first_step: bool = True) -> SimResult:
     """The exclusive scan of n int8 flags into int32 offsets, without a kernel launch (it runs inside the
     operator's kernel), as one phase named `phase`. variant "mcscan": the int8 MCScan (s = 128, L2 splitting as
     the paper's rule); "vector": the vector-only multi-core scan (see the module docstring).
-    Counter "scans" is 1."""
+    first_step: the scan starts the operator, from the L2 the papers' measurements left (flushed; warm_l2: the
+    flags resident); otherwise earlier steps ran (and paid their own write-backs): L2 starts clean, or with
+    the flags resident when warm_l2. Counter "scans" is 1."""
     if variant == "mcscan":
         params = ScanParams(s=SCAN_S, dtype="int8", exclusive=True)
-        res = _relabel(SCAN_KERNELS["mcscan"].simulate(n, params, hw, warm_l2=warm_l2), phase)
+        start = "warm" if warm_l2 else ("flushed" if first_step else "clean")
+        res = _relabel(SCAN_KERNELS["mcscan"].simulate(n, params, hw, l2=start), phase)
     elif variant == "vector":
         res = _relabel(_simulate_vector_scan(n, hw, warm_l2), phase, drop_launch=False)
     else:
@@ -315,8 +318,8 @@ def _simulate_vector_scan(n: int, hw: HardwareProfile, warm_l2: bool) -> SimResu
     tile = outer * inner
     tiles = math.ceil(n / tile)
     per_aiv = [c for c in split_front(tiles, hw.ai_cores * hw.aiv_per_core) if c]
-    hit = warm_l2 and n <= hw.l2_bytes
-    fits = n * (1 + _ACC_BYTES) <= hw.l2_bytes
+    hit = warm_l2 and n <= hw.l2_cache_bytes
+    fits = n * (1 + _ACC_BYTES) <= hw.l2_cache_bytes
 
     def build(engine: Engine, skip: int) -> None:
         total = len(per_aiv)
@@ -350,7 +353,7 @@ def _simulate_vector_scan(n: int, hw: HardwareProfile, warm_l2: bool) -> SimResu
             def emit_scan(i: int, unit=unit, ring=ring, chain=chain) -> None:
                 rd = engine.gm_read(unit, "MTE2", tile, l2_hit=fits, deps=[ring.wait(), barrier], label="flags->UB")
                 prep = engine.vector(unit, tile * _ACC_BYTES, deps=[rd], label="cast+transpose", passes=3)
-                scan = engine.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "barrier", deps=[prep],
+                scan = engine.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "cumsum", deps=[prep],
                                            label="CumSum")
                 carry = engine.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[scan, chain[-1]],
                                             label="row carries")
@@ -425,7 +428,7 @@ def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool
 def _predicate_pass(n: int, value_bytes: int, hw: HardwareProfile, values_hit: bool, phase: str) -> SimResult:
     """Every AIV reads the values, evaluates the predicate with one vector pass and writes int8 flags (the
     copy kernel's structure, kernels/programs.py copy_pass)."""
-    return copy_pass(hw, n, value_bytes, 1, values_hit, phase, False, writeback=n * 5 > hw.l2_bytes)
+    return copy_pass(hw, n, value_bytes, 1, values_hit, phase, False, writeback=n * 5 > hw.l2_cache_bytes)
 
 
 def _check_args(n: int, dtype: str, variant: str, variants, n_true: int | None) -> tuple[int, int]:
@@ -444,7 +447,7 @@ def _check_args(n: int, dtype: str, variant: str, variants, n_true: int | None) 
 def simulate_split(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "splitind",
                    with_indices: bool = True, predicate: bool = False, warm_l2: bool = False,
                    indices_in: bool = False, resident: bool = False, n_true: int | None = None,
-                   launch: bool = True) -> SimResult:
+                   launch: bool = True, first_step: bool = True) -> SimResult:
     """Simulated SplitInd of n values of `dtype` (a VALUE_BYTES name) with int8 flags on `hw`.
 
     variant: "splitind" (int8 MCScan of the flags, the paper's) or "vector" (the same with a vector-only scan,
@@ -454,7 +457,7 @@ def simulate_split(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "s
     of generated. resident: the values (and indices) are in L2 from the previous step of a larger operator.
     n_true: the number of true flags (default n // 2, flags uniformly random as the paper measured); it sets the
     split between the two written runs only. launch: add the kernel launch (off when the split is one step of a
-    larger kernel).
+    larger kernel). first_step: nothing ran before the split in its operator (see simulate_flag_scan).
 
     Phases: launch, predicate, scan, sync, gather. Counters: the engine's plus "scans" (1).
     Raises ValueError naming n, dtype, variant or n_true.
@@ -465,18 +468,18 @@ def simulate_split(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "s
         parts.append((fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1), 1))
     if n == 0:
         return sequence(parts) if parts else fixed_cost(hw, 0.0, "scan")
-    fits = n * (1 + 4 + 2 * (vb + (index_bytes(n) if with_indices else 0))) <= hw.l2_bytes
-    values_hit = resident or (warm_l2 and n * vb <= hw.l2_bytes)
+    fits = n * (1 + 4 + 2 * (vb + (index_bytes(n) if with_indices else 0))) <= hw.l2_cache_bytes
+    values_hit = resident or (warm_l2 and n * vb <= hw.l2_cache_bytes)
     mask_warm = warm_l2
     if predicate:
         parts.append((_predicate_pass(n, vb, hw, values_hit, "predicate"), 1))
         parts.append((fixed_cost(hw, hw.sync_all_cycles, "predicate", sync_all=1), 1))
-        mask_warm = n * (1 + vb) <= hw.l2_bytes
-        values_hit = values_hit or n * (1 + vb) <= hw.l2_bytes
+        mask_warm = n * (1 + vb) <= hw.l2_cache_bytes
+        values_hit = values_hit or n * (1 + vb) <= hw.l2_cache_bytes
     parts.append((simulate_flag_scan(n, hw, variant="mcscan" if variant == "splitind" else "vector",
-                                     warm_l2=mask_warm), 1))
+                                     warm_l2=mask_warm, first_step=first_step and not predicate), 1))
     parts.append((fixed_cost(hw, hw.sync_all_cycles, "sync", sync_all=1), 1))
-    mask_hit = n * (1 + 4) <= hw.l2_bytes
+    mask_hit = n * (1 + 4) <= hw.l2_cache_bytes
     parts.append((_gather(n, hw, value_bytes=vb, with_indices=with_indices, indices_in=indices_in, write_zeros=True,
                           n_true=n_true, mask_hit=mask_hit, values_hit=values_hit, writeback=not fits), 1))
     return sequence(parts)
@@ -496,7 +499,7 @@ def simulate_compress(n: int, dtype: str, hw: HardwareProfile, *, variant: str =
     parts: list[tuple[SimResult, int]] = [(fixed_cost(hw, launch_cycles, "launch", kernel_launches=1), 1)]
     if n == 0:
         return sequence(parts)
-    values_hit = warm_l2 and n * vb <= hw.l2_bytes
+    values_hit = warm_l2 and n * vb <= hw.l2_cache_bytes
     if variant == "scalar":
         parts.append((_scalar_masked_select(n, vb, hw, n_true, values_hit), 1))
         return sequence(parts)
@@ -504,7 +507,7 @@ def simulate_compress(n: int, dtype: str, hw: HardwareProfile, *, variant: str =
     # The host reads n_true to allocate the output, then launches the gather.
     parts.append((fixed_cost(hw, launch_cycles, "count", kernel_launches=1), 1))
     parts.append((_gather(n, hw, value_bytes=vb, with_indices=False, indices_in=False, write_zeros=False,
-                          n_true=n_true, mask_hit=n * 5 <= hw.l2_bytes, values_hit=values_hit, writeback=True), 1))
+                          n_true=n_true, mask_hit=n * 5 <= hw.l2_cache_bytes, values_hit=values_hit, writeback=True), 1))
     return sequence(parts)
 
 

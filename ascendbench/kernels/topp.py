@@ -206,13 +206,14 @@ def _row_steps(vocab: int, hw: HardwareProfile, variant: str, s: int, warm_l2: b
 
     sort = simulate_radix_sort(vocab, "fp16", hw, variant="mcscan" if variant == "radix" else "vector",
                                with_indices=True, descending=True, warm_l2=warm_l2)
-    sorted_hit = vocab * 2 <= hw.l2_bytes  # the sorted probabilities were just written
+    sorted_hit = vocab * 2 <= hw.l2_cache_bytes  # the sorted probabilities were just written
     if variant == "radix":
-        cumsum = SCAN_KERNELS["mcscan"].simulate(vocab, ScanParams(s=s), hw, warm_l2=sorted_hit)
+        # the sort ran first and paid its write-backs: L2 starts clean, or with the sorted row resident
+        cumsum = SCAN_KERNELS["mcscan"].simulate(vocab, ScanParams(s=s), hw, l2="warm" if sorted_hit else "clean")
     else:
-        cumsum = SCAN_KERNELS["vec-cumsum"].simulate(vocab, ScanParams(), hw, warm_l2=sorted_hit)
+        cumsum = SCAN_KERNELS["vec-cumsum"].simulate(vocab, ScanParams(), hw, l2="warm" if sorted_hit else "clean")
     cumsum.counters["scans"] = cumsum.counters.get("scans", 0) + 1
-    hit = vocab * (2 + 4 + 2) <= hw.l2_bytes
+    hit = vocab * (2 + 4 + 2) <= hw.l2_cache_bytes
     # Llama's remaining operators, each a kernel on all AIVs: mask = (c - s > p), s[mask] = 0 (read s and c,
     # write s); renormalise = a sum (partial sums, SyncAll) and a divide; multinomial over the row = partial
     # sums of the probabilities, SyncAll, then the AIV holding the target walks one piece; gather = one index.
