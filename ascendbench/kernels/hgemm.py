@@ -59,6 +59,7 @@ _FP16 = 2
 _FP32 = 4
 _PAD_ALIGN_BYTES = 512  # the proposed kernel pads A and B rows to 512 bytes (HGEMM paper §4.1)
 _ALIGN_ELEMS = _PAD_ALIGN_BYTES // _FP16  # elements of a padded fp16 row: a multiple of 256
+_EXAMPLE_SWIZZLE = 3  # GemmExample's block swizzle offset (GemmIdentityBlockSwizzle<3, 0>)
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 # Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
 # a workload often share them. Entries are numbers only (a few kB each).
@@ -286,9 +287,13 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     # the direction with fewer blocks varies fastest, so a wave's cores share panels (and L2 serves them).
     wave = min(cores, tasks)
 
+    example = params.variant == "gemm-example"
+
     def block_of(t: int) -> tuple[int, int, int]:
         b = t % blocks
         p, r = divmod(b, bm * bn)
+        if example:
+            return (p, *example_block(r, bm, bn))
         i, j = (r % bm, r // bm) if bm <= bn else (r // bn, r % bn)
         return p, i, j
 
@@ -314,14 +319,22 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     fast_panel, slow_panel = (panel_a, panel_b) if fast_is_a else (panel_b, panel_a)
     share_fast, share_slow = (share_a, share_b) if fast_is_a else (share_b, share_a)
     slow_per_wave = max(1, math.ceil(wave / fast_count))
-    fast_resident = fast_count * fast_panel + slow_per_wave * slow_panel <= hw.l2_bytes
+    fast_resident = fast_count * fast_panel + slow_per_wave * slow_panel <= hw.l2_cache_bytes
     hit_slow = 1 - 1 / fast_count if fast_count <= wave else 1 - 1 / max(share_slow, 1.0)
     hit_fast = 1 - 1 / slow_count if fast_resident else 1 - 1 / max(share_fast, 1.0)
     hit_a, hit_b = (hit_fast, hit_slow) if fast_is_a else (hit_slow, hit_fast)
+    if example:
+        # GemmIdentityBlockSwizzle<3, 0>: a band's (at most 3) A panels are read along the whole band and stay
+        # in L2, so each is fetched once; a B panel is fetched once for the band's M blocks, which read it
+        # together, and again by the next band unless all of B stays in L2.
+        b_resident = k_task * n * _FP16 + _EXAMPLE_SWIZZLE * panel_a <= hw.l2_cache_bytes
+        hit_a = 1 - 1 / bn
+        hit_b = 1 - 1 / (bm if b_resident else min(bm, _EXAMPLE_SWIZZLE))
+        fast_resident = False
     footprint = (m * k + k * n) * _FP16 * batch
     c_resident = _c_resident(shape, params, hw, warm_l2)
-    warm_a = footprint <= hw.l2_bytes and (warm_l2 or padded_a)
-    warm_b = footprint <= hw.l2_bytes and (warm_l2 or padded_b)
+    warm_a = footprint <= hw.l2_cache_bytes and (warm_l2 or padded_a)
+    warm_b = footprint <= hw.l2_cache_bytes and (warm_l2 or padded_b)
     if warm_a:
         hit_a = 1.0  # the padding pass (or a previous kernel) left A in L2
     if warm_b:
@@ -341,6 +354,17 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
         nd2nz_unaligned_a=rates["A"] == "nd2nz", nd2nz_unaligned_b=rates["B"] == "nd2nz",
         c_resident=c_resident, first_reads=first_reads,
     )
+
+
+def example_block(r: int, bm: int, bn: int) -> tuple[int, int]:
+    """(M block, N block) of GemmExample's task `r` (0-based, within one batch of bm x bn blocks): CATLASS's
+    GemmIdentityBlockSwizzle<3, 0> (include/catlass/gemm/block/block_swizzle.hpp, as examples/00_basic_matmul
+    instantiates it): bands of 3 M blocks (fewer in the last band), M fastest within a band, and the N order
+    reversed in every odd band."""
+    band, inside = divmod(r, _EXAMPLE_SWIZZLE * bn)
+    rows = min(_EXAMPLE_SWIZZLE, bm - band * _EXAMPLE_SWIZZLE)
+    i, j = band * _EXAMPLE_SWIZZLE + inside % rows, inside // rows
+    return i, (bn - 1 - j if band % 2 else j)
 
 
 def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool = False,
@@ -369,7 +393,7 @@ def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, 
     pad_elems, pad_out = _padding(shape, params)
     if pad_elems:
         # The padded copies are read by the AIC right after; while they fit L2 they are not written back.
-        resident = pad_out * _FP16 <= hw.l2_bytes
+        resident = pad_out * _FP16 <= hw.l2_cache_bytes
         parts.append((copy_pass(hw, pad_elems, _FP16, _FP16 * pad_out / pad_elems, warm_l2, "padding",
                                 force_exact, writeback=not resident), 1))
         parts.append((fixed_cost(hw, hw.cross_core_flag_cycles, "padding", cross_core_flags=1), 1))
@@ -474,7 +498,7 @@ def _c_resident(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm
         elems += (m * k + k * n) * batch + _padding(shape, params)[1]
         if params.variant == "gemm-example":
             elems += m * n * batch
-    return elems * _FP16 <= hw.l2_bytes
+    return elems * _FP16 <= hw.l2_cache_bytes
 
 
 @dataclass(frozen=True)

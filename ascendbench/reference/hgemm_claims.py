@@ -37,8 +37,11 @@ WARM_L2 = True
 
 
 def simulated(hw, shape: tuple, *, every_core: bool = True, **options):
-    """The SimResult of one GEMM as the paper measured it (alpha = beta = 0.5, warm L2)."""
-    return simulate_hgemm(GemmShape(*shape), HgemmParams(alpha=0.5, beta=0.5, **options), hw, warm_l2=WARM_L2,
+    """The SimResult of one GEMM as the paper measured it: the proposed kernel with alpha = beta = 0.5;
+    GemmExample as CATLASS's basic matmul computes, C = A @ B (alpha = 1, beta = 0: examples/00_basic_matmul
+    has no alpha, beta or element-wise pass); warm L2."""
+    scale = {"alpha": 1.0, "beta": 0.0} if options.get("variant") == "gemm-example" else {"alpha": 0.5, "beta": 0.5}
+    return simulate_hgemm(GemmShape(*shape), HgemmParams(**scale, **options), hw, warm_l2=WARM_L2,
                           every_core=every_core)[0]
 
 
