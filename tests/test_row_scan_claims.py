@@ -29,9 +29,13 @@ def test_s15_int8_gain_is_small(rows):
     assert rows["S-15"]["holds"], rows["S-15"]
 
 
-def test_s14_scanul1_wins_for_few_long_rows(grid):
-    # the half of S-14 that holds: batch < 18 and length > 4K, ScanUL1 faster
-    assert all(ratio < 1 for (b, n), ratio in grid.items() if b < 18 and n > 4096)
+def test_s14_scanul1_wins_for_few_long_rows_and_loses_past_a_crossover_near_18(grid):
+    # the half of S-14 that holds: on rows longer than 4K ScanUL1 is faster for few rows, and ScanU takes over
+    # at a batch within 2x of the paper's 18
+    assert all(ratio < 1 for (b, n), ratio in grid.items() if b < 9 and n > 4096)
+    for n in (n for n in row_scan_claims.CROSS_LENGTHS if n > 4096):
+        crossover = min(b for b in row_scan_claims.CROSS_BATCHES if grid[(b, n)] > 1)
+        assert 9 <= crossover <= 36, (n, crossover)
 
 
 def test_s14_scanu_gains_on_scanul1_as_the_batch_passes_the_core_count(grid):

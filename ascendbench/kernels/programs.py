@@ -106,7 +106,9 @@ def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback
               l2=None) -> SimResult:
     """All AIVs copy n elements (the pad pass of unaligned inputs, and the memcpy kernel). writeback=False
     says the copy is consumed while still resident in L2 (a workspace that fits), so it never reaches HBM.
-    l2: what L2 holds at the start (sim.l2.L2Cache; None: empty)."""
+    l2: what L2 holds at the start (sim.l2.L2Cache; None: empty); with one, every AIV is simulated (their
+    evictions of the dirty lines they find interleave on HBM, which one representative per group moving its
+    group's bytes at once would not show)."""
     pieces = math.ceil(n / piece_elements(hw, in_bytes, out_bytes))
     per_aiv = split_front(pieces, hw.aiv_cores)
     x_hit = warm_l2 and n * in_bytes <= hw.l2_cache_bytes
@@ -115,7 +117,8 @@ def copy_pass(hw, n, in_bytes, out_bytes, warm_l2, phase, force_exact, writeback
         engine.phase = phase
         copy_program(engine, skip, per_aiv, n, in_bytes, out_bytes, x_hit, writeback)
 
-    return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact, l2=l2)
+    return simulate(hw, build, max(per_aiv), warm_l2=warm_l2, force_exact=force_exact, l2=l2,
+                    group_cores=l2 is None)
 
 
 def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes: int, out_bytes: int,

@@ -124,6 +124,9 @@ class ScanOperatorParams:
             raise ParamError("dtype", f"must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 
 
+_MAX_EXPLICIT_CHUNKS = 8  # full L2 chunks simulated one by one at most before the steady state is assumed
+
+
 def auto_chunk(hw: HardwareProfile, params: ScanParams) -> int:
     """The measured kernel's chunk length (scan_multi_core.cpp:55-57, scan_multi_cube.cpp:31-33): L2 /
     (input + output bytes) elements, rounded up to a multiple of 256 (GM_ALIGNMENT)."""
@@ -377,21 +380,23 @@ class ScanKernel:
         tile = self.tile_elements(params)
         size, count, last = chunk_lengths(n, params, hw, tile) if self.multi_core else (n, 1, n)
         warm = start == "warm"
-        # Every L2 chunk runs the same program on the next stretch of the vector: the first starts from the
-        # run's L2 state, the second from what the first left; the later full chunks repeat the second (the
-        # steady state) and a shorter last chunk starts from what a full chunk leaves.
+        # Every L2 chunk runs the same program on the next stretch of the vector, from the L2 state the one
+        # before left. Full chunks are simulated one after another until one starts with L2 full (from then
+        # on every chunk evicts what the one before it wrote: the steady state), and that one is repeated;
+        # a shorter last chunk starts from what a full chunk leaves.
         first = self._chunk(hw, params, n, 0, size if count > 1 else last, state, warm, force_exact)
         parts: list[tuple[SimResult, int]] = [(launch, 1), (first, 1)]
-        if count == 2:
-            parts.append((self._chunk(hw, params, n, size, last, first.l2_end, False, force_exact), 1))
-        elif count > 2:
-            full = self._chunk(hw, params, n, size, size, first.l2_end, False, force_exact)
-            if last == size:
-                parts.append((full, count - 1))
-            else:
-                parts.append((full, count - 2))
-                parts.append((self._chunk(hw, params, n, (count - 1) * size, last, full.l2_end, False,
-                                          force_exact), 1))
+        done, prev = 1, first
+        fulls = count - 1 if last == size else count - 2
+        while done <= fulls:
+            start = prev.l2_end
+            steady = start.used >= start.capacity * (1 - 1e-6) or done >= _MAX_EXPLICIT_CHUNKS
+            chunk = self._chunk(hw, params, n, done * size, size, start, False, force_exact)
+            repeat = fulls - done + 1 if steady else 1
+            parts.append((chunk, repeat))
+            done, prev = done + repeat, chunk
+        if done < count:
+            parts.append((self._chunk(hw, params, n, done * size, last, prev.l2_end, False, force_exact), 1))
         if count > 1:
             # Between chunks: SyncAll, then every core reads the previous chunk's last output from GM as the
             # next chunk's starting value (scan_multi_core.cpp:73-80; GetGMValue, tcuscan_utils.h:1467-1480:

@@ -298,6 +298,7 @@ def simulate(
     cache: dict | None = None,
     cache_key: Callable[[int], object] | None = None,
     l2: L2Cache | None = None,
+    group_cores: bool = True,
 ) -> SimResult:
     """Simulate a program whose cores run a regular loop of `iterations` tiles each.
 
@@ -313,19 +314,21 @@ def simulate(
     the exact simulation within 1% on sizes that can run exactly.
 
     `l2`: what L2 holds when the program starts (copied; None: empty); the result's `l2_end` is what it holds
-    at the end (of the larger truncated run when extrapolated). `cache` with `cache_key(skip)` (a hashable
+    at the end (of the larger truncated run when extrapolated). group_cores=False simulates every core in
+    the truncated runs too. `cache` with `cache_key(skip)` (a hashable
     description of the truncated program and of the starting L2) lets calls whose truncated programs
     coincide share the simulated runs; the counters then come from a build that is not run.
     """
     key = (lambda skip: None) if cache_key is None else cache_key
     if force_exact or iterations <= exact_limit:
-        engine, stats, phases = _run(hw, warm_l2, build, 0, cache, key(0), group=not force_exact, l2=l2)
+        engine, stats, phases = _run(hw, warm_l2, build, 0, cache, key(0), group=group_cores and not force_exact,
+                                     l2=l2)
         counters = _count_only(hw, warm_l2, build, iterations) | stats.dynamic
         return _to_result(hw, engine, stats, phases, False, counters)
     k1, k2 = keep
     skip1, skip2 = iterations - k1, iterations - k2
-    _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1), l2=l2)
-    engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2), l2=l2)
+    _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1), group=group_cores, l2=l2)
+    engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2), group=group_cores, l2=l2)
     factor = skip2 / (skip1 - skip2)
 
     def extend(a2: float, a1: float) -> float:

@@ -290,7 +290,8 @@ def test_warm_l2_keeps_c_resident_only_when_a_b_and_c_fit():
 ])
 def test_warm_residency_counts_everything_the_run_touches(shape, options, resident):
     params = HgemmParams(**{"alpha": 0.5, "beta": 0.5, **options})
-    sim, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=True)
+    # every iteration simulated: what L2 and HBM served is counted, not extrapolated
+    sim, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=True, force_exact=True)
     c_bytes = shape[0] * shape[1] * 2
     if resident:
         assert sim.counters.get("bytes_hbm_read", 0) == 0 and sim.counters.get("bytes_hbm_write", 0) == 0

@@ -161,7 +161,7 @@ def test_a_read_of_resident_data_hits_and_of_evicted_data_misses():
 def test_evicting_dirty_lines_writes_them_back_then_and_takes_hbm_time_from_everyone():
     # L2 of 1 MiB: a 1 MiB write fills it with dirty lines; reading 1 MiB more evicts them all, and their
     # write-back is served by HBM first come, first served with the reads (the reader does not wait for it)
-    hw = HW.replace(l2_bytes=1 << 20)
+    hw = HW.replace(l2_bytes=1 << 20, l2_cache_bytes=1 << 20)
     e = Engine(hw)
     w = e.gm_write("core0.aiv0", "MTE3", 1 << 20, region=("y", 0))
     r1 = e.gm_read("core0.aic", "MTE2", 1 << 20, region=("x", 0), deps=[w])
@@ -176,7 +176,7 @@ def test_evicting_dirty_lines_writes_them_back_then_and_takes_hbm_time_from_ever
 
 
 def test_a_rewrite_of_resident_data_allocates_nothing():
-    hw = HW.replace(l2_bytes=1 << 20)
+    hw = HW.replace(l2_bytes=1 << 20, l2_cache_bytes=1 << 20)
     e = Engine(hw)
     w = e.gm_write("core0.aiv0", "MTE3", 1 << 19, region=("y", 0))
     e.gm_write("core0.aiv0", "MTE3", 1 << 19, region=("y", 0), deps=[w])
