@@ -197,11 +197,6 @@ def _region(buf: str, elem: int, elem_bytes: int) -> tuple[str, int]:
     return (buf, elem * elem_bytes)
 
 
-def _rng(buf: str, elem: int, elems: int, elem_bytes: int, write: bool, weight: int) -> tuple:
-    """A GM range for loop(ranges=...): (buffer, lo, hi, write, weight) in bytes."""
-    return (buf, elem * elem_bytes, (elem + elems) * elem_bytes, write, weight)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Cube-side tile programs (shared by the single-core and the multi-core scans)
 # ---------------------------------------------------------------------------------------------------
@@ -514,7 +509,6 @@ def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int,
         _preload_input(engine, [(offset + firsts[w] * piece, c * piece, 1) for w, c in enumerate(per_aiv)],
                        p.in_bytes)
     for w, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
-        weight = engine.weights.get(unit, 1)
         base = offset + firsts[w] * piece
         engine.alloc(unit, "UB", 2 * piece * (p.in_bytes + p.out_bytes), "copy pieces (2 buffers of input and output)")
         ring = _Ring(2)
@@ -530,11 +524,6 @@ def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int,
             wr = engine.gm_write(unit, "MTE3", elems * p.out_bytes, region=_region("y", first, p.out_bytes),
                                  deps=[dep], label="out")
             ring.push(engine.moved_out(wr))
-
-        def ranges(i: int, base=base, weight=weight) -> list[tuple]:
-            first = base + i * piece
-            return [_rng("x", first, piece, p.in_bytes, False, weight),
-                    _rng("y", first, piece, p.out_bytes, True, weight)]
 
         _loop(engine, count, skip, emit)
 
@@ -592,10 +581,6 @@ def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, offset: int, n: 
         _preload_input(engine, [(offset, n, 1)], p.in_bytes)
     prog = VecCumSumTile(engine, "core0.aiv0", p, regions=True)
     tiles = math.ceil(n / tile)
-
-    def ranges(i: int) -> list[tuple]:
-        first = offset + i * tile
-        return [_rng("x", first, tile, p.in_bytes, False, 1), _rng("y", first, tile, p.out_bytes, True, 1)]
 
     _loop(engine, tiles, skip, lambda i: prog.tile(offset + i * tile))
 
@@ -677,10 +662,6 @@ def _build_single_core(engine: Engine, skip: int, p: ScanParams, offset: int, n:
         wait = engine.flag(state["older"]) if i > 0 else pad
         fp = cube.tile(wait, x=_region("x", first, p.in_bytes), y=_region("y", first, _ACC_BYTES))
         aiv_tile(fp, _region("y", first, _ACC_BYTES), _region("y", first, p.out_bytes), L)
-
-    def ranges(i: int) -> list[tuple]:
-        first = offset + i * L
-        return [_rng("x", first, L, p.in_bytes, False, 1), _rng("y", first, L, _ACC_BYTES, True, 1)]
 
     if tiles:
         _loop(engine, tiles, skip, emit)
@@ -847,10 +828,6 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
                 outq.push(engine.moved_out(wr))
                 ops.append(wr)
 
-            def pad_ranges(i: int, base=base, w=w) -> list[tuple]:
-                first = base + i * L
-                return [_rng("x", offset + first, L, in_b, False, w), _rng("ws_x", first, L, in_b, True, w)]
-
             _loop(engine, count, skip, emit_pad)
             last.append(ops[-1])
         # SyncAll, SyncGroup, PipeBarrier<PIPE_ALL> (kernel_scan_multi_core.h:92-94)
@@ -876,10 +853,6 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
                 ops.append(cube.tile(pad_sync, x=_region(x_buf, x0 + t * L, in_b),
                                      y=_region(r_buf, r0 + t * L, _ACC_BYTES)))
 
-            def cube_ranges(i: int, base=base, w=w) -> list[tuple]:
-                t = base + i
-                return [_rng(x_buf, x0 + t * L, L, in_b, False, w), _rng(r_buf, r0 + t * L, L, _ACC_BYTES, True, w)]
-
             _loop(engine, count, skip, emit_cube)
             last.append(ops[-1])
     for v, w in aiv_reps:
@@ -899,9 +872,6 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
             done = _reduce_tile(engine, aiv, p, elems, [rd])
             inq.push(done)
             state["issue"] = done
-
-        def reduce_ranges(i: int, base=base, w=w) -> list[tuple]:
-            return [_rng(x_buf, x0 + base + i * rt, rt, in_b, False, w)]
 
         _loop(engine, count, skip, emit_reduce)
         dep = state["issue"]
@@ -953,11 +923,6 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
                                  aligned=not p.exclusive, deps=[ch], label="y->GM")
             outq.push(engine.moved_out(wr))
             state["issue"] = ch
-
-        def add_ranges(i: int, base=base, w=w) -> list[tuple]:
-            first = base + i * at
-            return [_rng(r_buf, r0 + first, at, _ACC_BYTES, False, w),
-                    _rng("y", offset + first + shift, at, out_b, True, w)]
 
         _loop(engine, count, skip, emit_add)
 
