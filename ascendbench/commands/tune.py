@@ -68,7 +68,7 @@ ExhaustiveOption = Annotated[bool | None, typer.Option("--exhaustive/--no-exhaus
                                                        "whole grid for the true optimum (default: only when the "
                                                        "grid has at most 512 points).")]
 SpaceOption = Annotated[Path | None, typer.Option("--space", help="Search space TOML (default: "
-                                                  "tuning_spaces/<kernel>.toml).")]
+                                                  "ascendbench/tuning/spaces/<kernel>.toml).")]
 ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named problem set of the space file "
                                                     "(default: its 'default' set when no problem is given).")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

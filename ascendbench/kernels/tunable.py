@@ -1,7 +1,7 @@
 """The tuning contract: what a kernel family offers the tuner (problems, heuristic, one timed evaluation).
 
 The tuner (ascendbench/tuning) reaches kernels only through this registry, so a new tunable kernel is one class
-here and one file of its search space under tuning_spaces/.
+here and one file of its search space under ascendbench/tuning/spaces/.
 
 A *problem* is a plain dict of Python ints/strings (JSON-ready): for HGEMM {"m", "n", "k", "batch"}, for scans
 {"n", "dtype", "exclusive"}. A *configuration* is a plain dict of the search space's parameters.
@@ -43,7 +43,7 @@ class Evaluation:
 class Tunable(Protocol):
     """A kernel family the tuner can search.
 
-    name: the family's name, also the search space file's stem (tuning_spaces/<name>.toml).
+    name: the family's name, also the search space file's stem (ascendbench/tuning/spaces/<name>.toml).
     """
 
     name: str

@@ -1,4 +1,4 @@
-"""Search spaces as data: tuning_spaces/<kernel>.toml, validated, turned into Optuna suggestions and grids.
+"""Search spaces as data: ascendbench/tuning/spaces/<kernel>.toml, validated, turned into Optuna suggestions and grids.
 
 A space file has a `kernel` name, a `description`, a `[parameters.NAME]` table per tuned parameter and named
 problem sets under `[problems.NAME]`. Parameter types:
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 __all__ = ["SPACES_DIR", "Parameter", "SearchSpace", "SpaceError", "load_space", "space_path"]
 
-SPACES_DIR = Path(__file__).resolve().parents[2] / "tuning_spaces"
+SPACES_DIR = Path(__file__).resolve().parent / "spaces"  # package data: found by non-editable installs too
 
 Scalar = int | float | str | bool
 
