@@ -256,7 +256,6 @@ def _simulate_one(
 def _build(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: bool) -> None:
     hw = engine.hw
     engine.phase = "scan"
-    s, L = p.s, p.s * p.s
     # Every core is simulated (no representative per group of identical cores): these loops are bound by the
     # cube -> flag -> AIV -> flag latency chain, and a weighted representative, whose GM transfers reserve its
     # whole group's bytes at once, would serialise the cores that really run staggered.

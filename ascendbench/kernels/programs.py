@@ -10,7 +10,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import Engine, Op
 from ascendbench.sim.result import SimResult, simulate
 
-__all__ = ["COPY_PIECE", "Ring", "aiv_groups", "aiv_pieces", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
+__all__ = ["COPY_PIECE", "Ring", "aiv_groups", "clamp_skip", "copy_pass", "copy_program", "depth", "loop", "piece_elements", "split_front"]
 
 COPY_PIECE = 16384  # elements per UB piece of the copy kernel (in + out, double-buffered, fits 192 KB)
 
@@ -81,13 +81,6 @@ def aiv_groups(engine: Engine, per_aiv: list[int], n: int, piece: int) -> Iterat
         yield w, unit, count, n - (firsts[w] + count - 1) * piece
 
 
-def aiv_pieces(engine: Engine, per_aiv: list[int], n: int, piece: int,
-               skip: int) -> Iterator[tuple[str, int, int]]:
-    """aiv_groups without the index: (unit, pieces, elements of its last piece)."""
-    for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
-        yield unit, count, tail
-
-
 def depth(fits_two: bool) -> int:
     return 2 if fits_two else 1
 
@@ -126,7 +119,7 @@ def copy_program(engine: Engine, skip: int, per_aiv: list[int], n: int, in_bytes
     hw = engine.hw
     piece = piece_elements(hw, in_bytes, out_bytes)
     piece_in, piece_out = piece * in_bytes, piece * out_bytes
-    for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
+    for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
         engine.alloc(unit, "UB", 2 * (piece_in + piece_out), "copy pieces (2 buffers of input and output)")
         ring = Ring(2)
 

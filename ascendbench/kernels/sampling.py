@@ -29,7 +29,7 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.partition import offset_dtype
-from ascendbench.kernels.programs import Ring, aiv_pieces, loop, piece_elements, split_front
+from ascendbench.kernels.programs import Ring, aiv_groups, loop, piece_elements, split_front
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
@@ -202,7 +202,7 @@ def elementwise_pass(hw: HardwareProfile, n: int, *, in_bytes: int, out_bytes: i
     def build(engine: Engine, skip: int) -> None:
         engine.phase = phase
         last = []
-        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
             engine.alloc(unit, "UB", 2 * piece * (in_bytes + 4 + out_bytes), f"{phase} pieces (2 buffers)")
             ring = Ring(2)
             ops = []

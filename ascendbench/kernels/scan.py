@@ -28,6 +28,7 @@ from ascendbench.kernels.base import ParamError, Verification, register
 from ascendbench.kernels.partition import PARTITION_LIMIT
 from ascendbench.kernels.programs import COPY_PIECE as _MEMCPY_PIECE
 from ascendbench.kernels.programs import Ring as _Ring
+from ascendbench.kernels.programs import aiv_groups, piece_elements
 from ascendbench.kernels.programs import loop as _loop
 from ascendbench.kernels.programs import split_front as _split
 from ascendbench.sim.engine import Engine, Op
@@ -498,8 +499,6 @@ def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int,
     """The memcpy reference (torch.clone): every AIV copies its contiguous share of the vector in pieces of
     COPY_PIECE elements through UB, read and write double-buffered. torch.clone's kernel is not public; this
     is the copy that AscendC's tutorial kernels do."""
-    from ascendbench.kernels.programs import aiv_groups, piece_elements
-
     hw = engine.hw
     engine.phase = "copy"
     piece = piece_elements(hw, p.in_bytes, p.out_bytes)
@@ -740,6 +739,18 @@ def _reduce_tile(engine: Engine, aiv: str, p: ScanParams, elems: int, deps: list
                           label="sum += GetAccVal")
 
 
+def _aiv(v: int) -> str:
+    """Unit name of AIV v of a multi-core scan (two per AI core: vec_cube_ratio 2, kernel_scan_batch.h)."""
+    return f"core{v // 2}.aiv{v % 2}"
+
+
+def _working(aiv_reps: list[tuple[int, int]], counts: list[int]):
+    """(v, unit, count) of the representative AIVs with work in a loop of `counts` iterations per AIV."""
+    for v, _weight in aiv_reps:
+        if counts[v]:
+            yield v, _aiv(v), counts[v]
+
+
 def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: int, m: int, cube_kind: str,
                       warm: bool) -> None:
     """MCScan (Algorithm 3, kernel_scan_multi_core.h) / MCScanUL1 (§6.1.1, kernel_scan_multi_cube.h) on one
@@ -786,7 +797,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
     for c, w in cube_reps:
         engine.set_weight(f"core{c}.aic", w)
     for v, w in aiv_reps:
-        engine.set_weight(f"core{v // 2}.aiv{v % 2}", w)
+        engine.set_weight(_aiv(v), w)
     if warm:
         _preload_input(engine, [(offset + b * cmax * L, lay.cube[b] * L, w) for b, w in cube_reps], in_b)
     # UB: each phase's TPipe is released when the phase ends, so an AIV needs the largest of them: pad (2 + 2
@@ -797,17 +808,13 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
              depth * rt * in_b + rt * _ACC_BYTES + (rt * 2 if in_b == 1 else 0),
              2 * depth * at * _ACC_BYTES)
     for v, _ in aiv_reps:
-        engine.alloc(f"core{v // 2}.aiv{v % 2}", "UB", ub, f"s={s} pad, reduce and carry tiles (the largest)")
+        engine.alloc(_aiv(v), "UB", ub, f"s={s} pad, reduce and carry tiles (the largest)")
     last: list[Op] = []
 
     # ----- padded path: the copy into the workspace (kernel_pad.h KernelPad) -----
     if lay.padded:
         engine.phase = "pad"
-        for v, w in aiv_reps:
-            aiv = f"core{v // 2}.aiv{v % 2}"
-            count = lay.pad[v]
-            if not count:
-                continue
+        for v, aiv, count in _working(aiv_reps, lay.pad):
             base = v * pmax * L
             inq, outq = _Ring(2), _Ring(2)
             ops: list[Op] = []
@@ -838,7 +845,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
 
     # ----- phase I -----
     engine.phase = "phase I"
-    for c, w in cube_reps:
+    for c, _ in cube_reps:
         aic = f"core{c}.aic"
         cube = (CubeUL1 if ul1 else CubeRowScan)(engine, aic, p, u_region=("U", 0))
         for b in core_blocks[c]:
@@ -855,11 +862,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
 
             _loop(engine, count, skip, emit_cube)
             last.append(ops[-1])
-    for v, w in aiv_reps:
-        aiv = f"core{v // 2}.aiv{v % 2}"
-        count = lay.reduce[v]
-        if not count:
-            continue
+    for v, aiv, count in _working(aiv_reps, lay.reduce):
         base = v * rmax * rt
         inq = _Ring(depth)
         state: dict[str, Op | None] = {"issue": pad_sync}
@@ -891,11 +894,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
     # ----- phase II -----
     engine.phase = "phase II"
     sums_len = m // L if ul1 else aivs  # ScanReducedTiles / ScanReducedBlocks read sums_len_ values
-    for v, w in aiv_reps:
-        aiv = f"core{v // 2}.aiv{v % 2}"
-        count = lay.add[v]
-        if not count:
-            continue
+    for v, aiv, count in _working(aiv_reps, lay.add):
         rd_s = engine.gm_read(aiv, "MTE2", max(sums_len, 8) * _ACC_BYTES, region=("sums", 0), deps=[barrier],
                               label="sums->UB")
         # ReduceScalarAdd of the sums of the lower AIVs: one UB read and add per AIV (tcuscan_utils.h:1688)

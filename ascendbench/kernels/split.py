@@ -44,7 +44,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.partition import PARTITION_LIMIT, index_bytes, offset_dtype, partitions
-from ascendbench.kernels.programs import Ring, aiv_pieces, copy_pass, loop, split_front
+from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -388,7 +388,7 @@ def _gather(n: int, hw: HardwareProfile, *, value_bytes: int, with_indices: bool
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "gather"
-        for unit, count, tail in aiv_pieces(engine, per_aiv, n, tile, skip):
+        for _, unit, count, tail in aiv_groups(engine, per_aiv, n, tile):
             engine.alloc(unit, "UB", depth * need, f"gather tiles of {tile} elements ({depth} buffer(s))")
             ring = Ring(depth)
 
@@ -522,7 +522,7 @@ def _scalar_masked_select(n: int, vb: int, hw: HardwareProfile, n_true: int, val
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "select"
-        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
             engine.alloc(unit, "UB", 2 * piece * (1 + 2 * vb), "masked_select pieces (2 buffers)")
             ring = Ring(2)
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.partition import index_bytes
-from ascendbench.kernels.programs import Ring, aiv_pieces, copy_pass, loop, split_front
+from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import KEY_DTYPES, encode_keys, radix_sort, simulate_radix_sort
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind
 from ascendbench.sim.engine import Engine
@@ -159,7 +159,7 @@ def _reduce(n: int, vb: int, hw: HardwareProfile, hit: bool) -> SimResult:
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "minmax"
-        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
             engine.alloc(unit, "UB", 2 * piece * vb, "min/max pieces (2 buffers)")
             ring = Ring(2)
             last = []
@@ -199,7 +199,7 @@ def _vector_topk(n: int, k: int, vb: int, hw: HardwareProfile, warm_l2: bool) ->
 
     def build(engine: Engine, skip: int) -> None:
         engine.phase = "select"
-        for unit, count, tail in aiv_pieces(engine, per_aiv, n, piece, skip):
+        for _, unit, count, tail in aiv_groups(engine, per_aiv, n, piece):
             engine.alloc(unit, "UB", 2 * piece * vb + 2 * VECTOR_PIECE * pair, "top-k pieces and sort buffers")
             ring = Ring(2)
             chain: list = [None]

@@ -476,7 +476,7 @@ class Engine:
             raise ValueError(f"a GM write moves nbytes >= 0 bytes, got {nbytes}")
         hw = self.hw
         nbytes = self._rounded(nbytes)
-        eff = 1.0 if aligned else hw.unaligned_efficiency
+        eff = self._efficiency(aligned, False)
         counts = [("bytes_gm_write", nbytes), *self._alignment_counts(nbytes, aligned, False, 1.0)]
         # a written-back write lands in L2 like any other; its HBM write-back takes HBM time from everyone
         # without holding the writer, as an addressed write's evictions do (_transfer)
@@ -494,8 +494,7 @@ class Engine:
         counts = [("bytes_gm_write" if write else "bytes_gm_read", nbytes),
                   *self._alignment_counts(nbytes, aligned, slow_nd2nz, serial)]
         self._count(unit, counts)
-        eff = 1.0 if write and aligned else (self.hw.unaligned_efficiency if write else
-                                             self._efficiency(aligned, slow_nd2nz))
+        eff = self._efficiency(aligned, slow_nd2nz)  # writes never convert to NZ: slow_nd2nz is False
         xfer = ("aw" if write else "ar", buf, float(offset), float(offset) + nbytes, nbytes, eff, max(serial, 1.0))
         hw = self.hw
         # a read's latency is decided when it runs (an L2 hit answers sooner); a write's is fixed

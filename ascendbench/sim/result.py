@@ -329,20 +329,8 @@ def simulate(
     skip1, skip2 = iterations - k1, iterations - k2
     _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1), group=group_cores, l2=l2)
     engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2), group=group_cores, l2=l2)
-    factor = skip2 / (skip1 - skip2)
-
-    def extend(a2: float, a1: float) -> float:
-        return a2 + factor * (a2 - a1)
-
-    busy = {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()}
-    hbm = extend(s2.hbm_busy, s1.hbm_busy)
-    dynamic = {k: max(extend(s2.dynamic.get(k, 0.0), s1.dynamic.get(k, 0.0)), 0.0) for k in DYNAMIC_COUNTERS}
-    counters = _count_only(hw, warm_l2, build, iterations) | dynamic
-    makespan = max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0), hbm,
-                   extend(s2.l2_busy, s1.l2_busy), _hbm_bound(hw, counters))
-    stats = RunStats(makespan, s2.phases, busy, hbm, s2.l2_busy, s2.unit_weights, dynamic)
-    phases = _settle({k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}, makespan)
-    return _to_result(hw, engine, stats, phases, True, counters)
+    static = _count_only(hw, warm_l2, build, iterations)
+    return _extended(hw, engine, (s1, p1), (s2, p2), skip2 / (skip1 - skip2), static, bounded=True)
 
 
 def simulate_scaled(
@@ -393,7 +381,19 @@ def simulate_scaled(
         runs.append((k, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores,
                               l2=state.rescaled(scale))))
     (k1, _, s1, p1), (k2, engine, s2, p2) = runs
-    factor = (units - k2) / (k2 - k1)
+    # The instances are self-similar, so the makespan extends linearly like the rest. (No HBM bound: the
+    # write-backs of dirty lines that allocations evict may still be queued when the kernel's last op ends.)
+    return _extended(hw, engine, (s1, p1), (s2, p2), (units - k2) / (k2 - k1), _count_static(hw, count),
+                     bounded=False)
+
+
+def _extended(hw: HardwareProfile, engine: Engine, run1: tuple, run2: tuple, factor: float,
+              static: dict[str, float], bounded: bool) -> SimResult:
+    """The result of a program extended from two truncated runs (stats, phase partition): every time-like
+    quantity and the dynamic counters grow by `factor` times their difference, T = T2 + factor (T2 - T1); the
+    makespan is at least the busiest pipe's time, and, when `bounded`, HBM's and L2's time too. `static`: the
+    full program's exact static counters."""
+    (s1, p1), (s2, p2) = run1, run2
 
     def extend(a2: float, a1: float) -> float:
         return a2 + factor * (a2 - a1)
@@ -401,10 +401,10 @@ def simulate_scaled(
     busy = {k: extend(v, s1.busy.get(k, 0.0)) for k, v in s2.busy.items()}
     hbm = extend(s2.hbm_busy, s1.hbm_busy)
     dynamic = {k: max(extend(s2.dynamic.get(k, 0.0), s1.dynamic.get(k, 0.0)), 0.0) for k in DYNAMIC_COUNTERS}
-    counters = _count_static(hw, count) | dynamic
-    # The instances are self-similar, so the makespan extends linearly like the rest. (No HBM bound: the
-    # write-backs of dirty lines that allocations evict may still be queued when the kernel's last op ends.)
+    counters = static | dynamic
     makespan = max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0))
+    if bounded:
+        makespan = max(makespan, hbm, extend(s2.l2_busy, s1.l2_busy), _hbm_bound(hw, counters))
     stats = RunStats(makespan, s2.phases, busy, hbm, s2.l2_busy, s2.unit_weights, dynamic)
     phases = _settle({k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}, makespan)
     return _to_result(hw, engine, stats, phases, True, counters)
@@ -418,8 +418,9 @@ def build_at(build: Callable[[Engine, int], None], units: int) -> Callable[[Engi
     return lambda engine, _skip: build(engine, units)
 
 
-def _count_static(hw: HardwareProfile, count: Callable[[Engine], None]) -> dict[str, float]:
-    engine = Engine(hw)
+def _count_static(hw: HardwareProfile, count: Callable[[Engine], None], warm_l2: bool = False) -> dict[str, float]:
+    """The static counters `count(engine)` adds to a fresh engine (built, not run)."""
+    engine = Engine(hw, warm_l2=warm_l2)
     with gc_paused():
         count(engine)
     engine.unlink()
@@ -433,11 +434,7 @@ def _hbm_bound(hw: HardwareProfile, counters: dict[str, float]) -> float:
 
 def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
     """Exact static counters of the full program, from the smallest truncated build (not run)."""
-    engine = Engine(hw, warm_l2=warm_l2)
-    with gc_paused():
-        build(engine, iterations)
-    engine.unlink()
-    return dict(engine.counters)
+    return _count_static(hw, lambda engine: build(engine, iterations), warm_l2)
 
 
 def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: dict[str, float]) -> SimResult:
