@@ -67,7 +67,6 @@ class HardwareProfile:
     vector_reduce_latency_cycles: float
     ub_copy_latency_cycles: float
     vector_barrier_cycles: float
-    cumsum_row_cycles: float
     vector_scalar_sync_cycles: float
     scalar_op_cycles: float
     scalar_load_cycles: float

@@ -18,7 +18,7 @@ kernel_pad.h, kernel_simple_pad.h and the entry points scan_multi_core.cpp, scan
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,14 +31,28 @@ from ascendbench.kernels.programs import Ring as _Ring
 from ascendbench.kernels.programs import aiv_groups, piece_elements
 from ascendbench.kernels.programs import loop as _loop
 from ascendbench.kernels.programs import split_front as _split
-from ascendbench.sim.engine import Engine, Op
+from ascendbench.sim.engine import Dep, Engine, Op
 from ascendbench.sim.l2 import L2Cache
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_scaled
 
 __all__ = [
-    "DTYPES", "L2_STARTS", "SCAN_KERNELS", "S_VALUES", "CubeRowScan", "CubeUL1", "ScanKernel", "ScanOperatorParams",
-    "ScanParams", "VecCumSumTile", "aiv_carry_tile", "auto_chunk", "chunk_lengths", "expected_matmuls",
-    "l2_chunk_tiles", "l2_start",
+    "DTYPES",
+    "L2_STARTS",
+    "SCAN_KERNELS",
+    "S_VALUES",
+    "CubeRowScan",
+    "CubeUL1",
+    "ScanKernel",
+    "ScanOperatorParams",
+    "ScanParams",
+    "VecCumSumTile",
+    "aiv_carry_tile",
+    "auto_chunk",
+    "chunk_lengths",
+    "cumsum_last_axis",
+    "expected_matmuls",
+    "l2_chunk_tiles",
+    "l2_start",
 ]
 
 S_VALUES = (16, 32, 64, 128)
@@ -48,6 +62,7 @@ _IN_BYTES = {"fp16": 2, "int8": 1}
 _OUT_BYTES = {"fp32": 4, "fp16": 2, "int32": 4}
 _ACC_BYTES = 4  # L0C accumulates fp16 in fp32 and int8 in int32
 _CUMSUM_INFO = (128, 128)  # AscendC CumSum (outter, inner) of the vector-only baseline, scan paper §4.1
+_CUMSUM_ROWS_PER_PASS = 16  # CumSumImpl's rows per CumSumLastDim with the minimum temporary buffer
 _GM_ALIGNMENT = 256  # tcuscan_utils.h:25: the L2 chunk length is rounded up to it (scan_multi_core.cpp:56)
 _COMPLETE_ROWS_MAX_TILE = 8192  # kernel_complete_rows.h:35: at most 8192 elements per phase II tile
 _RED2_SIZE = 8  # kernel_reduce_tiles.h:197: the second level of the int8 reduction
@@ -527,13 +542,38 @@ def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int,
         _loop(engine, count, skip, emit)
 
 
+def cumsum_last_axis(engine: Engine, unit: str, outer: int, inner: int, in_bytes: int,
+                     deps: Sequence[Dep] = (), adds_per_row: int = 1, label: str = "CumSum") -> Op:
+    """AscendC CumSum along the last axis of an (outer, inner) tile in UB, as asc-devkit implements it
+    (impl/aicore/adv_api/detail/math/cumsum/cumsum_common_impl.h). CumSumImpl scans the rows in passes of
+    tmp_size / min_tmp_size * 16 rows; the temporary buffer is taken at GetCumSumMaxMinTmpSize's minimum (as
+    the public operators that call CumSum pass it, e.g. MoeDistributeDispatchV2's tiling: cumSumUBMinValue),
+    so a pass covers _CUMSUM_ROWS_PER_PASS = 16 rows. Each pass (CumSumLastDim) transposes its 16 rows
+    (TransDataTo5HD, 2 cycles per repeat: pypto VNCHWCONV), casts fp16 to fp32, adds column after column
+    (inner - 1 Adds over the 16 rows, each followed by PipeBarrier<PIPE_V>), casts back, transposes back and
+    copies to the destination (Adds of 0); a PipeBarrier<PIPE_V> separates the steps, so each waits for the
+    previous result. `adds_per_row` dependent instructions per column (2 for a segmented scan's add and
+    select). in_bytes: 2 (fp16, cast to fp32 and back) or 4 (fp32). Returns the last op."""
+    rows = min(outer, _CUMSUM_ROWS_PER_PASS)
+    last: Op | None = None
+    for first in range(0, outer, rows):
+        n = min(rows, outer - first) * inner
+        step = engine.vector(unit, n * in_bytes, deps=[*deps, last], label=f"{label}: transpose",
+                             per_repeat=2.0)
+        if in_bytes != _ACC_BYTES:
+            step = engine.vector(unit, n * _ACC_BYTES, deps=[step], label=f"{label}: cast")
+        step = engine.vector_chain(unit, adds_per_row * (inner - 1), min(rows, outer - first) * _ACC_BYTES,
+                                   "barrier", deps=[step], label=f"{label}: Adds")
+        passes = 3 if in_bytes != _ACC_BYTES else 2  # (cast back,) transpose back, copy out
+        last = engine.vector(unit, n * _ACC_BYTES, deps=[step], label=f"{label}: back", passes=passes)
+    return last
+
+
 class VecCumSumTile:
     """AIV program of the vector-only baseline (scan paper §4.1): AscendC CumSum with CumSumInfo (128, 128) per
-    128 x 128 tile, then the row carries. CumSum's last-axis path (asc-devkit impl/aicore/adv_api/detail/math/
-    cumsum/cumsum_common_impl.h CumSumLastDim) transposes the tile (inner/16 TransDataTo5HD), casts it to fp32,
-    adds row after row with a PipeBarrier<PIPE_V> after each of the inner - 1 Adds, casts back, transposes
-    back and copies out; the baseline kernel itself is not public: its carries are modelled as one dependent
-    Adds and scalar read per row of 128, as the scan kernels' carry loop does."""
+    128 x 128 tile (see cumsum_last_axis), then the row carries. The baseline kernel itself is not public: its
+    carries are modelled as one dependent Adds and scalar read per row of 128, as the scan kernels' carry loop
+    does."""
 
     def __init__(self, engine: Engine, unit: str, p: ScanParams, x_hit: bool = False, regions: bool = False):
         outer, inner = _CUMSUM_INFO
@@ -554,12 +594,8 @@ class VecCumSumTile:
         else:
             rd = e.gm_read(unit, "MTE2", tile * p.in_bytes, l2_hit=self.x_hit, deps=[self.ring.wait(), self.prev],
                            label="x->UB")
-        # transposes (fp16: 16x16 blocks, 2 cycles per repeat: pypto VNCHWCONV) and the cast to fp32
-        prep = e.vector(unit, tile * p.in_bytes, deps=[rd], label="transpose", per_repeat=2.0)
-        cast = e.vector(unit, tile * _ACC_BYTES, deps=[prep], label="cast")
-        scan = e.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "cumsum", deps=[cast], label="CumSum")
-        back = e.vector(unit, tile * _ACC_BYTES, deps=[scan], label="cast back, transpose back", passes=2)
-        carry = e.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[back, self.prev],
+        scan = cumsum_last_axis(e, unit, outer, inner, p.in_bytes, deps=[rd])
+        carry = e.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[scan, self.prev],
                                label="row carries")
         self.prev = carry
         if self.regions:

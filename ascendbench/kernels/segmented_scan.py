@@ -38,6 +38,7 @@ from ascendbench.kernels.scan import (
     SCAN_KERNELS,
     ScanOperatorParams,
     ScanParams,
+    cumsum_last_axis,
 )
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -161,8 +162,8 @@ def _stream_pass(
 
 def _vector_baseline(hw, n: int, p: SegmentedScanParams, warm_l2: bool, force_exact: bool) -> SimResult:
     """One AIV, segmented CumSum (128, 128) per tile: values and flags in (one buffer each: two would not fit the
-    UB next to the work buffers), cast and transpose (4 passes), the
-    inner-axis scan as 127 dependent (add, select) pairs with a vector barrier after each instruction, the row
+    UB next to the work buffers), the flags cast and transposed, the values scanned as AscendC CumSum does
+    (scan.cumsum_last_axis) with a dependent (add, select) pair per column, a barrier after each; the row
     carries as 128 dependent adds with a scalar read each, then one select pass that stops the carry at heads."""
     outer, inner = _CUMSUM_INFO
     tile = outer * inner
@@ -187,13 +188,9 @@ def _vector_baseline(hw, n: int, p: SegmentedScanParams, warm_l2: bool, force_ex
                 unit, "MTE2", tile * sp.in_bytes, l2_hit=hit, deps=[ring.wait()], label="x->UB"
             )
             rf = engine.gm_read(unit, "MTE2", tile, l2_hit=hit, deps=[ring.wait()], label="flags->UB")
-            prep = engine.vector(unit, tile * _ACC_BYTES, deps=[rx, rf], label="cast+transpose", passes=4)
-            scan = engine.vector_chain(
-                unit,
-                2 * (inner - 1),
-                outer * _ACC_BYTES,
-                "cumsum",
-                deps=[prep],
+            flags = engine.vector(unit, tile * _ACC_BYTES, deps=[rf], label="flags: cast+transpose", passes=2)
+            scan = cumsum_last_axis(
+                engine, unit, outer, inner, sp.in_bytes, deps=[rx, flags], adds_per_row=2,
                 label="segmented CumSum (add, select)",
             )
             carry = engine.vector_chain(

@@ -45,7 +45,7 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.partition import PARTITION_LIMIT, index_bytes, offset_dtype, partitions
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
-from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams
+from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams, cumsum_last_axis
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
@@ -310,8 +310,8 @@ def simulate_flag_scan(n: int, hw: HardwareProfile, *, variant: str = "mcscan", 
 def _simulate_vector_scan(n: int, hw: HardwareProfile, warm_l2: bool) -> SimResult:
     """Vector-only exclusive scan of int8 flags on every AIV: phase I each AIV reduces its contiguous run of
     128 x 128 tiles (ReduceSum, as MCScan's AIVs do), SyncAll, phase II each AIV scans its tiles with AscendC
-    CumSum (cast + transpose, 127 dependent row adds with a vector pipe barrier, 128 row carries read by the
-    scalar unit: the structure of kernels/scan.py vec-cumsum) and writes int32."""
+    CumSum (the flags cast to fp16, then scan.cumsum_last_axis; 128 row carries read by the scalar unit: the
+    structure of kernels/scan.py vec-cumsum) and writes int32."""
     if n == 0:
         return fixed_cost(hw, 0.0, "scan")
     outer, inner = _CUMSUM_TILE
@@ -352,9 +352,8 @@ def _simulate_vector_scan(n: int, hw: HardwareProfile, warm_l2: bool) -> SimResu
 
             def emit_scan(i: int, unit=unit, ring=ring, chain=chain) -> None:
                 rd = engine.gm_read(unit, "MTE2", tile, l2_hit=fits, deps=[ring.wait(), barrier], label="flags->UB")
-                prep = engine.vector(unit, tile * _ACC_BYTES, deps=[rd], label="cast+transpose", passes=3)
-                scan = engine.vector_chain(unit, inner - 1, outer * _ACC_BYTES, "cumsum", deps=[prep],
-                                           label="CumSum")
+                cast = engine.vector(unit, tile * 2, deps=[rd], label="cast int8->fp16")
+                scan = cumsum_last_axis(engine, unit, outer, inner, 2, deps=[cast])  # fp16
                 carry = engine.vector_chain(unit, outer, inner * _ACC_BYTES, "scalar", deps=[scan, chain[-1]],
                                             label="row carries")
                 chain.append(carry)

@@ -63,10 +63,6 @@ class Fit:
 
 # In the order they are fitted (each fit sees the values fitted before it).
 FITS: tuple[Fit, ...] = (
-    Fit("cumsum_row_cycles", "ascend-910b4", "S-2", 0.0, 5000.0, decreasing=False,
-        note="the vector-only baseline's cost per row of AscendC CumSum's last-axis loop (an Add and a "
-             "PipeBarrier<PIPE_V> per row, asc-devkit cumsum_common_impl.h) beyond what its instructions cost; "
-             "the baseline kernel itself is not public"),
     Fit("hbm_efficiency", "ascend-910b4", "S-4", 0.3, 1.0, decreasing=False, digits=3,
         note="the share of the 800 GB/s HBM peak the 910B4 streams; no public measurement of this chip"),
     Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9a M=512", 110.0, 440.0, decreasing=True, steps=30,

@@ -324,9 +324,7 @@ class Engine:
         scalar unit waits for the vector pipe (the V->S event the compiler inserts before GetValue), loads
         `scalar_reads` values from UB and runs the loop's scalar bookkeeping, then issues the next step.
         `sync="barrier"`: dependent vector instructions separated by PipeBarrier<PIPE_V> (a step waits for the
-        previous one's result, then the barrier). `sync="cumsum"`: the row loop of AscendC's CumSum (asc-devkit
-        impl/aicore/adv_api/detail/math/cumsum/cumsum_common_impl.h CumSumLastDim: an Add and a
-        PipeBarrier<PIPE_V> per row), which also pays the profile's cumsum_row_cycles per row.
+        previous one's result, then the barrier).
         """
         hw = self.hw
         instructions, repeats, issue = self._vector_cost(nbytes_per_step, 1.0)
@@ -335,13 +333,11 @@ class Engine:
             per_step = (ops_per_step * issue + lat + hw.vector_scalar_sync_cycles
                         + scalar_reads * hw.scalar_load_cycles + hw.carry_loop_scalar_ops * hw.scalar_op_cycles)
             self._inc("vector_scalar_syncs", steps, unit)
-        elif sync in ("barrier", "cumsum"):
+        elif sync == "barrier":
             per_step = ops_per_step * issue + lat + hw.vector_barrier_cycles
-            if sync == "cumsum":
-                per_step += hw.cumsum_row_cycles
             self._inc("vector_barriers", steps, unit)
         else:
-            raise ValueError(f"sync must be 'scalar', 'barrier' or 'cumsum', got {sync!r}")
+            raise ValueError(f"sync must be 'scalar' or 'barrier', got {sync!r}")
         self._inc("vector_instructions", instructions * ops_per_step * steps, unit)
         self._inc("vector_repeats", repeats * ops_per_step * steps, unit)
         return self._add(unit, "VECTOR", label, per_step * steps, deps)

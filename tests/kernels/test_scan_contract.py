@@ -234,3 +234,12 @@ def test_more_blocks_than_cores_run_in_waves():
     x = _data(n // 40, "fp16")
     y = SCAN_KERNELS["mcscan"].compute(x, ScanParams(blocks=40))
     assert SCAN_KERNELS["mcscan"].verify(x, y, ScanParams(blocks=40)).passed
+
+
+@pytest.mark.parametrize("tiles", [1, 3])
+def test_vec_cumsum_runs_cumsum_in_passes_of_16_rows(tiles):
+    """AscendC CumSum with the minimum temporary buffer scans a 128 x 128 tile in 8 passes of 16 rows, each
+    with 127 barrier-separated Adds (asc-devkit cumsum_common_impl.h CumSumImpl): 1016 barriers per tile."""
+    run = SCAN_KERNELS["vec-cumsum"].simulate(tiles * 128 * 128, ScanParams(), HW)
+    assert run.counters["vector_barriers"] == tiles * 8 * 127
+    assert run.counters["vector_scalar_syncs"] == tiles * 128  # one carry step per row of 128
