@@ -51,8 +51,9 @@ app = typer.Typer(help="Search kernel configurations with Optuna on the timing m
 
 _HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
-TrialsOption = Annotated[int, typer.Option("--trials", help="Finished trials each problem's study should hold "
-                                           "(a resumed study runs only the missing ones).")]
+TrialsOption = Annotated[int, typer.Option("--trials", help="Distinct feasible configurations each problem's "
+                                           "study should hold (infeasible points and repeats do not count; a "
+                                           "resumed study runs only the missing ones).")]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Stop each problem's search after this "
                                                      "many seconds.")]
 SamplerOption = Annotated[str, typer.Option("--sampler", help="Optuna sampler: " + ", ".join(SAMPLERS) + ".")]
@@ -65,8 +66,9 @@ StudyOption = Annotated[str | None, typer.Option("--study-name", help="Study nam
                                                  "each problem's study is <name>/<problem>.")]
 JobsOption = Annotated[int, typer.Option("--jobs", help="Worker processes sharing each study.")]
 ExhaustiveOption = Annotated[bool | None, typer.Option("--exhaustive/--no-exhaustive", help="Also evaluate the "
-                                                       "whole grid for the true optimum (default: only when the "
-                                                       "grid has at most 512 points).")]
+                                                       "whole grid for the true optimum, ranks and regret, and "
+                                                       "keep it in results/tuning/ground-truth (default: when it "
+                                                       "is kept already, or estimated to take under a minute).")]
 SpaceOption = Annotated[Path | None, typer.Option("--space", help="Search space TOML (default: "
                                                   "ascendbench/tuning/spaces/<kernel>.toml).")]
 ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named problem set of the space file "
@@ -377,14 +379,23 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
 def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
     return {"problem": o.problem, "key": o.key, "study_name": o.study_name, "trials": o.trials, "best": o.best,
             "heuristic": o.heuristic, "speedup": o.speedup, "infeasible_reasons": o.infeasible_reasons,
-            "exhaustive": o.exhaustive}
+            "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history}
 
 
 def _summary(outcomes: list[ProblemOutcome]) -> dict[str, float | None]:
     speedups = [o.speedup for o in outcomes if o.speedup is not None]
     within = [s <= 1 + _HEURISTIC_WITHIN for s in speedups]
+    timed = [o for o in outcomes if o.best and o.heuristic.get("time_s")]
+    tuned_s = sum(o.best["time_s"] for o in timed)
+    heuristic_s = sum(o.heuristic["time_s"] for o in timed)
+    regrets = [o.exhaustive["regret"] for o in outcomes if o.exhaustive and o.exhaustive.get("regret") is not None]
     return {"problems": float(len(outcomes)),
             "trials_finished": float(sum(o.trials["finished"] for o in outcomes)),
+            "trials_evaluated": float(sum(o.trials["evaluated"] for o in outcomes)),
+            "workload_time_tuned_s": tuned_s if timed else None,
+            "workload_time_heuristic_s": heuristic_s if timed else None,
+            "workload_speedup": heuristic_s / tuned_s if timed and tuned_s > 0 else None,
+            "max_regret": max(regrets) if regrets else None,
             "fraction_heuristic_within_5pct": sum(within) / len(within) if within else None,
             "mean_speedup": sum(speedups) / len(speedups) if speedups else None,
             "max_speedup": max(speedups) if speedups else None,
@@ -422,6 +433,14 @@ def _config_text(kernel: str, config: dict[str, Any] | None) -> str:
     return f"{config['algorithm']} s={config['s']} blocks={config['blocks']} chunk={chunk_text}"
 
 
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+def _percent(fraction: float | None) -> str:
+    return "-" if fraction is None else f"{fraction * 100:.2f}%"
+
+
 def _time(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -439,7 +458,9 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         table.add_column(col, justify="left" if col in ("problem", "best (tuned)", "heuristic") else "right")
     for p in doc["problems"]:
         best, heur, t = p["best"] or {}, p["heuristic"], p["trials"]
-        trials = f"{t['finished']}" + (f" ({t['infeasible']} infeasible)" if t["infeasible"] else "")
+        extra = [f"{t['infeasible']} infeasible" if t["infeasible"] else "",
+                 f"{t['repeats']} repeats" if t["repeats"] else ""]
+        trials = f"{t['evaluated']}" + (f" (+{', '.join(e for e in extra if e)})" if any(extra) else "")
         rank = f"{heur['rank']} of {heur['ranked_among']}" if heur.get("rank") else "-"
         speed = f"{p['speedup']:.3f}x" if p["speedup"] is not None else "-"
         tp = f"{best['throughput']:.1f}" if best.get("throughput") is not None else "-"
@@ -449,20 +470,30 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")
-        for col in ("problem", "feasible", "optimum", "time", "regret", "trials to 1%", "trials to 5%"):
+        for col in ("problem", "feasible", "optimum", "time", "best's rank", "regret", "heuristic's rank",
+                    "its regret", "to 1%", "to 5%"):
             ex.add_column(col, justify="left" if col in ("problem", "optimum") else "right")
         for p in exhaustive:
             e = p["exhaustive"]
             opt = e["optimum"] or {}
             ex.add_row(p["key"], f"{e['feasible']} of {e['points']}", _config_text(kernel, opt.get("config")),
-                       _time(opt.get("time_s")), f"{e['regret'] * 100:.2f}%" if e["regret"] is not None else "-",
+                       _time(opt.get("time_s")), _rank(e.get("best_rank")), _percent(e["regret"]),
+                       _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
                        str(e["trials_to_1pct"] or "not reached"), str(e["trials_to_5pct"] or "not reached"))
         c.print(ex)
+        c.print("ranks and regrets are against the whole grid; 'to 1%': distinct configurations evaluated until "
+                "the best was within 1% of the optimum", style="dim", highlight=False)
+    for p in doc["problems"]:
+        if p.get("importance"):
+            parts = ", ".join(f"{name} {value:.2f}" for name, value in
+                              sorted(p["importance"].items(), key=lambda kv: -kv[1]))
+            c.print(f"what mattered for {p['key']} (parameter importance, PED-ANOVA): {parts}", highlight=False)
     s = doc["summary"]
     if count > 1 and s["mean_speedup"] is not None:
         c.print(f"heuristic within 5% of the tuned best on {s['fraction_heuristic_within_5pct'] * 100:.0f}% of "
                 f"problems; speed-up of tuned over heuristic: mean {s['mean_speedup']:.3f}x, max "
-                f"{s['max_speedup']:.3f}x", highlight=False)
+                f"{s['max_speedup']:.3f}x; whole workload (time-weighted) {s['workload_speedup']:.3f}x",
+                highlight=False)
     for claim in doc["claims"]:
         verdict = "[green]holds[/]" if claim["holds"] else "[yellow]miss[/]"
         ratios = ", ".join(f"{k} {v:.3f}" for k, v in claim["simulated"].items())

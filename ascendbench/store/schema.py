@@ -164,15 +164,20 @@ HGEMM_SCHEMA_PATH = Path(__file__).with_name("hgemm_result.schema.json")
 
 
 class TrialCounts(_Model):
-    """Trials of a study as stored after the run: finished = complete + infeasible (pruned with a reason)."""
+    """Trials of a study as stored after the run: finished = complete + infeasible (pruned with a reason);
+    `evaluated` (what --trials counts) = distinct feasible configurations."""
 
+    evaluated: int = Field(description="distinct feasible configurations the study holds (what --trials asks for)")
     finished: int
     complete: int
     infeasible: int
+    repeats: int = Field(description="trials that proposed a configuration the study already held (answered "
+                                     "from it, not counted)")
+    distinct: int = Field(description="distinct configurations proposed, feasible or not")
     failed: int = Field(description="trials interrupted while running (Ctrl-C, a killed worker)")
     running: int = Field(description="trials still marked running (another worker, or a worker killed with "
                                      "SIGKILL on storage without heartbeats)")
-    target: int = Field(description="--trials: finished trials the study should hold")
+    target: int = Field(description="--trials: distinct feasible configurations the study should hold")
     this_run: int = Field(description="finished trials this command ran (the rest were there already, or ran "
                                       "on other workers sharing the study)")
 
@@ -188,6 +193,9 @@ class Configuration(_Model):
     ranked_among: int | None = Field(None, description="distinct configurations evaluated, this one included")
     infeasible: str | None = Field(None, description="why the kernel cannot run it (the heuristic on this "
                                                      "hardware)")
+    source: Literal["study", "heuristic"] | None = Field(None, description="best: a trial of the study, or the "
+                                                         "heuristic when it is faster (it lies outside the space)")
+    in_space: bool | None = Field(None, description="heuristic: a point of the search space (then trial 0)")
 
 
 class ExhaustiveCheck(_Model):
@@ -197,8 +205,13 @@ class ExhaustiveCheck(_Model):
     feasible: int
     optimum: Configuration | None
     regret: float | None = Field(description="best found / optimum - 1")
-    trials_to_1pct: int | None = Field(description="finished trials until the best was within 1% of the optimum")
+    best_rank: int | None = Field(None, description="true rank of the best found among the feasible points")
+    heuristic_rank: int | None = Field(None, description="true rank of the heuristic among the feasible points")
+    heuristic_regret: float | None = Field(None, description="heuristic / optimum - 1")
+    trials_to_1pct: int | None = Field(description="distinct feasible configurations evaluated until the best "
+                                                   "was within 1% of the optimum")
     trials_to_5pct: int | None
+    stored: bool = Field(False, description="read from the ground-truth store (results/tuning/ground-truth)")
 
 
 class TunedProblem(_Model):
@@ -213,6 +226,10 @@ class TunedProblem(_Model):
     speedup: float | None = Field(description="heuristic time / best time (> 1: tuning found a faster one)")
     infeasible_reasons: dict[str, int] = Field(description="infeasible trials per reason (the buffer or option)")
     exhaustive: ExhaustiveCheck | None = None
+    importance: dict[str, float] | None = Field(None, description="parameter importance (Optuna PED-ANOVA) "
+                                                "over the study's feasible trials")
+    history: list[float] = Field(default_factory=list, description="best time so far (s) after each new "
+                                                                   "feasible configuration")
 
 
 class TuningResult(_Model):

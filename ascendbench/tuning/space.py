@@ -3,7 +3,9 @@
 A space file has a `kernel` name, a `description`, a `[parameters.NAME]` table per tuned parameter and named
 problem sets under `[problems.NAME]`. Parameter types:
 
-- "categorical": `choices` (ints, floats, strings or booleans);
+- "categorical": `choices` (ints, floats, strings or booleans), unordered;
+- "ordered": `choices` (ints in increasing order, e.g. tile sizes that are not a power-of-2 range); Optuna sees
+  the integer index into them (`<name>_index`), so that samplers use their order;
 - "bool": the choices false and true;
 - "int": `low`, `high`, optional `step` (default 1), sampled uniformly;
 - "log-int": `low`, `high` (powers of 2); the powers of 2 in range, searched as the exponent (Optuna sees the
@@ -46,7 +48,7 @@ class _Model(BaseModel):
 class Parameter(_Model):
     """One tuned parameter (see the module docstring for the types)."""
 
-    type: Literal["categorical", "bool", "int", "log-int"]
+    type: Literal["categorical", "ordered", "bool", "int", "log-int"]
     choices: list[Scalar] | None = None
     low: int | None = None
     high: int | None = None
@@ -57,13 +59,17 @@ class Parameter(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Parameter:
-        if self.type == "categorical":
+        if self.type in ("categorical", "ordered"):
             if not self.choices:
-                raise ValueError("a categorical parameter needs a non-empty `choices` list")
+                raise ValueError(f"a {self.type} parameter needs a non-empty `choices` list")
             if len(set(map(repr, self.choices))) != len(self.choices):
                 raise ValueError("`choices` has repeated values")
+            if self.type == "ordered" and (
+                    not all(isinstance(c, int) and not isinstance(c, bool) for c in self.choices)
+                    or self.choices != sorted(self.choices)):
+                raise ValueError("an ordered parameter needs integer `choices` in increasing order")
         elif self.choices is not None:
-            raise ValueError(f"`choices` belongs to categorical parameters, not {self.type!r}")
+            raise ValueError(f"`choices` belongs to categorical and ordered parameters, not {self.type!r}")
         if self.type in ("int", "log-int"):
             if self.low is None or self.high is None:
                 raise ValueError(f"an {self.type} parameter needs `low` and `high`")
@@ -89,7 +95,7 @@ class Parameter(_Model):
 
     def values(self) -> list[Scalar]:
         """Every value of the parameter's grid, in order (specials first)."""
-        if self.type == "categorical":
+        if self.type in ("categorical", "ordered"):
             return list(self.choices or [])
         if self.type == "bool":
             return [False, True]
@@ -99,22 +105,38 @@ class Parameter(_Model):
         return [*self.special, *powers]
 
     def optuna_name(self, name: str) -> str:
-        """The name Optuna sees: a log-int without specials is searched as its base-2 exponent `log2_<name>`
-        (an ordered integer, which TPE and CMA-ES model well)."""
-        return f"log2_{name}" if self.type == "log-int" and not self.special else name
+        """The name Optuna sees: a log-int without specials is searched as its base-2 exponent `log2_<name>`,
+        an ordered parameter as the index into its choices `<name>_index` (integers, whose order TPE and GP
+        model)."""
+        if self.type == "log-int" and not self.special:
+            return f"log2_{name}"
+        return f"{name}_index" if self.type == "ordered" else name
 
     def optuna_values(self) -> list[Scalar]:
         if self.type == "log-int" and not self.special:
             return [v.bit_length() - 1 for v in self.values()]
+        if self.type == "ordered":
+            return list(range(len(self.values())))
         return self.values()
+
+    def to_optuna(self, value: Scalar) -> Scalar | None:
+        """The value Optuna sees for `value` (None: not a value of the grid)."""
+        if self.type == "int":  # a range may be huge: no list
+            ok = (isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
+                  and (value - self.low) % self.step == 0)
+            return value if ok else None
+        values = self.values()
+        matches = [i for i, v in enumerate(values) if v == value and type(v) is type(value)]
+        return self.optuna_values()[matches[0]] if matches else None
 
     def suggest(self, trial: Any, name: str) -> Scalar:
         """The value an Optuna trial suggests for this parameter."""
         if self.type == "int":
             return trial.suggest_int(name, self.low, self.high, step=self.step)
-        if self.type == "log-int" and not self.special:
-            exponents = self.optuna_values()
-            return 1 << trial.suggest_int(self.optuna_name(name), exponents[0], exponents[-1])
+        if self.type == "ordered" or (self.type == "log-int" and not self.special):
+            index = self.optuna_values()
+            chosen = trial.suggest_int(self.optuna_name(name), index[0], index[-1])
+            return self.values()[index.index(chosen)]
         return trial.suggest_categorical(name, self.values())
 
 
@@ -159,6 +181,17 @@ class SearchSpace:
         for p in self.parameters.values():
             size *= p.count()
         return size
+
+    def to_optuna(self, config: dict[str, Any]) -> dict[str, Scalar] | None:
+        """A configuration as the parameters Optuna sees (for enqueue_trial); None when a value is not on the
+        grid (e.g. a heuristic tile size the space leaves out)."""
+        params = {}
+        for name, p in self.parameters.items():
+            value = p.to_optuna(config.get(name))
+            if value is None:
+                return None
+            params[p.optuna_name(name)] = value
+        return params
 
     def optuna_grid(self) -> dict[str, list[Scalar]]:
         """The grid as Optuna's GridSampler takes it."""

@@ -2,11 +2,15 @@
 
 Each problem (one HGEMM shape, one scan size) gets its own study, named after the kernel, the problem and the
 hardware (or `<study name>/<problem>` when the user names the study), so running the same command again
-resumes it. The objective is the simulated time in seconds (minimised); a configuration the kernel cannot run
-ends as a PRUNED trial with the kernel's reason in its user attribute "infeasible", so that samplers learn to
-avoid it and it is never scored. `trials` is the number of finished (complete or infeasible) trials the study
-should hold: a resumed study runs only the missing ones. Several processes (`jobs`, or other machines on one
-RDB storage) share a study; each stops when the study holds enough finished trials.
+resumes it. The objective is the simulated time in seconds (minimised). Trial 0 of every new study is the
+paper's heuristic configuration (enqueued), so the best a study reports is never slower than the heuristic and
+the sampler learns from it. A configuration the kernel cannot run ends as a PRUNED trial with the kernel's
+reason in its user attribute "infeasible" (samplers learn to avoid it; it is never scored); a configuration the
+study already holds is answered from the study (user attribute "repeat_of") without running the model again.
+`trials` is the number of *distinct feasible configurations* the study should hold: infeasible points and
+repeats do not count, and a resumed study runs only the missing ones. Several processes (`jobs`, or other
+machines on one RDB storage) share a study; each stops when the study holds enough distinct configurations
+(or the whole grid has been seen, or MAX_IDLE_TRIALS trials in a row brought nothing new).
 
 The default storage is an Optuna journal file (`results/tuning/studies.journal`), which takes several writer
 processes through file locks (plain SQLite does not: "database is locked").
@@ -14,8 +18,10 @@ processes through file locks (plain SQLite does not: "database is locked").
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
+import hashlib
 import importlib.util
 import json
 import math
@@ -23,6 +29,7 @@ import multiprocessing
 import os
 import secrets
 import signal
+import socket
 import threading
 import time
 import warnings
@@ -53,9 +60,11 @@ __all__ = [
     "tune_problem",
 ]
 
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid")
+SAMPLERS = ("tpe", "random", "gp", "grid")
 DEFAULT_STORAGE = Path("results") / "tuning" / "studies.journal"
 AUTO_EXHAUSTIVE_POINTS = 512  # spaces with at most this many grid points are evaluated whole automatically
+AUTO_EXHAUSTIVE_SECONDS = 60.0  # ... and larger ones whose whole grid is estimated to take at most this long
+MAX_IDLE_TRIALS = 200  # a sampler that proposes only known or infeasible points this many times in a row stops
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 _RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
 
@@ -98,7 +107,8 @@ class ProblemOutcome:
     speedup: float | None
     infeasible_reasons: dict[str, int]
     exhaustive: dict[str, Any] | None = None
-    history: list[float] = field(default_factory=list, repr=False)  # best-so-far time after each finished trial
+    history: list[float] = field(default_factory=list, repr=False)  # best-so-far time per new configuration
+    importance: dict[str, float] | None = None  # parameter -> importance (PED-ANOVA), None when too few
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -211,10 +221,6 @@ def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.Ba
     if name == "grid":
         _check_grid_size(space, "--sampler")
         return optuna.samplers.GridSampler(space.optuna_grid(), seed=seed)
-    if name == "cmaes":
-        if importlib.util.find_spec("cmaes") is None:
-            raise TuneError("--sampler: cmaes needs the 'cmaes' package (pip install cmaes)")
-        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     if name == "gp":
         missing = [m for m in ("torch", "scipy") if importlib.util.find_spec(m) is None]
         if missing:
@@ -232,39 +238,85 @@ def study_name_for(request: TuneRequest, key: str) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # The objective
 # ---------------------------------------------------------------------------------------------------------
+def config_key(config: Mapping[str, Any]) -> str:
+    """A configuration's identity in a study (JSON with sorted keys)."""
+    return json.dumps(dict(config), sort_keys=True)
+
+
 class _Objective:
-    """Simulated time of the suggested configuration; infeasible points are pruned with their reason.
-    Evaluations are cached by configuration (the timing model is deterministic)."""
+    """Simulated time of the suggested configuration; infeasible points are pruned with their reason; a
+    configuration the study (or this process) already evaluated is answered from it, marked "repeat_of"."""
 
     def __init__(self, kernel: str, space: SearchSpace, problem: Mapping[str, Any], hw: HardwareProfile,
-                 run_id: str = ""):
+                 run_id: str = "", study: optuna.Study | None = None):
         self.tunable, self.run_id = get_tunable(kernel), run_id
         self.space, self.problem, self.hw = space, dict(problem), hw
-        self.cache: dict[str, Evaluation | str] = {}
+        self.cache: dict[str, tuple[int, Evaluation | str]] = {}  # config key -> (first trial, outcome)
+        if study is not None:
+            self.learn(study)
+
+    def learn(self, study: optuna.Study) -> None:
+        """Take the outcomes the study holds (other workers' trials, earlier runs)."""
+        for t in study.get_trials(deepcopy=False, states=_FINISHED):
+            key = config_key(t.user_attrs.get("config", {}))
+            if key in self.cache or "repeat_of" in t.user_attrs:
+                continue
+            if t.state == TrialState.COMPLETE:
+                self.cache[key] = (t.number, Evaluation(t.value, t.user_attrs.get("throughput", 0.0), ""))
+            else:
+                self.cache[key] = (t.number, str(t.user_attrs.get("infeasible", "pruned")))
 
     def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
-        key = json.dumps(config, sort_keys=True)
+        key = config_key(config)
         if key not in self.cache:
             try:
-                self.cache[key] = self.tunable.evaluate(self.problem, config, self.hw)
+                self.cache[key] = (-1, self.tunable.evaluate(self.problem, config, self.hw))
             except Infeasible as exc:
-                self.cache[key] = exc.reason
-        value = self.cache[key]
+                self.cache[key] = (-1, exc.reason)
+        value = self.cache[key][1]
         if isinstance(value, str):
             raise Infeasible(value)
         return value
 
     def __call__(self, trial: optuna.Trial) -> float:
+        trial.set_user_attr("worker", _WORKER)  # first: a trial left RUNNING names the process that ran it
         config = self.space.suggest(trial)
-        trial.set_user_attr("config", config)
-        trial.set_user_attr("run", self.run_id)
+        key = config_key(config)
+        known = self.cache.get(key)
+        attrs = {"config": config, "run": self.run_id}
+        if known is not None:
+            attrs["repeat_of"] = known[0]
         try:
             ev = self.evaluate(config)
         except Infeasible as exc:
-            trial.set_user_attr("infeasible", exc.reason)
+            attrs["infeasible"] = exc.reason
+            _set_attrs(trial, attrs)
             raise optuna.TrialPruned(exc.reason) from None
-        trial.set_user_attr("throughput", ev.throughput)
+        finally:
+            if self.cache[key][0] < 0:
+                self.cache[key] = (trial.number, self.cache[key][1])
+        attrs["throughput"] = ev.throughput
+        _set_attrs(trial, attrs)
         return ev.time_s
+
+
+_WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _set_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:
+    for name, value in attrs.items():
+        trial.set_user_attr(name, value)
+
+
+def distinct_counts(study: optuna.Study) -> tuple[int, int]:
+    """(distinct feasible configurations, distinct configurations) the study holds (finished trials)."""
+    feasible, seen = set(), set()
+    for t in study.get_trials(deepcopy=False, states=_FINISHED):
+        key = config_key(t.user_attrs.get("config", {}))
+        seen.add(key)
+        if t.state == TrialState.COMPLETE:
+            feasible.add(key)
+    return len(feasible), len(seen)
 
 
 @functools.lru_cache(maxsize=8)
@@ -286,17 +338,19 @@ def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, 
     want = {"kernel": request.kernel, "problem": dict(problem), "hardware": request.hardware,
             "space": space.fingerprint()}
     have = study.user_attrs
-    if not have:
-        for attr, value in want.items():
-            study.set_user_attr(attr, value)
+    # Workers started together race between creating the study and writing its attributes: an attribute not
+    # written yet is written (the same value by every worker of this problem), one that differs is refused.
+    for attr, value in want.items():
+        if attr in have and have[attr] != value:
+            raise TuneError(f"--study-name: study {name!r} was made with another {attr} "
+                            f"({have[attr]!r}, now {value!r}); choose another --study-name")
+    missing = [attr for attr in want if attr not in have]
+    for attr in missing:
+        study.set_user_attr(attr, want[attr])
+    if missing:
         with warnings.catch_warnings():  # experimental in Optuna, harmless: names the objective in dashboards
             warnings.simplefilter("ignore")
             study.set_metric_names(["time_s"])
-    else:
-        for attr, value in want.items():
-            if have.get(attr) != value:
-                raise TuneError(f"--study-name: study {name!r} was made with another {attr} "
-                                f"({have.get(attr)!r}, now {value!r}); choose another --study-name")
     return study
 
 
@@ -306,25 +360,73 @@ def _sampler_seed(seed: int, worker: int, done: int) -> int:
     return (seed * 1_000_003 + worker * 7919 + done) % (2**32)
 
 
+def _enqueue_heuristic(study: optuna.Study, space: SearchSpace, kernel: str, problem: Mapping[str, Any],
+                       hw: HardwareProfile) -> None:
+    """Trial 0 of a new study: the paper's heuristic configuration, when it is a point of the space (the
+    tunable's heuristic fills every parameter; the space's fixed defaults replace it where they are values)."""
+    try:
+        config = get_tunable(kernel).heuristic(problem, hw)
+    except (ParamError, BufferCapacityError):
+        return
+    params = space.to_optuna(config)
+    if params is not None:
+        study.enqueue_trial(params, user_attrs={"heuristic": True}, skip_if_exists=True)
+
+
+def _fail_dead_runs(study: optuna.Study) -> None:
+    """Trials left RUNNING by a worker of this machine that is gone (SIGKILL) are marked failed, so that the
+    study does not count them and runs their configurations again. RDB storages also do this through
+    heartbeats for workers of other machines (open_storage)."""
+    host = socket.gethostname()
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        owner_host, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
+        if owner_host == host and not _alive(int(pid) if pid.isdigit() else -1):
+            try:
+                study.tell(trial.number, state=TrialState.FAIL)
+            except (ValueError, RuntimeError):  # finished or failed meanwhile
+                pass
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
               progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
               storage=None) -> None:
     """Run trials until the study holds request.trials finished ones (or the timeout / grid ends)."""
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
+    _fail_dead_runs(study)
     done = _finished(study)
-    if done >= request.trials or (request.sampler == "grid" and done >= space.grid_size):
-        return  # enough trials, or the grid is already covered (Optuna would re-evaluate points)
+    feasible, seen = distinct_counts(study)
+    if feasible >= request.trials or seen >= space.grid_size:
+        return  # enough distinct configurations, or the whole grid is already covered
+    hw = _profile(request.hardware)
+    if not study.get_trials(deepcopy=False):
+        _enqueue_heuristic(study, space, request.kernel, problem, hw)
     study.sampler = make_sampler(request.sampler, _sampler_seed(request.seed, worker, done), space)
-    objective = _Objective(request.kernel, space, problem, _profile(request.hardware), request.run_id)
-    callbacks: list[Callable] = [optuna.study.MaxTrialsCallback(request.trials, states=_FINISHED)]
-    if progress is not None:
-        def report(st: optuna.Study, _trial) -> None:
-            trials = st.get_trials(deepcopy=False, states=_FINISHED)
-            times = [t.value for t in trials if t.state == TrialState.COMPLETE]
-            progress(len(trials), min(times) if times else None)
+    objective = _Objective(request.kernel, space, problem, hw, request.run_id, study)
+    idle = [0, seen]
 
-        callbacks.append(report)
+    def enough(st: optuna.Study, _trial) -> None:
+        feasible, seen = distinct_counts(st)
+        idle[:] = [0, seen] if seen > idle[1] else [idle[0] + 1, seen]
+        if feasible >= request.trials or seen >= space.grid_size or idle[0] >= MAX_IDLE_TRIALS:
+            st.stop()
+        if progress is not None:
+            times = [t.value for t in st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+            progress(feasible, min(times) if times else None)
+
+    callbacks: list[Callable] = [enough]
     with _stop_after_trial_on_interrupt(escalate) as interrupted:
         callbacks.append(lambda st, _trial: st.stop() if interrupted() else None)
         study.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
@@ -405,17 +507,27 @@ def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points
     return out
 
 
+def grid_processes(request: TuneRequest) -> int:
+    """Processes of an exhaustive evaluation: every core this process may use (at least --jobs)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(request.jobs, cores)
+
+
 def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
                   progress: Callable[[int, int], None] | None = None) -> list[tuple[dict[str, Any], float | None]]:
-    """Simulated time of every grid point (None where infeasible), on request.jobs processes."""
+    """Simulated time of every grid point (None where infeasible), on all cores (grid_processes)."""
     _check_grid_size(space, "--exhaustive")
     points = space.grid()
     chunks = [points[i:i + 64] for i in range(0, len(points), 64)]
     times: list[float | None] = []
-    if request.jobs > 1 and len(chunks) > 1:
+    processes = grid_processes(request)
+    if processes > 1 and len(chunks) > 1:
         ctx = multiprocessing.get_context("spawn")
         with _children_ignore_sigint():
-            pool = ctx.Pool(request.jobs)
+            pool = ctx.Pool(processes)
         try:
             args = [(request.kernel, request.hardware, problem, c) for c in chunks]
             for part in pool.imap(_evaluate_chunk, args):
@@ -529,14 +641,19 @@ def _fail_own_running(study: optuna.Study, run_id: str) -> None:
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
               study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None) -> ProblemOutcome:
-    """The outcome of a study as stored now: best, heuristic with its rank, trial counts, exhaustive check."""
+    """The outcome of a study as stored now: best (never slower than the heuristic), heuristic with its rank
+    among the evaluated configurations, trial counts, parameter importance, and where the ground truth is
+    known (or is cheap, see _exhaustive_wanted) the true optimum and ranks."""
     tunable = get_tunable(request.kernel)
     hw = _profile(request.hardware)
     trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
     finished = [t for t in trials if t.state in _FINISHED]
     complete = [t for t in finished if t.state == TrialState.COMPLETE]
-    counts = {"finished": len(finished), "complete": len(complete),
+    evaluated, seen = distinct_counts(study)
+    counts = {"evaluated": evaluated, "finished": len(finished), "complete": len(complete),
               "infeasible": sum(1 for t in finished if t.state == TrialState.PRUNED),
+              "repeats": sum(1 for t in finished if "repeat_of" in t.user_attrs),
+              "distinct": seen,
               "failed": sum(1 for t in trials if t.state == TrialState.FAIL),
               "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
@@ -547,55 +664,165 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
             reason = str(t.user_attrs.get("infeasible", "pruned"))
             reason = reason.split(":")[0] if ":" in reason else reason
             reasons[reason] = reasons.get(reason, 0) + 1
-    history: list[float] = []
-    best_so_far = math.inf
-    for t in finished:
-        if t.state == TrialState.COMPLETE:
-            best_so_far = min(best_so_far, t.value)
+    history: list[float] = []  # best-so-far time after each new feasible configuration
+    best_so_far, counted = math.inf, set()
+    for t in complete:
+        k = config_key(t.user_attrs.get("config", {}))
+        if k in counted:
+            continue
+        counted.add(k)
+        best_so_far = min(best_so_far, t.value)
         history.append(best_so_far)
 
     best = None
     if complete:
         top = min(complete, key=lambda t: (t.value, t.number))
         best = {"config": dict(top.user_attrs["config"]), "time_s": top.value,
-                "throughput": top.user_attrs.get("throughput"), "trial": top.number}
+                "throughput": top.user_attrs.get("throughput"), "trial": top.number, "source": "study"}
 
     heur_config: dict[str, Any] = {}
     try:
         heur_config = tunable.heuristic(problem, hw)
         ev = tunable.evaluate(problem, heur_config, hw)
-        distinct = {json.dumps(t.user_attrs["config"], sort_keys=True): t.value for t in complete}
+        distinct = {config_key(t.user_attrs["config"]): t.value for t in complete}
         rank = 1 + sum(1 for v in distinct.values() if v < ev.time_s * (1 - 1e-9))
         heuristic = {"config": heur_config, "time_s": ev.time_s, "throughput": ev.throughput, "rank": rank,
-                     "ranked_among": len(distinct | {json.dumps(heur_config, sort_keys=True): ev.time_s})}
+                     "ranked_among": len(distinct | {config_key(heur_config): ev.time_s}),
+                     "in_space": space.to_optuna(heur_config) is not None}
+        if best is None or ev.time_s < best["time_s"]:  # a heuristic outside the space, or no trial yet
+            best = {"config": heur_config, "time_s": ev.time_s, "throughput": ev.throughput, "trial": None,
+                    "source": "heuristic"}
     except (Infeasible, ParamError, BufferCapacityError) as exc:  # the paper's rule may not fit a user's profile
         heuristic = {"config": heur_config, "time_s": None, "throughput": None, "rank": None,
                      "ranked_among": None, "infeasible": getattr(exc, "reason", str(exc))}
     speedup = heuristic["time_s"] / best["time_s"] if best and heuristic["time_s"] else None
 
     outcome = ProblemOutcome(dict(problem), key, study.study_name, counts, best, heuristic, speedup, reasons,
-                             history=history)
-    exhaustive = request.exhaustive if request.exhaustive is not None else space.grid_size <= AUTO_EXHAUSTIVE_POINTS
-    if exhaustive:
-        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, grid_progress)
+                             history=history, importance=importance(study, space))
+    if _exhaustive_wanted(request, space, problem):
+        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic, grid_progress)
     return outcome
 
 
+def importance(study: optuna.Study, space: SearchSpace) -> dict[str, float] | None:
+    """Parameter importance of the study's feasible trials (Optuna's PED-ANOVA evaluator, which needs no
+    extra package), keyed by the space's parameter names; None with fewer than 10 distinct configurations or
+    when nothing varies."""
+    complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if "repeat_of" not in t.user_attrs]
+    if len(complete) < 10:
+        return None
+    names = {p.optuna_name(name): name for name, p in space.parameters.items()}
+    try:
+        with warnings.catch_warnings():  # experimental in Optuna
+            warnings.simplefilter("ignore")
+            raw = optuna.importance.get_param_importances(
+                study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+    except (RuntimeError, ValueError, ZeroDivisionError):
+        return None
+    return {names.get(k, k): float(v) for k, v in raw.items()} or None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Ground truth: the whole grid, stored and reused
+# ---------------------------------------------------------------------------------------------------------
+GROUND_TRUTH_DIR = Path("results") / "tuning" / "ground-truth"
+
+
+def ground_truth_path(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]) -> Path:
+    """Where the whole grid of (kernel, problem, hardware profile, model version, space) is kept: a hash of
+    all five, so that a changed profile constant, timing model (tool version) or space is evaluated anew; in
+    a folder `ground-truth` beside a journal storage (results/tuning/ground-truth for RDB storages)."""
+    from ascendbench import __version__
+
+    hw = _profile(request.hardware)
+    doc = {"kernel": request.kernel, "problem": dict(problem), "hardware": hw.constants(),
+           "model": __version__, "space": space.fingerprint()}
+    digest = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    storage = request.storage if request.storage is not None else str(DEFAULT_STORAGE)
+    folder = GROUND_TRUTH_DIR if _is_url(storage) else Path(storage).parent / "ground-truth"
+    return folder / request.kernel / f"{digest}.json"
+
+
+def load_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]
+                      ) -> list[tuple[dict[str, Any], float | None]] | None:
+    path = ground_truth_path(request, space, problem)
+    try:
+        doc = json.loads(path.read_text())
+        return [(c, t) for c, t in doc["grid"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
+                        grid: list[tuple[dict[str, Any], float | None]]) -> None:
+    """Write atomically (a temporary file renamed), so that a killed run leaves no half-written file."""
+    path = ground_truth_path(request, space, problem)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"kernel": request.kernel, "problem": dict(problem),
+                                   "hardware": request.hardware, "grid": grid}))
+        os.replace(tmp, path)
+    except OSError:  # a read-only folder: the ground truth is simply not kept
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _exhaustive_wanted(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]) -> bool:
+    """--exhaustive / --no-exhaustive when given; else yes when the ground truth is stored, the grid is small,
+    or a timed sample says the whole grid takes at most AUTO_EXHAUSTIVE_SECONDS on request.jobs processes."""
+    if request.exhaustive is not None:
+        return request.exhaustive
+    if space.grid_size <= AUTO_EXHAUSTIVE_POINTS or ground_truth_path(request, space, problem).exists():
+        return True
+    if space.grid_size > MAX_GRID_POINTS:
+        return False
+    return estimate_grid_seconds(request, space, problem) <= AUTO_EXHAUSTIVE_SECONDS
+
+
+def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
+                          sample: int = 24) -> float:
+    """Seconds the whole grid would take: `sample` grid points (evenly spread) timed here, scaled to the grid
+    and divided over the processes of an exhaustive evaluation."""
+    points = space.grid()
+    step = max(1, len(points) // sample)
+    chosen = points[::step][:sample]
+    start = time.perf_counter()
+    _evaluate_points(request.kernel, request.hardware, dict(problem), chosen)
+    per_point = (time.perf_counter() - start) / max(1, len(chosen))
+    return per_point * len(points) / grid_processes(request)
+
+
 def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], history: list[float],
-                      best: dict[str, Any] | None, progress: Callable[[int, int], None] | None = None
-                      ) -> dict[str, Any]:
-    """The true optimum of the grid and how close the study got: regret = best / optimum - 1, and the number
-    of finished trials it took to come within 1% and 5% of the optimum (None: not reached)."""
-    grid = evaluate_grid(request, space, problem, progress)
+                      best: dict[str, Any] | None, heuristic: dict[str, Any] | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """The true optimum of the grid and how close the study got: regret = best / optimum - 1, the true rank
+    (1 = optimal) of the best found and of the heuristic among the grid's feasible points, and the number of
+    distinct configurations it took to come within 1% and 5% of the optimum (None: not reached). The grid is
+    read from the ground-truth store when it holds it, else evaluated and stored."""
+    grid = load_ground_truth(request, space, problem)
+    stored = grid is not None
+    if grid is None:
+        grid = evaluate_grid(request, space, problem, progress)
+        _store_ground_truth(request, space, problem, grid)
     feasible = [(c, t) for c, t in grid if t is not None]
     if not feasible:
-        return {"points": len(grid), "feasible": 0, "optimum": None, "regret": None,
-                "trials_to_1pct": None, "trials_to_5pct": None}
+        return {"points": len(grid), "feasible": 0, "optimum": None, "regret": None, "best_rank": None,
+                "heuristic_rank": None, "trials_to_1pct": None, "trials_to_5pct": None, "stored": stored}
     config, opt = min(feasible, key=lambda ct: ct[1])
     tunable = get_tunable(request.kernel)
     throughput = tunable.evaluate(problem, config, _profile(request.hardware)).throughput
+    times = sorted(t for _, t in feasible)
+
+    def rank(time_s: float | None) -> int | None:
+        return None if time_s is None else 1 + bisect.bisect_left(times, time_s * (1 - 1e-9))
+
     return {"points": len(grid), "feasible": len(feasible),
             "optimum": {"config": config, "time_s": opt, "throughput": throughput},
             "regret": best["time_s"] / opt - 1 if best else None,
+            "best_rank": rank(best["time_s"]) if best else None,
+            "heuristic_rank": rank((heuristic or {}).get("time_s")),
+            "heuristic_regret": heuristic["time_s"] / opt - 1 if heuristic and heuristic.get("time_s") else None,
             "trials_to_1pct": _trials_to_within(history, opt, 0.01),
-            "trials_to_5pct": _trials_to_within(history, opt, 0.05)}
+            "trials_to_5pct": _trials_to_within(history, opt, 0.05), "stored": stored}

@@ -20,13 +20,27 @@ def test_shipped_spaces_load_with_the_issue_ranges():
     assert scan.problem_sets["default"].n == [100_000_000]
 
 
-def test_suggest_maps_log_int_exponents_back_to_powers_of_two():
+def test_suggest_maps_exponents_and_indices_back_to_values():
     space = load_space(space_path("hgemm"))
-    trial = optuna.trial.FixedTrial({"m0": 128, "n0": 64, "log2_k0": 7, "split_k": 2, "shuffle_k": True,
-                                     "padding": False, "double_buffer": True})
-    assert space.suggest(trial) == {"m0": 128, "n0": 64, "k0": 128, "split_k": 2, "shuffle_k": True,
-                                    "padding": False, "double_buffer": True}
+    # m0, n0: ordered choices [16, 32, 48, 64, 96, 128, 192, 256] searched by index; k0, split_k: log2
+    params = {"m0_index": 5, "n0_index": 3, "log2_k0": 7, "log2_split_k": 1, "shuffle_k": True,
+              "padding": False, "double_buffer": True}
+    config = {"m0": 128, "n0": 64, "k0": 128, "split_k": 2, "shuffle_k": True, "padding": False,
+              "double_buffer": True}
+    assert space.suggest(optuna.trial.FixedTrial(params)) == config
+    assert space.to_optuna(config) == params  # the inverse, used to enqueue the heuristic as trial 0
+    assert space.to_optuna({**config, "m0": 80}) is None  # not a point of the grid
     assert space.optuna_grid()["log2_k0"] == [3, 4, 5, 6, 7, 8, 9, 10]
+    assert space.optuna_grid()["m0_index"] == list(range(8))
+
+
+def test_ordered_choices_must_be_increasing_integers(tmp_path):
+    path = tmp_path / "s.toml"
+    for choices in ("[64, 32]", '["a", "b"]', "[16, 16]"):
+        path.write_text(f'kernel = "hgemm"\n[parameters.m0]\ntype = "ordered"\nchoices = {choices}\n'
+                        'default = "heuristic"\n')
+        with pytest.raises(SpaceError, match="parameters.m0"):
+            load_space(path)
 
 
 def test_grid_is_the_cartesian_product(tmp_path):

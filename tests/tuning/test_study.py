@@ -78,10 +78,49 @@ def test_resume_keeps_finished_trials_and_runs_only_the_missing_ones(tmp_path):
     first = tune_problem(request(tmp_path, space, trials=8, exhaustive=False), PROBLEM)
     before = configs(stored(request(tmp_path, space), first.key))
     again = tune_problem(request(tmp_path, space, trials=8, exhaustive=False), PROBLEM)
-    assert again.trials["finished"] == 8  # nothing to do: the study already holds 8
+    assert again.trials == first.trials | {"this_run": 0}  # nothing to do: the study already holds 8
+    assert first.trials["evaluated"] == 8
     more = tune_problem(request(tmp_path, space, trials=20, exhaustive=False), PROBLEM)
     after = configs(stored(request(tmp_path, space), first.key))
-    assert more.trials["finished"] == 20 and len(after) == 20 and after[:8] == before
+    assert more.trials["evaluated"] == 20 and after[:len(before)] == before
+
+
+def test_trials_count_distinct_feasible_configurations_and_trial_0_is_the_heuristic(tmp_path):
+    req = request(tmp_path, space_path("hgemm"), trials=30, sampler="random", exhaustive=False)
+    out = tune_problem(req, {"m": 4096, "n": 4096, "k": 4096, "batch": 1})
+    study = stored(req, out.key)
+    trials = sorted(study.trials, key=lambda t: t.number)
+    assert trials[0].user_attrs["heuristic"] and trials[0].user_attrs["config"] == out.heuristic["config"]
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    keys = {str(sorted(t.user_attrs["config"].items())) for t in complete}
+    assert out.trials["evaluated"] == len(keys) == 30
+    pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert out.trials["infeasible"] == len(pruned) > 0 and out.trials["finished"] == len(complete) + len(pruned)
+    repeats = [t for t in trials if "repeat_of" in t.user_attrs]
+    assert out.trials["repeats"] == len(repeats)
+    for t in repeats:  # answered from the study: the same value as the first evaluation
+        first = study.trials[t.user_attrs["repeat_of"]]
+        assert first.user_attrs["config"] == t.user_attrs["config"] and first.value == t.value
+    assert out.best["time_s"] <= out.heuristic["time_s"] and out.speedup >= 1
+
+
+def test_fifteen_trials_never_report_a_best_slower_than_the_heuristic(tmp_path):
+    for seed in range(3):
+        req = request(tmp_path / str(seed), space_path("hgemm"), trials=15, seed=seed, exhaustive=False)
+        (tmp_path / str(seed)).mkdir()
+        for shape in ({"m": 1024, "n": 1024, "k": 1024, "batch": 1}, {"m": 2048, "n": 128, "k": 2048, "batch": 1}):
+            out = tune_problem(req, shape)
+            assert out.speedup >= 1 and out.heuristic["rank"] >= 1
+
+
+def test_a_heuristic_outside_the_space_still_bounds_the_reported_best(tmp_path, small_space):
+    # the small space has no K0 of 1024 or M0 of 16 ...; whatever the selector picks, the best is never slower
+    out = tune_problem(request(tmp_path, small_space, trials=2, sampler="random"), {"m": 64, "n": 64, "k": 4096,
+                                                                                   "batch": 1})
+    assert out.best["time_s"] <= out.heuristic["time_s"]
+    assert out.heuristic["in_space"] == (out.heuristic["config"]["m0"] in (64, 128, 256)
+                                         and out.heuristic["config"]["n0"] in (64, 128)
+                                         and 64 <= out.heuristic["config"]["k0"] <= 512)
 
 
 def test_same_seed_sampler_and_space_give_the_same_trials(tmp_path):
@@ -134,12 +173,19 @@ def test_small_space_is_evaluated_whole_and_regret_is_measured(tmp_path, small_s
     assert ex["regret"] == pytest.approx(out.best["time_s"] / best_time - 1) and ex["regret"] >= 0
     hits = [i for i, t in enumerate(out.history, 1) if t <= best_time * 1.01]
     assert ex["trials_to_1pct"] == (hits[0] if hits else None)
+    ordered = sorted(t for t, _ in times)
+    assert ex["best_rank"] == 1 + sum(t < out.best["time_s"] * (1 - 1e-9) for t in ordered)
+    assert ex["heuristic_rank"] == 1 + sum(t < out.heuristic["time_s"] * (1 - 1e-9) for t in ordered)
+    # the grid is kept and reused: a second report reads it instead of evaluating it again
+    again = tune_problem(req, PROBLEM)
+    assert again.exhaustive["stored"] and again.exhaustive["optimum"] == ex["optimum"]
 
 
 def test_grid_sampler_covers_the_grid_and_finds_the_optimum(tmp_path, small_space):
     req = request(tmp_path, small_space, trials=100, sampler="grid")
     out = tune_problem(req, PROBLEM)
-    assert out.trials["finished"] == 24  # the grid sampler stops when every point is done
+    assert out.trials["distinct"] == 24  # stops when every point is done
+    assert out.trials["evaluated"] == out.exhaustive["feasible"]
     assert out.exhaustive["regret"] == 0
     assert out.heuristic["rank"] >= 1 and out.heuristic["ranked_among"] <= 24
 
@@ -160,7 +206,7 @@ def test_two_worker_processes_share_the_journal_without_losing_trials(tmp_path):
     numbers = [t.number for t in study.trials]
     assert len(numbers) == len(set(numbers))
     assert out.trials["failed"] == 0 and out.trials["running"] == 0
-    assert 24 <= out.trials["finished"] <= 25  # each worker stops once the study holds 24
+    assert 24 <= out.trials["evaluated"] <= 25  # each worker stops once the study holds 24
 
 
 def test_study_made_for_another_problem_or_space_is_refused(tmp_path, small_space):
@@ -201,4 +247,4 @@ def test_a_lock_left_by_a_killed_writer_is_broken(tmp_path, monkeypatch):
     os.utime(tmp_path / "results" / "s.journal", (old, old))
     out = tune_problem(request(tmp_path, space_path("hgemm"), trials=4, exhaustive=False,
                                storage="results/s.journal"), PROBLEM)
-    assert out.trials["finished"] == 4 and not lock.exists()
+    assert out.trials["evaluated"] == 4 and not lock.exists()
