@@ -170,6 +170,10 @@ class Outputs:
             raise
         self.staged.append((stage, path))
 
+    def write_figure(self, path: Path, writer) -> None:
+        """Write a figure (writer(staging path) saves it) as one of this run's files (option --out-dir)."""
+        self.write("out-dir", path, writer)
+
     def write_json(self, option: str, path: Path, doc) -> None:
         """Write a result document (dump_json, atomically) as one of this run's files."""
         from ascendbench.store.io import atomic_write_text

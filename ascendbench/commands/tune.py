@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shlex
 import time
@@ -220,6 +221,62 @@ def batched_scan(
     problem_list = [{"batch": b, "length": n, "dtype": dtype, "exclusive": exclusive} for b, n in rows]
     _tune("batched-scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name,
           jobs, exhaustive, out, no_save, json_out)
+
+
+@app.command("plot")
+def plot(
+    result: Annotated[Path, typer.Argument(help="A tuning result JSON (results/tuning/<kernel>/...).")],
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Folder of the figures (default: "
+                                                 "results/tuning/plots/<result name>).")] = None,
+    formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
+                                                      "(default: png and svg).")] = None,
+    storage: StorageOption = None,
+) -> None:
+    """Draw what a tuning run found: per problem the best-so-far history, the parameters' importance and
+    parallel coordinates of its study; for several problems, tuned against heuristic time per problem."""
+    from ascendbench.store.schema import TuningResult
+    from ascendbench.tuning.plots import FORMATS, plot_study, plot_workload
+
+    formats = formats or ["png", "svg"]
+    for fmt in formats:
+        if fmt not in FORMATS:
+            fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    try:
+        doc = TuningResult.model_validate_json(result.read_text(encoding="utf-8")).model_dump(mode="json")
+    except OSError as exc:
+        fail(f"RESULT: cannot read {str(result)!r}: {exc.strerror or exc}")
+    except ValueError:
+        fail(f"RESULT: {str(result)!r} is not a tuning result (ascendbench/store/tuning_result.schema.json)")
+    target = storage or doc["storage"]
+    if "***" in target:
+        fail("--storage: the result names a database whose password is not stored; give --storage URL")
+    folder = out_dir or Path("results") / "tuning" / "plots" / result.stem
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out-dir: cannot make {str(folder)!r}: {exc.strerror or exc}")
+    import optuna
+
+    try:
+        opened = open_storage(target)
+    except TuneError as exc:
+        fail(str(exc))
+    space = None
+    with contextlib.suppress(SpaceError, KeyError):
+        space = load_space(doc["space"]["path"])
+    names = {p.optuna_name(n): n for n, p in space.parameters.items()} if space else {}
+    written: list[Path] = []
+    with Outputs() as outputs:
+        for problem in doc["problems"]:
+            try:
+                study = optuna.load_study(study_name=problem["study_name"], storage=opened)
+            except KeyError:
+                fail(f"--storage: {describe_storage(target)} holds no study {problem['study_name']!r}")
+            written += plot_study(study, problem["key"], names, folder, formats, outputs.write_figure)
+        if len(doc["problems"]) > 1:
+            written += plot_workload(doc, folder, formats, outputs.write_figure)
+    for path in written:
+        out_console.print(f"wrote {path}", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -225,3 +225,21 @@ def test_error_messages_are_not_read_as_markup(tmp_path, cli, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     out = cli(["tune", "hgemm", *SHAPE, "--sampler", "gp"], tmp_path)
     assert out.exit_code == 2 and "pip install -e '.[gp]'" in out.output
+
+
+def test_tune_plot_draws_history_importance_parallel_and_workload(tmp_path, cli):
+    out = cli(["tune", "hgemm", "--problems", "fig6", "--trials", "12", "--no-exhaustive", "--out", "r.json"],
+              tmp_path)
+    assert out.exit_code == 0, out.output
+    drawn = cli(["tune", "plot", "r.json", "--out-dir", "figs", "--format", "png", "--format", "svg"], tmp_path)
+    assert drawn.exit_code == 0, drawn.output
+    names = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    for kind in ("history", "importance", "parallel"):
+        assert sum(n.endswith(f"-{kind}.png") for n in names) == 3 == sum(n.endswith(f"-{kind}.svg") for n in names)
+    assert "workload.png" in names and "workload.svg" in names
+    assert (tmp_path / "figs" / "workload.svg").read_text().lstrip().startswith("<?xml")
+    assert not [n for n in names if n.startswith(".")]  # no staging file left
+    bad = cli(["tune", "plot", "r.json", "--format", "gif"], tmp_path)
+    assert bad.exit_code == 2 and "--format: must be one of png, svg, pdf" in bad.output
+    missing = cli(["tune", "plot", "nope.json"], tmp_path)
+    assert missing.exit_code == 2 and "cannot read 'nope.json'" in missing.output

@@ -1,0 +1,114 @@
+"""Figures of tuning studies: what a search found and what mattered, drawn with Optuna's matplotlib plots.
+
+Per problem (one study): the best-so-far history, the parameters' importance (PED-ANOVA, as the report gives
+it) and parallel coordinates of the feasible trials. Per tuning result with several problems: tuned against
+heuristic time per problem (and the true optimum where the ground truth is known).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+__all__ = ["FORMATS", "plot_study", "plot_workload"]
+
+FORMATS = ("png", "svg", "pdf")
+_DPI = 150
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_")
+
+
+def _save(figure, stem: Path, formats: Sequence[str], write: Callable[[Path, Callable[[Path], None]], None]
+          ) -> list[Path]:
+    """Save `figure` as stem.<format> for each format through `write(path, writer)` (all-or-nothing)."""
+    paths = []
+    for fmt in formats:
+        path = stem.with_suffix(f".{fmt}")
+        write(path, lambda target, fmt=fmt: figure.savefig(target, dpi=_DPI, bbox_inches="tight", format=fmt))
+        paths.append(path)
+    return paths
+
+
+def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Path, formats: Sequence[str],
+               write: Callable[[Path, Callable[[Path], None]], None]) -> list[Path]:
+    """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
+    `names` maps Optuna's parameter names to the space's (log2_k0 -> k0: the plots show what Optuna saw,
+    the axis titles say so). Returns the paths written; importance and parallel coordinates are left out
+    with fewer than 10 feasible trials."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as ov
+
+    complete = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+                if "repeat_of" not in t.user_attrs]
+    stem = folder / _slug(key)
+    written: list[Path] = []
+    with warnings.catch_warnings():  # Optuna's matplotlib plots are marked experimental
+        warnings.simplefilter("ignore")
+        if not complete:
+            return written
+        ax = ov.plot_optimization_history(study, target_name="simulated time (s)")
+        ax.set_title(f"{key}: simulated time per trial and best so far")
+        written += _save(ax.figure, stem.with_name(stem.name + "-history"), formats, write)
+        plt.close(ax.figure)
+        if len(complete) >= 10:
+            ax = ov.plot_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
+                                           target_name="simulated time")
+            ax.set_title("", loc="left")  # Optuna's own title sits there
+            ax.set_title(f"{key}: parameter importance (PED-ANOVA)")
+            ax.set_yticklabels([_label(t.get_text(), names) for t in ax.get_yticklabels()])
+            written += _save(ax.figure, stem.with_name(stem.name + "-importance"), formats, write)
+            plt.close(ax.figure)
+            ax = ov.plot_parallel_coordinate(study, target_name="simulated time (s)")
+            ax.set_title(f"{key}: feasible trials (tile sizes as Optuna searched them)", y=1.03)
+            written += _save(ax.figure, stem.with_name(stem.name + "-parallel"), formats, write)
+            plt.close(ax.figure)
+    return written
+
+
+def _label(optuna_name: str, names: dict[str, str]) -> str:
+    name = names.get(optuna_name)
+    return optuna_name if name is None or name == optuna_name else f"{name} ({optuna_name})"
+
+
+def plot_workload(doc: dict[str, Any], folder: Path, formats: Sequence[str],
+                  write: Callable[[Path, Callable[[Path], None]], None]) -> list[Path]:
+    """Tuned vs heuristic time per problem of a tuning result (bars, µs), with the true optimum where known,
+    as <folder>/workload.<format>."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [p for p in doc["problems"] if p.get("best") and p["heuristic"].get("time_s")]
+    if not rows:
+        return []
+    figure, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(rows) + 2), 4.5))
+    x = range(len(rows))
+    width = 0.27
+    heur = [p["heuristic"]["time_s"] * 1e6 for p in rows]
+    best = [p["best"]["time_s"] * 1e6 for p in rows]
+    ax.bar([i - width for i in x], heur, width, label="heuristic (paper's selector)")
+    ax.bar(list(x), best, width, label="tuned best")
+    optimum = [((p.get("exhaustive") or {}).get("optimum") or {}).get("time_s") for p in rows]
+    if any(v is not None for v in optimum):
+        ax.bar([i + width for i in x], [v * 1e6 if v else 0 for v in optimum], width, label="true optimum")
+    ax.set_xticks(list(x), [p["key"] for p in rows], rotation=30, ha="right")
+    ax.set_ylabel("simulated time (µs)")
+    summary = doc.get("summary") or {}
+    speed = summary.get("workload_speedup")
+    title = f"tune {doc['kernel']} on {doc['hardware']['name']}"
+    ax.set_title(title + (f": whole workload {speed:.3f}x faster tuned" if speed else ""))
+    ax.legend()
+    written = _save(figure, folder / "workload", formats, write)
+    plt.close(figure)
+    return written
