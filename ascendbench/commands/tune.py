@@ -377,8 +377,10 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
                 progress.update(task, description=stage, completed=min(done, total), total=total,
                                 best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
 
+            # warm start: the best configurations of the shapes tuned before in this command
+            warm = [o.best["config"] for o in outcomes if o.best and o.best.get("source") == "study"]
             try:
-                outcomes.append(tune_problem(request, problem, report, opened))
+                outcomes.append(tune_problem(request, problem, report, opened, warm_start=warm))
             except TuneError as exc:
                 fail(str(exc))
             except KeyboardInterrupt:

@@ -49,7 +49,7 @@ def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Pat
     from optuna.visualization import matplotlib as ov
 
     complete = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-                if "repeat_of" not in t.user_attrs]
+                if not t.user_attrs.get("repeat")]
     stem = folder / _slug(key)
     written: list[Path] = []
     with warnings.catch_warnings():  # Optuna's matplotlib plots are marked experimental

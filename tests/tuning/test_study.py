@@ -96,11 +96,11 @@ def test_trials_count_distinct_feasible_configurations_and_trial_0_is_the_heuris
     assert out.trials["evaluated"] == len(keys) == 30
     pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
     assert out.trials["infeasible"] == len(pruned) > 0 and out.trials["finished"] == len(complete) + len(pruned)
-    repeats = [t for t in trials if "repeat_of" in t.user_attrs]
+    repeats = [t for t in trials if t.user_attrs.get("repeat")]
     assert out.trials["repeats"] == len(repeats)
-    for t in repeats:  # answered from the study: the same value as the first evaluation
-        first = study.trials[t.user_attrs["repeat_of"]]
-        assert first.user_attrs["config"] == t.user_attrs["config"] and first.value == t.value
+    for t in repeats:  # answered from the study: the same outcome as the first evaluation
+        first = next(f for f in trials if f.user_attrs["config"] == t.user_attrs["config"])
+        assert first.number < t.number and first.value == t.value and first.state == t.state
     assert out.best["time_s"] <= out.heuristic["time_s"] and out.speedup >= 1
 
 
@@ -248,3 +248,13 @@ def test_a_lock_left_by_a_killed_writer_is_broken(tmp_path, monkeypatch):
     out = tune_problem(request(tmp_path, space_path("hgemm"), trials=4, exhaustive=False,
                                storage="results/s.journal"), PROBLEM)
     assert out.trials["evaluated"] == 4 and not lock.exists()
+
+
+def test_a_new_study_tries_the_warm_start_configurations_right_after_the_heuristic(tmp_path):
+    first = tune_problem(request(tmp_path, space_path("hgemm"), trials=10, exhaustive=False), PROBLEM)
+    other = {"m": 2048, "n": 256, "k": 512, "batch": 1}
+    req = request(tmp_path, space_path("hgemm"), trials=10, exhaustive=False)
+    out = tune_problem(req, other, warm_start=[first.best["config"]])
+    trials = sorted(stored(req, out.key).trials, key=lambda t: t.number)
+    assert trials[0].user_attrs.get("heuristic") and trials[0].user_attrs["config"] == out.heuristic["config"]
+    assert trials[1].user_attrs.get("warm_start") and trials[1].user_attrs["config"] == first.best["config"]
