@@ -24,20 +24,28 @@ def select(
     k: Annotated[int, typer.Option("--k", help="Columns of A, rows of B (K, the reduction), 1 to 2**40.")],
     batch: Annotated[int, typer.Option("--batch", help="GEMMs of this size in the batch, 1 to 2**40.")] = 1,
     hardware: HardwareOption = DEFAULT_HGEMM_HARDWARE,
+    selector: Annotated[str, typer.Option("--selector", help="paper (§4.2.3) or learned (a table learned from "
+                                          "solved shapes by benchmarks/learn_selector.py).")] = "paper",
     json_out: JsonOption = False,
 ) -> None:
     """Choose M0 x N0 x K0 with the HGEMM paper's selector (§4.2.3); the threshold is the chip's ai_cores.
 
     Prints every candidate tried, K0 of Table 2 larger first and M0 x N0 of Table 1 smaller first, with
-    aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen.
+    aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen. With
+    --selector learned: the learned table's bucket of the shape and its tile, step by step.
     """
     for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
         if value > MAX_DIM:  # the same bound as run hgemm (values below 1 get the selector's own message)
             fail(f"--{name}: must be from 1 to 2**40, got {value}")
+    if selector not in ("paper", "learned"):
+        fail(f"--selector: must be paper or learned, got {selector!r}")
     try:
         profile = load_profile(hardware)
     except HardwareError as exc:
         fail(str(exc))
+    if selector == "learned":
+        _select_learned(m, n, k, batch, profile.name, json_out)
+        return
     try:
         decision = select_tiling(m, n, k, batch=batch, threshold=profile.ai_cores)
     except ValueError as exc:
@@ -75,3 +83,32 @@ def select(
     if decision.source == "fallback":
         out_console.print("no K0 of Table 2 admits a tiling under the threshold: the paper's 256x128x128 "
                           "(§4.2.3)", highlight=False)
+
+
+def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool) -> None:
+    from ascendbench.tuning.selector import SelectorError, load_selector
+
+    for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
+        if value < 1:
+            fail(f"--{name}: must be from 1 to 2**40, got {value}")
+    try:
+        learned = load_selector(hardware)
+    except SelectorError as exc:
+        fail(f"--selector: {exc}")
+    tile, trace = learned.select(m, n, k)
+    if batch != 1:
+        trace.append(f"batch {batch}: the table was learned on single GEMMs; each of the batch uses the tile")
+    held_out = learned.trained_on.get("held_out") or {}
+    if json_out:
+        out_console.file.write(dump_json({"hardware": hardware, "selector": "learned", "tile": list(tile),
+                                          "trace": trace, "thresholds": list(learned.thresholds),
+                                          "trained_on": learned.trained_on}) + "\n")
+        return
+    out_console.print(f"M x N x K = {m} x {n} x {k}, batch {batch}: learned selector of {hardware} "
+                      f"(trained on {learned.trained_on.get('shapes', '?')} solved shapes)", highlight=False)
+    for line in trace:
+        out_console.print(f"  {line}", highlight=False)
+    out_console.print(f"M0xN0xK0 = {tile[0]}x{tile[1]}x{tile[2]} (source: learned)", highlight=False)
+    if held_out:
+        out_console.print(f"on {held_out['shapes']} held-out shapes: {held_out['geomean_speedup_over_paper']:.3f}x "
+                          "over the paper's selector (geometric mean)", highlight=False)

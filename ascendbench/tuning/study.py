@@ -656,7 +656,7 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     if progress:
-        progress(key, _finished(study), request.trials, None)
+        progress(key, distinct_counts(study)[0], request.trials, None)
     if request.jobs <= 1:
         _optimize(request, space, problem, key, 0,
                   (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
