@@ -25,6 +25,7 @@ import itertools
 import json
 import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 __all__ = ["SPACES_DIR", "Parameter", "SearchSpace", "SpaceError", "load_space", "space_path"]
 
-SPACES_DIR = Path(__file__).resolve().parent / "spaces"  # package data: found by non-editable installs too
+SPACES_DIR = Path(str(resources.files("ascendbench.tuning") / "spaces"))  # package data (wheels too)
 
 Scalar = int | float | str | bool
 
