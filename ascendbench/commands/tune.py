@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import shlex
 import time
@@ -38,6 +39,7 @@ from ascendbench.tuning.study import (
     ProblemOutcome,
     TuneError,
     TuneRequest,
+    combine_seeds,
     describe_storage,
     make_sampler,
     open_storage,
@@ -60,6 +62,9 @@ TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Stop eac
 SamplerOption = Annotated[str, typer.Option("--sampler", help="Optuna sampler: " + ", ".join(SAMPLERS) + ".")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Sampler seed (same seed, sampler and space with one job: "
                                          "the same trials).")]
+SeedsOption = Annotated[int, typer.Option("--seeds", help="Independent searches per problem, seeds SEED to "
+                                          "SEED+N-1, each in its own study (<study>/seed-S): the report gives the "
+                                          "spread over them.")]
 StorageOption = Annotated[str | None, typer.Option("--storage", help="Where studies live: an RDB URL "
                                                    "(postgresql://..., sqlite:///...) or a journal file path "
                                                    "(default: results/tuning/studies.journal).")]
@@ -91,6 +96,7 @@ def hgemm(
     timeout: TimeoutOption = None,
     sampler: SamplerOption = "tpe",
     seed: SeedOption = 0,
+    seeds: SeedsOption = 1,
     storage: StorageOption = None,
     study_name: StudyOption = None,
     jobs: JobsOption = 1,
@@ -129,7 +135,7 @@ def hgemm(
     problem_list = [{"m": s[0], "n": s[1], "k": s[2], "batch": s[3]} | ({"every_core": True} if every_core else {})
                     for s in shapes]
     _tune("hgemm", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
-          exhaustive, out, no_save, json_out, claims_for=shapes)
+          exhaustive, out, no_save, json_out, claims_for=shapes, seeds=seeds)
 
 
 @app.command("scan")
@@ -142,6 +148,7 @@ def scan(
     timeout: TimeoutOption = None,
     sampler: SamplerOption = "tpe",
     seed: SeedOption = 0,
+    seeds: SeedsOption = 1,
     storage: StorageOption = None,
     study_name: StudyOption = None,
     jobs: JobsOption = 1,
@@ -173,7 +180,7 @@ def scan(
         if not problem_list:
             fail(f"--problems: set {problems or 'default'!r} of {space_obj.path} lists no n")
     _tune("scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
-          exhaustive, out, no_save, json_out)
+          exhaustive, out, no_save, json_out, seeds=seeds)
 
 
 @app.command("batched-scan")
@@ -187,6 +194,7 @@ def batched_scan(
     timeout: TimeoutOption = None,
     sampler: SamplerOption = "tpe",
     seed: SeedOption = 0,
+    seeds: SeedsOption = 1,
     storage: StorageOption = None,
     study_name: StudyOption = None,
     jobs: JobsOption = 1,
@@ -220,7 +228,7 @@ def batched_scan(
         dtype, exclusive = entry.dtype, entry.exclusive
     problem_list = [{"batch": b, "length": n, "dtype": dtype, "exclusive": exclusive} for b, n in rows]
     _tune("batched-scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name,
-          jobs, exhaustive, out, no_save, json_out)
+          jobs, exhaustive, out, no_save, json_out, seeds=seeds)
 
 
 @app.command("plot")
@@ -323,10 +331,14 @@ def _problem_set(space: SearchSpace, name: str | None, kernel: str) -> list[tupl
 def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardware: str, trials: int,
           timeout: float | None, sampler: str, seed: int, storage: str | None, study_name: str | None, jobs: int,
           exhaustive: bool | None, out: Path | None, no_save: bool, json_out: bool,
-          claims_for: list[tuple[int, int, int, int]] | None = None) -> None:
+          claims_for: list[tuple[int, int, int, int]] | None = None, seeds: int = 1) -> None:
     wall0 = time.perf_counter()
     if trials < 1:
         fail(f"--trials: must be at least 1, got {trials}")
+    if not 1 <= seeds <= 100:
+        fail(f"--seeds: must be from 1 to 100, got {seeds}")
+    if seed + seeds > 2**32:
+        fail(f"--seeds: seeds {seed} to {seed + seeds - 1} go past 2**32 - 1")
     if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
         fail(f"--timeout: must be a positive number of seconds, got {timeout}")
     if not 0 <= seed < 2**32:
@@ -379,15 +391,24 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
 
             # warm start: the best configurations of the shapes tuned before in this command
             warm = [o.best["config"] for o in outcomes if o.best and o.best.get("source") == "study"]
+            replicas: list[ProblemOutcome] = []
             try:
-                outcomes.append(tune_problem(request, problem, report, opened, warm_start=warm))
+                for replica in range(seeds):
+                    req = request if seeds == 1 else dataclasses.replace(request, seed=seed + replica,
+                                                                         replica=seed + replica)
+                    replicas.append(tune_problem(req, problem, report, opened, warm_start=warm))
             except TuneError as exc:
                 fail(str(exc))
             except KeyboardInterrupt:
                 interrupted = True
-                stored = _stored_outcome(request, space, problem, opened)
+                req = request if seeds == 1 else dataclasses.replace(request, seed=seed + len(replicas),
+                                                                     replica=seed + len(replicas))
+                stored = _stored_outcome(req, space, problem, opened)
                 if stored is not None:
-                    outcomes.append(stored)
+                    replicas.append(stored)
+            if replicas:
+                outcomes.append(combine_seeds(replicas) if seeds > 1 else replicas[0])
+            if interrupted:
                 break
             progress.update(task, visible=False)
 
@@ -438,7 +459,7 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
 def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
     return {"problem": o.problem, "key": o.key, "study_name": o.study_name, "trials": o.trials, "best": o.best,
             "heuristic": o.heuristic, "speedup": o.speedup, "infeasible_reasons": o.infeasible_reasons,
-            "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history}
+            "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history, "seeds": o.seeds}
 
 
 def _summary(outcomes: list[ProblemOutcome]) -> dict[str, float | None]:
@@ -543,6 +564,18 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         c.print("ranks and regrets are against the whole grid; 'to 1%': distinct configurations evaluated until "
                 "the best was within 1% of the optimum", style="dim", highlight=False)
     for p in doc["problems"]:
+        spread = (p.get("seeds") or {}).get("spread") or {}
+        if spread:
+            parts = [f"{len(p['seeds']['runs'])} seeds"]
+            for name, label, fmt in (("speedup", "speed-up over the heuristic", "{:.3f}x"),
+                                     ("regret", "regret", "{:.2%}"), ("trials_to_1pct", "configurations to 1%",
+                                                                      "{:g}")):
+                if spread.get(name):
+                    s3 = spread[name]
+                    parts.append(f"{label} min {fmt.format(s3['min'])} / median {fmt.format(s3['median'])} / "
+                                 f"max {fmt.format(s3['max'])}")
+            c.print(f"spread over seeds for {p['key']}: " + "; ".join(parts) + " (the table shows the fastest "
+                    "seed)", highlight=False)
         if p.get("importance"):
             parts = ", ".join(f"{name} {value:.2f}" for name, value in
                               sorted(p["importance"].items(), key=lambda kv: -kv[1]))

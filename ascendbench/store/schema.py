@@ -212,6 +212,9 @@ class ExhaustiveCheck(_Model):
                                                    "was within 1% of the optimum")
     trials_to_5pct: int | None
     stored: bool = Field(False, description="read from the ground-truth store (results/tuning/ground-truth)")
+    source: Literal["store", "study", "evaluated"] | None = Field(None, description="where the grid came "
+                                                                  "from: the store, the study (it covers the "
+                                                                  "grid), or evaluated by this command")
 
 
 class TunedProblem(_Model):
@@ -230,6 +233,9 @@ class TunedProblem(_Model):
                                                 "over the study's feasible trials")
     history: list[float] = Field(default_factory=list, description="best time so far (s) after each new "
                                                                    "feasible configuration")
+    seeds: dict[str, Any] | None = Field(None, description="--seeds: per search (seed) its best time, speed-up, "
+                                         "regret and trials to 1%, and their spread (min, median, max); the "
+                                         "rest of the problem is the fastest seed's")
 
 
 class TuningResult(_Model):

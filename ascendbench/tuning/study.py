@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib.util
@@ -30,6 +31,7 @@ import os
 import secrets
 import signal
 import socket
+import statistics
 import threading
 import time
 import warnings
@@ -54,6 +56,7 @@ __all__ = [
     "ProblemOutcome",
     "TuneError",
     "TuneRequest",
+    "combine_seeds",
     "describe_storage",
     "open_storage",
     "study_name_for",
@@ -90,7 +93,8 @@ class TuneRequest:
     storage: str | None = None
     study_name: str | None = None
     jobs: int = 1
-    exhaustive: bool | None = None  # None: automatically when the grid is small
+    exhaustive: bool | None = None  # None: automatically when the grid is small or cheap
+    replica: int | None = None  # --seeds: this search's seed, its study is <study>/seed-<replica>
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))  # marks the trials this command ran
 
 
@@ -109,6 +113,7 @@ class ProblemOutcome:
     exhaustive: dict[str, Any] | None = None
     history: list[float] = field(default_factory=list, repr=False)  # best-so-far time per new configuration
     importance: dict[str, float] | None = None  # parameter -> importance (PED-ANOVA), None when too few
+    seeds: dict[str, Any] | None = None  # --seeds: each search's outcome and the spread (combine_seeds)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -233,9 +238,8 @@ def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.Ba
 
 
 def study_name_for(request: TuneRequest, key: str) -> str:
-    if request.study_name:
-        return f"{request.study_name}/{key}"
-    return f"{request.kernel}/{request.hardware}/{key}"
+    base = f"{request.study_name}/{key}" if request.study_name else f"{request.kernel}/{request.hardware}/{key}"
+    return base if request.replica is None else f"{base}/seed-{request.replica}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -785,9 +789,41 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
     outcome = ProblemOutcome(dict(problem), key, study.study_name, counts, best, heuristic, speedup, reasons,
                              history=history, importance=importance(study, space))
-    if _exhaustive_wanted(request, space, problem):
-        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic, grid_progress)
+    if _exhaustive_wanted(request, space, problem, covered=seen >= space.grid_size):
+        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic, grid_progress,
+                                               study)
     return outcome
+
+
+def combine_seeds(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
+    """One problem searched with several seeds: the outcome of the seed whose best is fastest, with `seeds`:
+    per seed its best time, speed-up over the heuristic, regret and distinct configurations to within 1% of
+    the optimum (where the ground truth is known), and their spread (min, median, max)."""
+    rows = []
+    for o in outcomes:
+        ex = o.exhaustive or {}
+        rows.append({"seed": _seed_of(o.study_name), "study_name": o.study_name,
+                     "best_time_s": o.best["time_s"] if o.best else None, "speedup": o.speedup,
+                     "regret": ex.get("regret"), "trials_to_1pct": ex.get("trials_to_1pct"),
+                     "evaluated": o.trials["evaluated"]})
+
+    def spread(name: str) -> dict[str, float] | None:
+        values = [r[name] for r in rows if r[name] is not None]
+        if not values:
+            return None
+        return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+    timed = [o for o in outcomes if o.best]
+    chosen = min(timed, key=lambda o: o.best["time_s"]) if timed else outcomes[0]
+    combined = dataclasses.replace(chosen)
+    combined.seeds = {"runs": rows, "spread": {name: spread(name) for name in
+                                               ("best_time_s", "speedup", "regret", "trials_to_1pct")}}
+    return combined
+
+
+def _seed_of(study_name: str) -> int | None:
+    tail = study_name.rsplit("/seed-", 1)
+    return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else None
 
 
 def importance(study: optuna.Study, space: SearchSpace) -> dict[str, float] | None:
@@ -855,12 +891,31 @@ def _store_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mappi
             tmp.unlink()
 
 
-def _exhaustive_wanted(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]) -> bool:
+def _grid_from_study(study: optuna.Study, space: SearchSpace) -> list[tuple[dict[str, Any], float | None]] | None:
+    """The whole grid as the study's finished trials give it (None unless every grid point is there)."""
+    outcome: dict[str, float | None] = {}
+    for t in study.get_trials(deepcopy=False, states=_FINISHED):
+        outcome.setdefault(config_key(t.user_attrs.get("config", {})),
+                           t.value if t.state == TrialState.COMPLETE else None)
+    if len(outcome) < space.grid_size:
+        return None
+    points = space.grid()
+    keys = [config_key(c) for c in points]
+    if any(k not in outcome for k in keys):
+        return None
+    return [(c, outcome[k]) for c, k in zip(points, keys, strict=True)]
+
+
+def _exhaustive_wanted(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
+                       covered: bool = False) -> bool:
     """--exhaustive / --no-exhaustive when given; else yes when the ground truth is stored, the grid is small,
-    or a timed sample says the whole grid takes at most AUTO_EXHAUSTIVE_SECONDS on request.jobs processes."""
+    the study covers the grid (`covered`), or a timed sample says the whole grid takes at most
+    AUTO_EXHAUSTIVE_SECONDS here."""
     if request.exhaustive is not None:
         return request.exhaustive
     if space.grid_size <= AUTO_EXHAUSTIVE_POINTS or ground_truth_path(request, space, problem).exists():
+        return True
+    if covered:
         return True
     if space.grid_size > MAX_GRID_POINTS:
         return False
@@ -882,20 +937,27 @@ def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Map
 
 def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], history: list[float],
                       best: dict[str, Any] | None, heuristic: dict[str, Any] | None = None,
-                      progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                      progress: Callable[[int, int], None] | None = None,
+                      study: optuna.Study | None = None) -> dict[str, Any]:
     """The true optimum of the grid and how close the study got: regret = best / optimum - 1, the true rank
     (1 = optimal) of the best found and of the heuristic among the grid's feasible points, and the number of
     distinct configurations it took to come within 1% and 5% of the optimum (None: not reached). The grid is
-    read from the ground-truth store when it holds it, else evaluated and stored."""
-    grid = load_ground_truth(request, space, problem)
-    stored = grid is not None
+    read from the ground-truth store when it holds it; else taken from the study when the study covers the
+    whole grid (workers sharing a study with --sampler grid spread the evaluation over machines); else
+    evaluated here. Either of the last two is then stored."""
+    grid, source = load_ground_truth(request, space, problem), "store"
+    if grid is None and study is not None:
+        grid, source = _grid_from_study(study, space), "study"
     if grid is None:
-        grid = evaluate_grid(request, space, problem, progress)
+        grid, source = evaluate_grid(request, space, problem, progress), "evaluated"
+    stored = source == "store"
+    if not stored:
         _store_ground_truth(request, space, problem, grid)
     feasible = [(c, t) for c, t in grid if t is not None]
     if not feasible:
         return {"points": len(grid), "feasible": 0, "optimum": None, "regret": None, "best_rank": None,
-                "heuristic_rank": None, "trials_to_1pct": None, "trials_to_5pct": None, "stored": stored}
+                "heuristic_rank": None, "trials_to_1pct": None, "trials_to_5pct": None, "stored": stored,
+                "source": source}
     config, opt = min(feasible, key=lambda ct: ct[1])
     tunable = get_tunable(request.kernel)
     throughput = tunable.evaluate(problem, config, _profile(request.hardware)).throughput
@@ -911,4 +973,4 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
             "heuristic_rank": rank((heuristic or {}).get("time_s")),
             "heuristic_regret": heuristic["time_s"] / opt - 1 if heuristic and heuristic.get("time_s") else None,
             "trials_to_1pct": _trials_to_within(history, opt, 0.01),
-            "trials_to_5pct": _trials_to_within(history, opt, 0.05), "stored": stored}
+            "trials_to_5pct": _trials_to_within(history, opt, 0.05), "stored": stored, "source": source}

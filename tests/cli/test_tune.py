@@ -243,3 +243,22 @@ def test_tune_plot_draws_history_importance_parallel_and_workload(tmp_path, cli)
     assert bad.exit_code == 2 and "--format: must be one of png, svg, pdf" in bad.output
     missing = cli(["tune", "plot", "nope.json"], tmp_path)
     assert missing.exit_code == 2 and "cannot read 'nope.json'" in missing.output
+
+
+def test_several_seeds_report_their_spread(tmp_path, cli):
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "10", "--seeds", "3", "--seed", "5", "--exhaustive", "--json",
+               "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    (p,) = json.loads(out.stdout)["problems"]
+    runs = p["seeds"]["runs"]
+    assert [r["seed"] for r in runs] == [5, 6, 7]
+    assert len({r["study_name"] for r in runs}) == 3 and all(r["study_name"].endswith(f"/seed-{r['seed']}")
+                                                           for r in runs)
+    assert p["best"]["time_s"] == min(r["best_time_s"] for r in runs)
+    speedups = sorted(r["speedup"] for r in runs)
+    assert p["seeds"]["spread"]["speedup"] == {"min": speedups[0], "median": speedups[1], "max": speedups[2]}
+    assert all(r["evaluated"] == 10 and r["regret"] >= 0 for r in runs)
+    text = cli(["tune", "hgemm", *SHAPE, "--trials", "10", "--seeds", "3", "--seed", "5", "--no-save"], tmp_path)
+    assert "spread over seeds for 1024x256x512: 3 seeds" in text.output
+    bad = cli(["tune", "hgemm", *SHAPE, "--seeds", "0"], tmp_path)
+    assert bad.exit_code == 2 and "--seeds: must be from 1 to 100, got 0" in bad.output

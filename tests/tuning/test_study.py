@@ -258,3 +258,19 @@ def test_a_new_study_tries_the_warm_start_configurations_right_after_the_heurist
     trials = sorted(stored(req, out.key).trials, key=lambda t: t.number)
     assert trials[0].user_attrs.get("heuristic") and trials[0].user_attrs["config"] == out.heuristic["config"]
     assert trials[1].user_attrs.get("warm_start") and trials[1].user_attrs["config"] == first.best["config"]
+
+
+def test_a_study_that_covers_the_grid_is_its_own_ground_truth(tmp_path, small_space):
+    # workers sharing one study with the grid sampler spread the whole grid; the report then reads it
+    req = request(tmp_path, small_space, trials=100, sampler="grid", exhaustive=None)
+    out = tune_problem(req, PROBLEM)
+    assert out.exhaustive["source"] == "study" and out.exhaustive["points"] == 24
+    hw = load_profile("atlas-300t-a2")
+    feasible = []
+    for config in load_space(small_space).grid():
+        try:
+            feasible.append(get_tunable("hgemm").evaluate(PROBLEM, config, hw).time_s)
+        except Infeasible:
+            pass
+    assert out.exhaustive["feasible"] == len(feasible) and out.exhaustive["optimum"]["time_s"] == min(feasible)
+    assert tune_problem(req, PROBLEM).exhaustive["source"] == "store"  # kept for later reports
