@@ -52,6 +52,7 @@ app = typer.Typer(help="Search kernel configurations with Optuna on the timing m
                        "the papers' heuristics. Studies are stored, so a second run resumes the first.",
                   no_args_is_help=True)
 
+MAX_TRIALS = 10**9
 _HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
 TrialsOption = Annotated[int, typer.Option("--trials", help="Distinct feasible configurations each problem's "
@@ -255,32 +256,38 @@ def plot(
         fail(f"RESULT: cannot read {str(result)!r}: {exc.strerror or exc}")
     except ValueError:
         fail(f"RESULT: {str(result)!r} is not a tuning result (ascendbench/store/tuning_result.schema.json)")
+    formats = list(dict.fromkeys(formats))  # each format once
     target = storage or doc["storage"]
     if "***" in target:
         fail("--storage: the result names a database whose password is not stored; give --storage URL")
-    folder = out_dir or Path("results") / "tuning" / "plots" / result.stem
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--out-dir: cannot make {str(folder)!r}: {exc.strerror or exc}")
+    if "://" not in target and not Path(target).is_file():
+        fail(f"--storage: no journal file {target!r} (the result's studies live there; run from the folder "
+             "that ran the tuning, or give --storage)")
     import optuna
 
     try:
         opened = open_storage(target)
     except TuneError as exc:
         fail(str(exc))
+    studies = []
+    for problem in doc["problems"]:
+        try:
+            studies.append((optuna.load_study(study_name=problem["study_name"], storage=opened), problem["key"]))
+        except KeyError:
+            fail(f"--storage: {describe_storage(target)} holds no study {problem['study_name']!r}")
+    folder = out_dir or Path("results") / "tuning" / "plots" / result.stem
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out-dir: cannot make {str(folder)!r}: {exc.strerror or exc}")
     space = None
     with contextlib.suppress(SpaceError, KeyError):
         space = load_space(doc["space"]["path"])
     names = {p.optuna_name(n): n for n, p in space.parameters.items()} if space else {}
     written: list[Path] = []
     with Outputs() as outputs:
-        for problem in doc["problems"]:
-            try:
-                study = optuna.load_study(study_name=problem["study_name"], storage=opened)
-            except KeyError:
-                fail(f"--storage: {describe_storage(target)} holds no study {problem['study_name']!r}")
-            written += plot_study(study, problem["key"], names, folder, formats, outputs.write_figure)
+        for study, key in studies:
+            written += plot_study(study, key, names, folder, formats, outputs.write_figure)
         if len(doc["problems"]) > 1:
             written += plot_workload(doc, folder, formats, outputs.write_figure)
     for path in written:
@@ -335,14 +342,16 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
     wall0 = time.perf_counter()
     if trials < 1:
         fail(f"--trials: must be at least 1, got {trials}")
-    if not 1 <= seeds <= 100:
-        fail(f"--seeds: must be from 1 to 100, got {seeds}")
-    if seed + seeds > 2**32:
-        fail(f"--seeds: seeds {seed} to {seed + seeds - 1} go past 2**32 - 1")
+    if trials > MAX_TRIALS:
+        fail(f"--trials: must be at most {MAX_TRIALS:,}, got {trials}")
     if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
         fail(f"--timeout: must be a positive number of seconds, got {timeout}")
     if not 0 <= seed < 2**32:
         fail(f"--seed: must be an integer from 0 to 2**32 - 1, got {seed}")
+    if not 1 <= seeds <= 100:
+        fail(f"--seeds: must be from 1 to 100, got {seeds}")
+    if seed + seeds > 2**32:
+        fail(f"--seeds: seeds {seed} to {seed + seeds - 1} go past 2**32 - 1")
     if jobs < 1:
         fail(f"--jobs: must be at least 1, got {jobs}")
     if study_name is not None and not study_name.strip():

@@ -170,9 +170,10 @@ class TrialCounts(_Model):
     evaluated: int = Field(description="distinct feasible configurations the study holds (what --trials asks for)")
     finished: int
     complete: int
-    infeasible: int
+    infeasible: int = Field(description="distinct configurations that cannot run (pruned with the kernel's "
+                                        "reason)")
     repeats: int = Field(description="trials that proposed a configuration the study already held (answered "
-                                     "from it, not counted)")
+                                     "from it, not counted); evaluated + infeasible + repeats = finished")
     distinct: int = Field(description="distinct configurations proposed, feasible or not")
     failed: int = Field(description="trials interrupted while running (Ctrl-C, a killed worker)")
     running: int = Field(description="trials still marked running (another worker, or a worker killed with "
@@ -212,6 +213,8 @@ class ExhaustiveCheck(_Model):
                                                    "was within 1% of the optimum")
     trials_to_5pct: int | None
     stored: bool = Field(False, description="read from the ground-truth store (results/tuning/ground-truth)")
+    kept: bool | None = Field(None, description="the grid is in the ground-truth store (False: its folder "
+                                                "could not be written)")
     source: Literal["store", "study", "evaluated"] | None = Field(None, description="where the grid came "
                                                                   "from: the store, the study (it covers the "
                                                                   "grid), or evaluated by this command")

@@ -52,7 +52,12 @@ class LearnedSelector:
     def select(self, m: int, n: int, k: int) -> tuple[Tile, list[str]]:
         """(M0, N0, K0) for an M x N x K GEMM and the decision trace (one line per step)."""
         key = self.bucket(m, n, k)
-        trace = [f"{name} = {v} {'>=' if c == 'l' else '<'} {t}: {'large' if c == 'l' else 'small'}"
+        low, high = self.trained_on.get("range", (None, None))
+        outside = [] if low is None else [f"{name} = {v}" for name, v in zip("MNK", (m, n, k), strict=True)
+                                          if not low <= v <= high]
+        trace = [f"outside the training range {low} to {high} ({', '.join(outside)}): the table was not learned "
+                 "there, its nearest bucket is used"] if outside else []
+        trace += [f"{name} = {v} {'>=' if c == 'l' else '<'} {t}: {'large' if c == 'l' else 'small'}"
                  for name, v, t, c in zip("MNK", (m, n, k), self.thresholds, key, strict=True)]
         entry = self.table.get(key)
         if entry is None:

@@ -740,17 +740,20 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     finished = [t for t in trials if t.state in _FINISHED]
     complete = [t for t in finished if t.state == TrialState.COMPLETE]
     evaluated, seen = distinct_counts(study)
+    # evaluated + infeasible + repeats = finished: a trial either brought a new configuration (feasible or
+    # not) or proposed one the study held already
     counts = {"evaluated": evaluated, "finished": len(finished), "complete": len(complete),
-              "infeasible": sum(1 for t in finished if t.state == TrialState.PRUNED),
-              "repeats": sum(1 for t in finished if t.user_attrs.get("repeat")),
-              "distinct": seen,
+              "infeasible": seen - evaluated, "repeats": len(finished) - seen, "distinct": seen,
               "failed": sum(1 for t in trials if t.state == TrialState.FAIL),
               "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
               "target": request.trials}
     reasons: dict[str, int] = {}
+    counted_reasons: set[str] = set()
     for t in finished:
-        if t.state == TrialState.PRUNED:
+        k = config_key(t.user_attrs.get("config", {}))
+        if t.state == TrialState.PRUNED and k not in counted_reasons:
+            counted_reasons.add(k)
             reason = str(t.user_attrs.get("infeasible", "pruned"))
             reason = reason.split(":")[0] if ":" in reason else reason
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -776,9 +779,11 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         ev = tunable.evaluate(problem, heur_config, hw)
         distinct = {config_key(t.user_attrs["config"]): t.value for t in complete}
         rank = 1 + sum(1 for v in distinct.values() if v < ev.time_s * (1 - 1e-9))
+        first = next((t.number for t in complete if config_key(t.user_attrs["config"]) == config_key(heur_config)),
+                     None)
         heuristic = {"config": heur_config, "time_s": ev.time_s, "throughput": ev.throughput, "rank": rank,
                      "ranked_among": len(distinct | {config_key(heur_config): ev.time_s}),
-                     "in_space": space.to_optuna(heur_config) is not None}
+                     "in_space": space.to_optuna(heur_config) is not None, "trial": first}
         if best is None or ev.time_s < best["time_s"]:  # a heuristic outside the space, or no trial yet
             best = {"config": heur_config, "time_s": ev.time_s, "throughput": ev.throughput, "trial": None,
                     "source": "heuristic"}
@@ -871,24 +876,31 @@ def load_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping
     path = ground_truth_path(request, space, problem)
     try:
         doc = json.loads(path.read_text())
-        return [(c, t) for c, t in doc["grid"]]
+        grid = [(dict(c), None if t is None else float(t)) for c, t in doc["grid"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    # a file that does not hold exactly this space's grid is not trusted (it is evaluated again and replaced)
+    if len(grid) != space.grid_size or any(set(c) != set(space.parameters) for c, _ in grid):
+        return None
+    return grid
 
 
 def _store_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
-                        grid: list[tuple[dict[str, Any], float | None]]) -> None:
-    """Write atomically (a temporary file renamed), so that a killed run leaves no half-written file."""
+                        grid: list[tuple[dict[str, Any], float | None]]) -> bool:
+    """Write atomically (a temporary file renamed), so that a killed run leaves no half-written file.
+    Returns whether it was kept."""
     path = ground_truth_path(request, space, problem)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"kernel": request.kernel, "problem": dict(problem),
                                    "hardware": request.hardware, "grid": grid}))
         os.replace(tmp, path)
-    except OSError:  # a read-only folder: the ground truth is simply not kept
+    except OSError:  # a read-only folder, a file in the way: the ground truth is not kept (the report says so)
         with contextlib.suppress(OSError):
             tmp.unlink()
+        return False
+    return True
 
 
 def _grid_from_study(study: optuna.Study, space: SearchSpace) -> list[tuple[dict[str, Any], float | None]] | None:
@@ -951,13 +963,12 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
     if grid is None:
         grid, source = evaluate_grid(request, space, problem, progress), "evaluated"
     stored = source == "store"
-    if not stored:
-        _store_ground_truth(request, space, problem, grid)
+    kept = stored or _store_ground_truth(request, space, problem, grid)
     feasible = [(c, t) for c, t in grid if t is not None]
     if not feasible:
         return {"points": len(grid), "feasible": 0, "optimum": None, "regret": None, "best_rank": None,
                 "heuristic_rank": None, "trials_to_1pct": None, "trials_to_5pct": None, "stored": stored,
-                "source": source}
+                "source": source, "kept": kept}
     config, opt = min(feasible, key=lambda ct: ct[1])
     tunable = get_tunable(request.kernel)
     throughput = tunable.evaluate(problem, config, _profile(request.hardware)).throughput
@@ -973,4 +984,5 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
             "heuristic_rank": rank((heuristic or {}).get("time_s")),
             "heuristic_regret": heuristic["time_s"] / opt - 1 if heuristic and heuristic.get("time_s") else None,
             "trials_to_1pct": _trials_to_within(history, opt, 0.01),
-            "trials_to_5pct": _trials_to_within(history, opt, 0.05), "stored": stored, "source": source}
+            "trials_to_5pct": _trials_to_within(history, opt, 0.05), "stored": stored, "source": source,
+            "kept": kept}

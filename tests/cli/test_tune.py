@@ -262,3 +262,11 @@ def test_several_seeds_report_their_spread(tmp_path, cli):
     assert "spread over seeds for 1024x256x512: 3 seeds" in text.output
     bad = cli(["tune", "hgemm", *SHAPE, "--seeds", "0"], tmp_path)
     assert bad.exit_code == 2 and "--seeds: must be from 1 to 100, got 0" in bad.output
+
+
+def test_tune_plot_refuses_a_missing_journal_and_leaves_nothing(tmp_path, cli):
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "3", "--no-exhaustive", "--out", "r.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    bad = cli(["tune", "plot", "r.json", "--storage", "nothere.journal", "--out-dir", "p0"], tmp_path)
+    assert bad.exit_code == 2 and "--storage: no journal file 'nothere.journal'" in bad.output
+    assert not (tmp_path / "nothere.journal").exists() and not (tmp_path / "p0").exists()

@@ -1,5 +1,6 @@
 """Optuna studies over the timing model: resume, determinism, infeasible trials, exhaustive optimum, workers."""
 
+import json
 import os
 import time
 
@@ -95,9 +96,12 @@ def test_trials_count_distinct_feasible_configurations_and_trial_0_is_the_heuris
     keys = {str(sorted(t.user_attrs["config"].items())) for t in complete}
     assert out.trials["evaluated"] == len(keys) == 30
     pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
-    assert out.trials["infeasible"] == len(pruned) > 0 and out.trials["finished"] == len(complete) + len(pruned)
+    assert out.trials["infeasible"] == len({str(sorted(t.user_attrs["config"].items())) for t in pruned}) > 0
+    assert out.trials["finished"] == len(complete) + len(pruned)
+    assert out.trials["evaluated"] + out.trials["infeasible"] + out.trials["repeats"] == out.trials["finished"]
     repeats = [t for t in trials if t.user_attrs.get("repeat")]
     assert out.trials["repeats"] == len(repeats)
+    assert out.heuristic["trial"] == 0
     for t in repeats:  # answered from the study: the same outcome as the first evaluation
         first = next(f for f in trials if f.user_attrs["config"] == t.user_attrs["config"])
         assert first.number < t.number and first.value == t.value and first.state == t.state
@@ -143,14 +147,15 @@ def test_infeasible_points_are_pruned_with_the_kernels_reason(tmp_path):
     out = tune_problem(req, {"m": 4096, "n": 4096, "k": 4096, "batch": 1})
     study = stored(req, out.key)
     pruned = [t for t in study.trials if t.state == optuna.trial.TrialState.PRUNED]
-    assert pruned and out.trials["infeasible"] == len(pruned)
+    distinct_pruned = {str(sorted(t.user_attrs["config"].items())) for t in pruned}
+    assert pruned and out.trials["infeasible"] == len(distinct_pruned)
     hw = load_profile("atlas-300t-a2")
     for t in pruned:  # the reason is the kernel's own, and the point really cannot run
         with pytest.raises(Infeasible) as err:
             get_tunable("hgemm").evaluate(out.problem, t.user_attrs["config"], hw)
         assert t.user_attrs["infeasible"] == err.value.reason
         assert t.user_attrs["infeasible"].split(":")[0] in ("L0A", "L0B", "L0C", "L1", "UB")
-    assert sum(out.infeasible_reasons.values()) == len(pruned)
+    assert sum(out.infeasible_reasons.values()) == len(distinct_pruned)
     assert all(t.value is None for t in pruned)  # never scored
 
 
@@ -274,3 +279,20 @@ def test_a_study_that_covers_the_grid_is_its_own_ground_truth(tmp_path, small_sp
             pass
     assert out.exhaustive["feasible"] == len(feasible) and out.exhaustive["optimum"]["time_s"] == min(feasible)
     assert tune_problem(req, PROBLEM).exhaustive["source"] == "store"  # kept for later reports
+
+
+def test_ground_truth_that_cannot_be_kept_or_is_wrong_is_evaluated_again(tmp_path, small_space):
+    req = request(tmp_path, small_space, trials=3, sampler="random", exhaustive=True)
+    from ascendbench.tuning.study import ground_truth_path
+
+    path = ground_truth_path(req, load_space(small_space), PROBLEM)
+    path.parent.parent.mkdir(parents=True)
+    path.parent.write_text("a file in the way")  # the kernel's folder cannot be made
+    out = tune_problem(req, PROBLEM)
+    assert out.exhaustive["kept"] is False and out.exhaustive["source"] == "evaluated"
+    path.parent.unlink()
+    path.parent.mkdir()
+    path.write_text(json.dumps({"grid": [[{"m0": 16}, 1e-9]]}))  # valid JSON, not this space's grid
+    again = tune_problem(req, PROBLEM)
+    assert again.exhaustive["source"] == "evaluated" and again.exhaustive["kept"] is True
+    assert again.exhaustive["optimum"] == out.exhaustive["optimum"] and again.exhaustive["points"] == 24
