@@ -285,13 +285,20 @@ def plot(
         space = load_space(doc["space"]["path"])
     names = {p.optuna_name(n): n for n, p in space.parameters.items()} if space else {}
     written: list[Path] = []
+    skipped: list[str] = []
     with Outputs() as outputs:
         for study, key in studies:
-            written += plot_study(study, key, names, folder, formats, outputs.write_figure)
+            drawn = plot_study(study, key, names, folder, formats, outputs.write_figure)
+            if not any("-importance." in p.name for p in drawn):
+                skipped.append(key)
+            written += drawn
         if len(doc["problems"]) > 1:
             written += plot_workload(doc, folder, formats, outputs.write_figure)
     for path in written:
         out_console.print(f"wrote {path}", highlight=False)
+    for key in skipped:
+        out_console.print(f"{key}: importance and parallel coordinates left out (fewer than 10 distinct feasible "
+                          "configurations)", highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -468,7 +475,8 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
 def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
     return {"problem": o.problem, "key": o.key, "study_name": o.study_name, "trials": o.trials, "best": o.best,
             "heuristic": o.heuristic, "speedup": o.speedup, "infeasible_reasons": o.infeasible_reasons,
-            "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history, "seeds": o.seeds}
+            "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history, "seeds": o.seeds,
+            "exhaustive_skipped": o.exhaustive_skipped}
 
 
 def _summary(outcomes: list[ProblemOutcome]) -> dict[str, float | None]:
@@ -589,6 +597,11 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
             parts = ", ".join(f"{name} {value:.2f}" for name, value in
                               sorted(p["importance"].items(), key=lambda kv: -kv[1]))
             c.print(f"what mattered for {p['key']} (parameter importance, PED-ANOVA): {parts}", highlight=False)
+        else:
+            c.print(f"what mattered for {p['key']}: not measured (parameter importance needs at least 10 distinct "
+                    "feasible configurations)", highlight=False)
+        if p.get("exhaustive_skipped") and p["exhaustive_skipped"] != "--no-exhaustive":
+            c.print(f"no ground truth for {p['key']}: {p['exhaustive_skipped']}", style="dim", highlight=False)
     s = doc["summary"]
     if count > 1 and s["mean_speedup"] is not None:
         c.print(f"heuristic within 5% of the tuned best on {s['fraction_heuristic_within_5pct'] * 100:.0f}% of "

@@ -236,6 +236,7 @@ class TunedProblem(_Model):
                                                 "over the study's feasible trials")
     history: list[float] = Field(default_factory=list, description="best time so far (s) after each new "
                                                                    "feasible configuration")
+    exhaustive_skipped: str | None = Field(None, description="why the whole grid was not evaluated")
     seeds: dict[str, Any] | None = Field(None, description="--seeds: per search (seed) its best time, speed-up, "
                                          "regret and trials to 1%, and their spread (min, median, max); the "
                                          "rest of the problem is the fastest seed's")

@@ -114,6 +114,7 @@ class ProblemOutcome:
     history: list[float] = field(default_factory=list, repr=False)  # best-so-far time per new configuration
     importance: dict[str, float] | None = None  # parameter -> importance (PED-ANOVA), None when too few
     seeds: dict[str, Any] | None = None  # --seeds: each search's outcome and the spread (combine_seeds)
+    exhaustive_skipped: str | None = None  # why the whole grid was not evaluated
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -794,7 +795,9 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
     outcome = ProblemOutcome(dict(problem), key, study.study_name, counts, best, heuristic, speedup, reasons,
                              history=history, importance=importance(study, space))
-    if _exhaustive_wanted(request, space, problem, covered=seen >= space.grid_size):
+    wanted, outcome.exhaustive_skipped = _exhaustive_wanted(request, space, problem,
+                                                            covered=seen >= space.grid_size)
+    if wanted:
         outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic, grid_progress,
                                                study)
     return outcome
@@ -919,19 +922,23 @@ def _grid_from_study(study: optuna.Study, space: SearchSpace) -> list[tuple[dict
 
 
 def _exhaustive_wanted(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
-                       covered: bool = False) -> bool:
+                       covered: bool = False) -> tuple[bool, str | None]:
     """--exhaustive / --no-exhaustive when given; else yes when the ground truth is stored, the grid is small,
     the study covers the grid (`covered`), or a timed sample says the whole grid takes at most
-    AUTO_EXHAUSTIVE_SECONDS here."""
+    AUTO_EXHAUSTIVE_SECONDS here. Returns (wanted, why not)."""
     if request.exhaustive is not None:
-        return request.exhaustive
+        return request.exhaustive, None if request.exhaustive else "--no-exhaustive"
     if space.grid_size <= AUTO_EXHAUSTIVE_POINTS or ground_truth_path(request, space, problem).exists():
-        return True
+        return True, None
     if covered:
-        return True
+        return True, None
     if space.grid_size > MAX_GRID_POINTS:
-        return False
-    return estimate_grid_seconds(request, space, problem) <= AUTO_EXHAUSTIVE_SECONDS
+        return False, f"the grid has {space.grid_size:,} points, more than {MAX_GRID_POINTS:,}"
+    estimate = estimate_grid_seconds(request, space, problem)
+    if estimate <= AUTO_EXHAUSTIVE_SECONDS:
+        return True, None
+    return False, (f"the whole grid ({space.grid_size:,} points) is estimated at {estimate:.0f} s here, over "
+                   f"{AUTO_EXHAUSTIVE_SECONDS:.0f} s: --exhaustive evaluates it (and keeps it)")
 
 
 def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],

@@ -33,7 +33,7 @@ def test_compare_same_file_is_same_and_exit_0(two_scans, cli):
 
 def test_compare_tuning_and_hgemm_results(tmp_path, cli):
     assert cli(["run", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--out", "h.json"], tmp_path).exit_code == 0
-    assert cli(["tune", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--trials", "5", "--out", "t.json"],
+    assert cli(["tune", "hgemm", "--m", "512", "--n", "512", "--k", "512", "--trials", "5", "--no-exhaustive", "--out", "t.json"],
                tmp_path).exit_code == 0
     out = cli(["results", "compare", "h.json", "t.json", "--json"], tmp_path)
     (row,) = json.loads(out.stdout)["rows"]
@@ -106,7 +106,7 @@ def test_foreign_and_figure_files_do_not_crash(tmp_path, cli):
 
 def test_tuned_scan_matches_a_run_of_the_same_problem(tmp_path, cli):
     assert cli(["run", "scan", "--n", "100000", "--out", "r.json"], tmp_path).exit_code == 0
-    assert cli(["tune", "scan", "--n", "100000", "--trials", "3", "--out", "t.json"], tmp_path).exit_code == 0
+    assert cli(["tune", "scan", "--n", "100000", "--trials", "3", "--no-exhaustive", "--out", "t.json"], tmp_path).exit_code == 0
     out = cli(["results", "compare", "r.json", "t.json", "--json"], tmp_path)
     (row,) = json.loads(out.stdout)["rows"]
     assert row["problem"] == "scan n=100000 fp16 inclusive" and row["b"] == "tuned best"

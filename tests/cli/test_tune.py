@@ -16,7 +16,7 @@ SHAPE = ["--m", "1024", "--n", "256", "--k", "512"]
 
 
 def test_tune_hgemm_one_shape_report_and_result(tmp_path, cli):
-    out = cli(["tune", "hgemm", *SHAPE, "--trials", "12", "--out", "t.json"], tmp_path)
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "12", "--no-exhaustive", "--out", "t.json"], tmp_path)
     assert out.exit_code == 0, out.output
     for text in ("tune hgemm: 1 problem", "1024x256x512", "heuristic", "speed-up", "rank", "result written"):
         assert text in out.output, text
@@ -34,7 +34,8 @@ def test_tune_hgemm_every_core_simulates_every_core_in_a_study_of_its_own(tmp_pa
 
     runs = {}
     for flag in ([], ["--every-core"]):
-        out = cli(["tune", "hgemm", *SHAPE, "--trials", "3", "--json", "--out", "t.json", *flag], tmp_path)
+        out = cli(["tune", "hgemm", *SHAPE, "--trials", "3", "--json", "--no-exhaustive", "--out", "t.json", *flag],
+                  tmp_path)
         assert out.exit_code == 0, out.output
         runs[bool(flag)] = json.loads(out.stdout)["problems"][0]
     assert runs[False]["key"] == "1024x256x512" and runs[True]["key"] == "1024x256x512 every-core"
@@ -46,7 +47,8 @@ def test_tune_hgemm_every_core_simulates_every_core_in_a_study_of_its_own(tmp_pa
 
 
 def test_tune_hgemm_workload_summary_and_claim_g6(tmp_path, cli):
-    out = cli(["tune", "hgemm", "--workload", "fig6", "--trials", "6", "--json", "--no-save"], tmp_path)
+    out = cli(["tune", "hgemm", "--workload", "fig6", "--trials", "6", "--json", "--no-save",
+               "--no-exhaustive"], tmp_path)
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert len(doc["problems"]) == 3 and doc["summary"]["problems"] == 3
@@ -59,7 +61,8 @@ def test_tune_hgemm_workload_summary_and_claim_g6(tmp_path, cli):
 
 
 def test_tune_scan_resumes_with_the_same_command(tmp_path, cli):
-    args = ["tune", "scan", "--n", "1e6", "--trials", "5", "--json", "--no-save", "--sampler", "random"]
+    args = ["tune", "scan", "--n", "1e6", "--trials", "5", "--json", "--no-save", "--sampler", "random",
+            "--no-exhaustive"]
     first = json.loads(cli(args, tmp_path).stdout)
     args[5] = "9"
     second = json.loads(cli(args, tmp_path).stdout)
@@ -198,7 +201,7 @@ def test_sigkill_loses_at_most_the_trial_in_flight_and_the_next_run_resumes(tmp_
     kept = _finished(tmp_path)
     assert kept >= 5
     resumed = subprocess.run([sys.executable, "-m", "ascendbench.cli", "tune", "hgemm", "--m", "4096", "--n", "4096",
-                              "--k", "4096", "--trials", str(kept + 3), "--study-name", "long", "--json",
+                              "--k", "4096", "--trials", str(kept + 3), "--study-name", "long", "--json", "--no-exhaustive",
                               "--no-save"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert resumed.returncode == 0, resumed.stderr
     trials = json.loads(resumed.stdout)["problems"][0]["trials"]

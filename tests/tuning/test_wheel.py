@@ -29,7 +29,7 @@ def test_a_built_wheel_in_a_fresh_venv_runs_tune_hgemm(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     out = _run([str(venv / "bin" / "ascendbench"), "tune", "hgemm", "--m", "512", "--n", "512", "--k", "512",
-                "--trials", "5", "--no-save", "--json"], work)
+                "--trials", "5", "--no-exhaustive", "--no-save", "--json"], work)
     doc = json.loads(out.stdout)
     assert doc["problems"][0]["trials"]["evaluated"] == 5 and doc["space"]["path"].startswith(str(venv))
     sel = _run([str(venv / "bin" / "ascendbench"), "hgemm", "select", "--m", "512", "--n", "512", "--k", "512",
