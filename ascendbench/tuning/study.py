@@ -259,7 +259,7 @@ class _Objective:
                  run_id: str = "", study: optuna.Study | None = None):
         self.tunable, self.run_id = get_tunable(kernel), run_id
         self.space, self.problem, self.hw = space, dict(problem), hw
-        self.cache: dict[str, tuple[int, Evaluation | str]] = {}  # config key -> (first trial, outcome)
+        self.cache: dict[str, Evaluation | str] = {}  # config key -> outcome (a reason: infeasible)
         if study is not None:
             self.learn(study)
 
@@ -273,29 +273,27 @@ class _Objective:
             if key in self.cache or t.user_attrs.get("repeat"):
                 continue
             if t.state == TrialState.COMPLETE:
-                self.cache[key] = (t.number, Evaluation(t.value, t.user_attrs.get("throughput", 0.0), ""))
+                self.cache[key] = Evaluation(t.value, t.user_attrs.get("throughput", 0.0), "")
             else:
-                self.cache[key] = (t.number, str(t.user_attrs.get("infeasible", "pruned")))
+                self.cache[key] = str(t.user_attrs.get("infeasible", "pruned"))
 
     def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
         key = config_key(config)
         if key not in self.cache:
             try:
-                self.cache[key] = (-1, self.tunable.evaluate(self.problem, config, self.hw))
+                self.cache[key] = self.tunable.evaluate(self.problem, config, self.hw)
             except Infeasible as exc:
-                self.cache[key] = (-1, exc.reason)
-        value = self.cache[key][1]
+                self.cache[key] = exc.reason
+        value = self.cache[key]
         if isinstance(value, str):
             raise Infeasible(value)
         return value
 
     def __call__(self, trial: optuna.Trial) -> float:
-        trial.set_user_attr("worker", _WORKER)  # first: a trial left RUNNING names the process that ran it
         config = self.space.suggest(trial)
-        key = config_key(config)
-        known = self.cache.get(key)
-        attrs = {"config": config, "run": self.run_id}
-        if known is not None:
+        # "worker": the process (a _Mirror tells its own trials from the others' by it)
+        attrs = {"config": config, "run": self.run_id, "worker": _WORKER}
+        if config_key(config) in self.cache:
             attrs["repeat"] = True
         try:
             ev = self.evaluate(config)
@@ -303,9 +301,6 @@ class _Objective:
             attrs["infeasible"] = exc.reason
             _set_attrs(trial, attrs)
             raise optuna.TrialPruned(exc.reason) from None
-        finally:
-            if self.cache[key][0] < 0:
-                self.cache[key] = (trial.number, self.cache[key][1])
         attrs["throughput"] = ev.throughput
         _set_attrs(trial, attrs)
         return ev.time_s
@@ -387,32 +382,6 @@ def _enqueue_start(study: optuna.Study, space: SearchSpace, kernel: str, problem
             study.enqueue_trial(params, user_attrs=attrs, skip_if_exists=True)
 
 
-def _fail_dead_runs(study: optuna.Study) -> None:
-    """Trials left RUNNING by a worker of this machine that is gone (SIGKILL) are marked failed, so that the
-    study does not count them and runs their configurations again. RDB storages also do this through
-    heartbeats for workers of other machines (open_storage)."""
-    host = socket.gethostname()
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        owner_host, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
-        if owner_host == host and not _alive(int(pid) if pid.isdigit() else -1):
-            try:
-                study.tell(trial.number, state=TrialState.FAIL)
-            except (ValueError, RuntimeError):  # finished or failed meanwhile
-                pass
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 # Finished trials reach the shared storage at most this long after they finish. 0: after every trial, so that
 # workers sharing a study see each other's trials before each new one and stop at the target together.
 FLUSH_SECONDS = 0.0
@@ -484,7 +453,6 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     covered, the search is idle for MAX_IDLE_TRIALS trials, or the timeout ends), through a _Mirror."""
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
-    _fail_dead_runs(study)
     done = _finished(study)
     sampler = make_sampler(request.sampler, _sampler_seed(request.seed, worker, done), space)
     mirror = _Mirror(study, sampler, request.run_id)
@@ -675,7 +643,7 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
 def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress,
                  warm_start: Sequence[Mapping[str, Any]] = ()) -> None:
     """request.jobs worker processes on one study. On Ctrl-C or SIGTERM of this process the workers are sent
-    SIGINT (Optuna marks their trial in flight as failed, finished trials stay) and joined."""
+    SIGINT (each finishes its trial in flight and adds its finished trials to the study) and joined."""
     ctx = multiprocessing.get_context("spawn")
     workers = [ctx.Process(target=_worker, args=(request, request.space_path, problem, key, w, os.getpid(),
                                                  [dict(c) for c in warm_start]),
@@ -687,9 +655,8 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
         while any(proc.is_alive() for proc in workers):
             time.sleep(0.3)
             if progress:
-                trials = study.get_trials(deepcopy=False, states=_FINISHED)
-                times = [t.value for t in trials if t.state == TrialState.COMPLETE]
-                progress(key, len(trials), request.trials, min(times) if times else None)
+                times = [t.value for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+                progress(key, distinct_counts(study)[0], request.trials, min(times) if times else None)
     except KeyboardInterrupt:
         for proc in workers:
             if proc.is_alive():
@@ -698,7 +665,6 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.terminate()
-        _fail_own_running(study, request.run_id)
         raise
     failed = [proc.exitcode for proc in workers if proc.exitcode != 0]
     if failed:
@@ -718,16 +684,6 @@ def _children_ignore_sigint():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _fail_own_running(study: optuna.Study, run_id: str) -> None:
-    """Mark this command's trials that its stopped workers left running as failed (they will not finish)."""
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if trial.user_attrs.get("run") == run_id:
-            try:
-                study.tell(trial.number, state=TrialState.FAIL)
-            except (ValueError, RuntimeError):  # finished meanwhile
-                pass
 
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
