@@ -28,6 +28,7 @@ import json
 import math
 import multiprocessing
 import os
+import random
 import secrets
 import signal
 import socket
@@ -446,6 +447,29 @@ class _Mirror:
         return time.monotonic() - self.last >= FLUSH_SECONDS
 
 
+def _unseen_neighbour(space: SearchSpace, config: Mapping[str, Any], seen: set[str],
+                      rng: random.Random) -> dict[str, Any] | None:
+    """Optuna's parameters of a random grid neighbour of `config` that is not in `seen`: one parameter moved
+    one step along its grid (ordered, int and log-int parameters), or changed (bool and categorical ones)."""
+    moves = []
+    for name, p in space.parameters.items():
+        values = p.values() if p.type != "int" else None
+        if values is None:  # an int range: one step either way, inside the range
+            options = [v for v in (config[name] - p.step, config[name] + p.step) if p.low <= v <= p.high]
+        elif p.type in ("bool", "categorical"):
+            options = [v for v in values if v != config[name]]
+        else:
+            i = values.index(config[name])
+            options = [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+        moves += [(name, v) for v in options]
+    rng.shuffle(moves)
+    for name, value in moves:
+        candidate = {**config, name: value}
+        if config_key(candidate) not in seen:
+            return space.to_optuna(candidate)
+    return None
+
+
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
               progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
               storage=None, warm_start: Sequence[Mapping[str, Any]] = ()) -> None:
@@ -466,7 +490,15 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     best = [min((t.value for t in mirror.local.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))),
                 default=None)]
 
+    rng = random.Random(_sampler_seed(request.seed, worker, done))
+
     def enough(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if trial.user_attrs.get("repeat") and not st.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            # The sampler proposed a point it had: try an unseen neighbour of it next instead of sampling
+            # again (a repeat costs a sampling step and brings nothing; its neighbours are where it looks).
+            step = _unseen_neighbour(space, trial.user_attrs["config"], mirror.seen, rng)
+            if step is not None:
+                st.enqueue_trial(step, user_attrs={"neighbour_of_repeat": True})
         mirror.note(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
