@@ -96,6 +96,13 @@ def list_results(
     json_out: JsonOption = False,
 ) -> None:
     """List saved results, newest first: file, kind, kernel, creation time, problems and what they report."""
+    if not folder.exists() and folder == Path("results"):  # nothing run here yet: not an error
+        if json_out:
+            out_console.file.write("[]\n")
+        else:
+            out_console.print("no results yet in results/ (`ascendbench run scan` or `tune` saves one there)",
+                              highlight=False)
+        return
     if not folder.is_dir():
         fail(f"FOLDER: not a folder: {folder}")
     rows = []

@@ -95,6 +95,9 @@ def hgemm(
     for name, value in (("alpha", alpha), ("beta", beta)):
         if not math.isfinite(value):
             fail(f"--{name}: must be a finite number, got {value}")
+        if abs(value) > 65504:
+            fail(f"--{name}: must be representable in fp16 (|{name}| <= 65504: the kernel scales in fp16), "
+                 f"got {value:g}")
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
     if output_file is not None:

@@ -59,6 +59,7 @@ _FP16 = 2
 _FP32 = 4
 _PAD_ALIGN_BYTES = 512  # the proposed kernel pads A and B rows to 512 bytes (HGEMM paper §4.1)
 _ALIGN_ELEMS = _PAD_ALIGN_BYTES // _FP16  # elements of a padded fp16 row: a multiple of 256
+_FP16_MAX = 65504.0  # largest finite fp16
 _EXAMPLE_SWIZZLE = 3  # GemmExample's block swizzle offset (GemmIdentityBlockSwizzle<3, 0>)
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 # Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
@@ -139,6 +140,8 @@ def check_params(shape: GemmShape, params: HgemmParams) -> None:
         value = getattr(params, name)
         if not math.isfinite(value):
             raise ParamError(name, f"must be a finite number, got {value}")
+        if abs(value) > _FP16_MAX:  # the kernel scales in fp16: a larger factor would be inf
+            raise ParamError(name, f"must be representable in fp16 (|{name}| <= 65504), got {value:g}")
     if params.split_k < 1:
         raise ParamError("split-k", f"must be at least 1, got {params.split_k}")
     if params.variant == "gemm-example":

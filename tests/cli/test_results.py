@@ -110,3 +110,12 @@ def test_tuned_scan_matches_a_run_of_the_same_problem(tmp_path, cli):
     out = cli(["results", "compare", "r.json", "t.json", "--json"], tmp_path)
     (row,) = json.loads(out.stdout)["rows"]
     assert row["problem"] == "scan n=100000 fp16 inclusive" and row["b"] == "tuned best"
+
+
+def test_results_list_before_any_run_says_so(tmp_path, cli):
+    out = cli(["results", "list"], tmp_path)
+    assert out.exit_code == 0 and "no results yet in results/" in out.output
+    doc = cli(["results", "list", "--json"], tmp_path)
+    assert doc.exit_code == 0 and json.loads(doc.stdout) == []
+    missing = cli(["results", "list", "elsewhere"], tmp_path)  # a folder the user names must exist
+    assert missing.exit_code == 2 and "FOLDER: not a folder: elsewhere" in missing.output

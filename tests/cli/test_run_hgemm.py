@@ -104,6 +104,8 @@ ERRORS = [
     (["--m", "4", "--n", "4", "--k", "4", "--batch", str(2**40 + 1)], "--batch: must be from 1 to 2**40"),
     (["--m", "4", "--n", "4"], "--k: is required"),
     (["--m", "4", "--n", "4", "--k", "4", "--alpha", "nan"], "--alpha: must be a finite number"),
+    (["--m", "4", "--n", "4", "--k", "4", "--alpha", "70000"], "--alpha: must be representable in fp16"),
+    (["--m", "4", "--n", "4", "--k", "4", "--beta", "-1e5"], "--beta: must be representable in fp16"),
     (["--m", "4", "--n", "4", "--k", "4", "--m0", "24"], "--m0: must be a positive multiple of 16"),
     (["--m", "64", "--n", "64", "--k", "64", "--m0", "256", "--n0", "16", "--k0", "256"], "L0A:"),
     (["--m", "4", "--n", "4", "--k", "4", "--variant", "cublas"], "--variant: must be one of"),

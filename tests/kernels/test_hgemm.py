@@ -300,3 +300,11 @@ def test_warm_residency_counts_everything_the_run_touches(shape, options, reside
         workspace = c_bytes if options.get("variant") == "gemm-example" else 0
         assert sim.counters["bytes_hbm_write"] >= c_bytes + workspace
         assert sim.counters["bytes_hbm_read"] >= c_bytes
+
+
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+def test_a_scalar_fp16_cannot_hold_is_refused_before_the_run(name):
+    # the kernel scales in fp16: 70000 would become inf (and NaN with zeros) instead of a wrong-but-quiet result
+    with pytest.raises(ParamError, match=f"must be representable in fp16 \\(\\|{name}\\| <= 65504\\), got 70000"):
+        resolve_tiling(GemmShape(16, 16, 16), HgemmParams(**{name: 70000.0}), HW)
+    resolve_tiling(GemmShape(16, 16, 16), HgemmParams(**{name: 65504.0}), HW)  # the largest fp16 is fine
