@@ -404,7 +404,9 @@ class _Mirror:
         self.local = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
                                          direction="minimize", study_name=shared.study_name)
         self.done: set[int] = set()  # local numbers that are in the shared study (pushed, or pulled from it)
-        self.pulled: set[int] = set()  # shared numbers copied in
+        # Shared trials are added whole once finished, so their numbers follow the order they arrive in: the
+        # ones below `scanned` have been looked at already.
+        self.scanned = 0
         self.feasible: set[str] = set()
         self.seen: set[str] = set()
         self.last = time.monotonic()
@@ -419,13 +421,13 @@ class _Mirror:
 
     def pull(self) -> list[optuna.trial.FrozenTrial]:
         """Copy the shared study's finished trials that are not here yet; returns them."""
-        new = [t for t in self.shared.get_trials(deepcopy=False, states=_FINISHED)
-               if t.number not in self.pulled and not self._own(t)]
+        arrived = self.shared.get_trials(deepcopy=False)[self.scanned:]
+        self.scanned += len(arrived)
+        new = [t for t in arrived if t.state in _FINISHED and not self._own(t)]
         if new:
-            before = {t.number for t in self.local.get_trials(deepcopy=False)}
+            first = len(self.local.get_trials(deepcopy=False))  # in-memory numbers run on from there
             self.local.add_trials(new)
-            self.done |= {t.number for t in self.local.get_trials(deepcopy=False)} - before
-            self.pulled |= {t.number for t in new}
+            self.done |= set(range(first, first + len(new)))
             for t in new:
                 self.note(t)
         return new
