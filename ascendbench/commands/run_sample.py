@@ -7,46 +7,22 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
 from ascendbench.commands.operator_common import (
     NOption,
-    OperatorRun,
-    check_choice,
-    check_n,
+    execute,
     finish,
+    given,
     load_arrays,
     output_suffix,
     parse_count_option,
     parse_n,
     prepare,
 )
-from ascendbench.commands.run import _available_memory, app
+from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.partition import index_bytes, offset_type
-from ascendbench.kernels.sampling import (
-    SAMPLE_VARIANTS,
-    DistributionError,
-    check_variant_size,
-    check_weights,
-    inverse_transform,
-    simulate_weighted_sample,
-)
-from ascendbench.kernels.scan import S_VALUES
-from ascendbench.store.operators import OperatorVerification
-
-_SHOWN = 32  # the result document lists at most this many sampled indices
-_VERIFY_LIMIT = 1 << 25  # the reference's float64 running sum of the whole array (256 MiB) up to this n
-_EXACT_TOTAL = 2.0**29  # fp16 weights are multiples of 2^-24: float64 sums below 2^29 are exact in any order
-
-
-def reference_indices(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The rule on one float64 running sum C of the whole array: the first i with C(i) > u * C(n-1)."""
-    cdf = np.cumsum(weights, dtype=np.float64)
-    return np.searchsorted(cdf, u * cdf[-1], side="right")
 
 
 @app.command("sample")
@@ -79,75 +55,10 @@ def sample_command(
     first index whose running sum exceeds u * total (SplitInd with the predicate > u * total). A zero-weight
     category is never returned."""
     wall0 = time.perf_counter()
-    count = parse_n(n)
-    k = parse_count_option(samples, "samples")
-    check_choice(variant, SAMPLE_VARIANTS, "variant")
-    check_choice(s, S_VALUES, "s")
+    count, k = parse_n(n), parse_count_option(samples, "samples")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
                  trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
     arrays, sha = load_arrays(input_file, ("weights",), "weights") if input_file is not None else (None, None)
-    count = check_n(count, arrays)
-    if arrays is not None and arrays["weights"].dtype != np.float16:
-        fail(f"--input: weights must be float16 (the MCScan's input), got {arrays['weights'].dtype}; convert with "
-             "weights.astype(numpy.float16)")
-    try:
-        check_variant_size(count, variant)
-    except ParamError as exc:
-        fail(str(exc))
-    if not model_only:
-        if count == 0:
-            fail("--n: at least one category is needed")
-        needed = (count * 2 if arrays is None else 0) + (1 << 20) * 16 + k * 24
-        available = _available_memory()
-        if needed > 2**62 or (available is not None and needed > 0.9 * available):
-            option = "--samples" if k * 24 > count * 2 else "--n"
-            fail(f"{option}: the functional run needs about {needed / 2**30:.1f} GiB; use --model-only for timings "
-                 "at this size")
-
-    t0 = time.perf_counter()
-    other = "baseline" if variant == "scan" else "scan"
-    timing = simulate_weighted_sample(count, k, hw, variant=variant, s=s, warm_l2=warm_l2)
-    try:
-        baseline = simulate_weighted_sample(count, k, hw, variant=other, s=s, warm_l2=warm_l2).sim
-        notes = []
-    except ParamError:  # the baseline refuses this many categories: no baseline time, no speed-up
-        baseline = None
-        notes = [f"baseline (torch.multinomial) refuses {count:,} > 2**24 categories (claim S-18); no speed-up"]
-    model_s = time.perf_counter() - t0
-
-    out_arrays = None
-    outputs: dict = {}
-    verification = OperatorVerification(performed=False)
-    functional_s = None
-    if not model_only:
-        t1 = time.perf_counter()
-        weights = (arrays["weights"] if arrays is not None
-                   else np.random.default_rng([seed, 1]).random(count, dtype=np.float32).astype(np.float16))
-        try:
-            total = check_weights(weights)
-        except DistributionError as exc:
-            fail(f"--input: {exc}")
-        u = np.random.default_rng(seed).random(k)
-        indices = inverse_transform(weights, u)
-        functional_s = time.perf_counter() - t1
-        out_arrays = {"indices": indices}
-        outputs[f"indices (first {_SHOWN})" if k > _SHOWN else "indices"] = indices[:_SHOWN].tolist()
-        if verify:
-            positive = bool((weights[indices] > 0).all())
-            exact = count <= _VERIFY_LIMIT and total < _EXACT_TOTAL
-            same = bool(np.array_equal(indices, reference_indices(weights, u))) if exact else True
-            verification = OperatorVerification(
-                performed=True, passed=positive and same,
-                reference=("one float64 running sum C of all weights (the first i with C(i) > u * C(n-1)); every "
-                           "index has positive weight") if exact else "positive weight at every index (sums not exact: "
-                                                            "rule not recomputed)",
-                detail=None if positive and same else ("a zero-weight index was drawn" if not positive
-                                                       else "indices differ from the reference"))
-    data = "none" if model_only else ("file" if input_file is not None else "generated")
-    run = OperatorRun(
-        operator="sample", n=count, variant=variant, sim=timing.sim, baseline_variant=other,
-        baseline=baseline, bandwidth_bytes=count * 2 + k * index_bytes(count),
-        dtypes={"weights": "fp16", "indices": offset_type(count)}, params={"samples": k, "s": s, "warm_l2": warm_l2},
-        data=data, seed=seed, input_file=input_file, input_sha256=sha, arrays=out_arrays, outputs=outputs,
-        verification=verification, model_time_s=model_s, functional_time_s=functional_s, notes=notes)
-    finish(run, hw, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)
+    run = execute("sample", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
+                  model_only=model_only, **given(n=count), samples=k, variant=variant, s=s, warm_l2=warm_l2)
+    finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

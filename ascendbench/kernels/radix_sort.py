@@ -26,9 +26,13 @@ baseline: the same sort with the vector-only scan (kernels/split.py).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
+from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome, generate_values
 from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import copy_pass
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind, split_ind_partitioned
@@ -165,3 +169,72 @@ def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str
     res = sequence(parts)
     res.counters["scans"] = passes
     return res
+
+
+def sort_reference(keys: np.ndarray, descending: bool) -> np.ndarray:
+    """NumPy's order of keys (n,) as int64 indices: np.argsort(kind="stable"); descending: NaNs first (input
+    order), then the stable order of the negated keys (ties in input order)."""
+    if not descending:
+        return np.argsort(keys, kind="stable")
+    wide = keys.astype(np.float64) if keys.dtype.kind == "f" else keys.astype(np.int64)
+    nan = np.isnan(wide) if keys.dtype.kind == "f" else np.zeros(keys.shape, dtype=bool)
+    rest = np.flatnonzero(~nan)
+    return np.concatenate([np.flatnonzero(nan), rest[np.argsort(-wide[rest], kind="stable")]])
+
+
+KeyDtype = Literal["fp16", "uint8", "uint16", "uint32", "int8", "int16", "int32"]
+KEY_NAMES = ("fp16", "uint8", "uint16", "uint32", "int8", "int16", "int32")
+
+
+class SortParams(KernelParams):
+    """LSB radix sort of n keys (scan paper §5.3)."""
+
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="keys (optional with input arrays)")
+    dtype: KeyDtype = Field("fp16", description="key dtype")
+    descending: bool = Field(False, description="stable descending order (ties in input order, NaNs first)")
+    variant: Literal["mcscan", "vector"] = Field("mcscan", description="mcscan: SplitInd with the int8 MCScan "
+                                                 "(the paper's); vector: vector-only scan (the baseline)")
+    warm_l2: bool = Field(False, description="start with the keys in L2")
+
+
+class RadixSortKernel(KernelSpec):
+    """Sort keys with their indices like torch.sort(stable=True): one SplitInd per key bit."""
+
+    name = "sort"
+    title = "LSB radix sort (one SplitInd per key bit)"
+    source = "scan paper §5.3, §6.3, B.5"
+    Params = SortParams
+    inputs = (InputSpec("values", KEY_NAMES, "(n,)", "standard normal (floats), uniform over the dtype (integers)"),)
+    variants = ("mcscan", "vector")
+    space = "sort"
+
+    def generate(self, params, seed):
+        return {"values": generate_values(params.n, params.dtype, np.random.default_rng(seed))}
+
+    def compute(self, arrays, params, seed=0):
+        values, indices = radix_sort(arrays["values"], params.descending)
+        return Outcome({"values": values, "indices": indices})
+
+    def verify(self, arrays, outcome, params):
+        keys = arrays["values"]
+        order = sort_reference(keys, params.descending)
+        ok = (np.array_equal(outcome.arrays["indices"], order)
+              and np.array_equal(outcome.arrays["values"].view(np.uint8), keys[order].view(np.uint8)))
+        what = ("NaNs first, then np.argsort(-keys, kind='stable')" if params.descending
+                else "np.argsort(keys, kind='stable')")
+        return Check(ok, what, None if ok else "order differs")
+
+    def simulate(self, params, hw, facts=None):
+        return simulate_radix_sort(params.n, params.dtype, hw, variant=params.variant, descending=params.descending,
+                                   warm_l2=params.warm_l2)
+
+    def bytes_moved(self, params, facts=None):
+        kb = np.dtype(KEY_DTYPES[params.dtype][0]).itemsize
+        return params.n * kb + params.n * (kb + np.dtype(index_dtype(params.n)).itemsize)
+
+    def dtypes(self, params, outcome, arrays=None):
+        return {"values": params.dtype, "indices": str(np.dtype(index_dtype(params.n)))}
+
+    def document_params(self, params, sim):
+        return {"descending": params.descending, "passes": int(sim.counters.get("scans", 0)),
+                "warm_l2": params.warm_l2}

@@ -24,11 +24,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import Literal
+
 import numpy as np
+from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.partition import offset_dtype
+from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome
+from ascendbench.kernels.partition import index_bytes, offset_dtype, offset_type
 from ascendbench.kernels.programs import Ring, aiv_groups, loop, piece_elements, split_front
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -314,3 +318,97 @@ def simulate_weighted_sample(n: int, samples: int, hw: HardwareProfile, *, varia
     scan.counters["scans"] = scan.counters.get("scans", 0) + 1
     sim = sequence([(as_phase(scan, "scan"), 1), (as_phase(draw, draw_phase), 1)])
     return SampleTiming(sim, scan, draw, int(sim.counters["scans"]))
+
+
+_SHOWN = 32  # the result document lists at most this many sampled indices
+_VERIFY_LIMIT = 1 << 25  # the reference's float64 running sum of the whole array (256 MiB) up to this n
+_EXACT_TOTAL = 2.0**29  # fp16 weights are multiples of 2^-24: float64 sums below 2^29 are exact in any order
+
+
+def reference_indices(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The rule on one float64 running sum C of the whole array: the first i with C(i) > u * C(n-1)."""
+    cdf = np.cumsum(weights, dtype=np.float64)
+    return np.searchsorted(cdf, u * cdf[-1], side="right")
+
+
+class SampleParams(KernelParams):
+    """Weighted sampling of `samples` indices from n fp16 weights (scan paper §5.6, B.3)."""
+
+    samples: int = Field(1, ge=0, le=MAX_ELEMENTS, description="indices to draw, with replacement")
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="categories (optional with input)")
+    variant: Literal["scan", "baseline"] = Field("scan", description="scan: MCScan + SplitInd per sample (the "
+                                                 "paper's); baseline: vector-only cumsum + binary search "
+                                                 "(torch.multinomial, at most 2**24 categories)")
+    s: Literal[16, 32, 64, 128] = Field(128, description="tile side of the MCScan")
+    warm_l2: bool = Field(False, description="start with the weights in L2")
+
+
+class WeightedSampleKernel(KernelSpec):
+    """Draw indices with probability proportional to the weights: an inclusive scan, then the first index whose
+    running sum exceeds u * total (SplitInd with that predicate)."""
+
+    name = "sample"
+    title = "Weighted sampling by inverse transform"
+    source = "scan paper §5.6, B.3"
+    Params = SampleParams
+    inputs = (InputSpec("weights", ("fp16",), "(n,)", "uniform in [0, 1) in float16; seed [seed, 1]"),)
+    variants = ("scan", "baseline")
+    draws = True
+    space = "sample"
+
+    def bind(self, params, arrays):
+        weights = arrays["weights"]
+        if weights.ndim != 1:
+            raise ParamError("input", f"weights must be 1-D, got shape {tuple(weights.shape)}")
+        if weights.dtype != np.float16:
+            raise ParamError("input", f"weights must be float16 (the MCScan's input), got {weights.dtype}; convert "
+                                      "with weights.astype(numpy.float16)")
+        return super().bind(params, arrays)
+
+    def check(self, params, hw):
+        check_variant_size(params.n, params.variant)
+
+    def check_functional(self, params):
+        if params.n == 0:
+            raise ParamError("n", "at least one category is needed")
+
+    def functional_bytes(self, params, generated):
+        weights, draws = params.n * 2 if generated else 0, params.samples * 24
+        return weights + (1 << 20) * 16 + draws, "samples" if draws > params.n * 2 else "n"
+
+    def generate(self, params, seed):
+        return {"weights": np.random.default_rng([seed, 1]).random(params.n, dtype=np.float32).astype(np.float16)}
+
+    def compute(self, arrays, params, seed=0):
+        weights = arrays["weights"]
+        try:
+            total = check_weights(weights)
+        except DistributionError as exc:
+            raise ParamError("input", str(exc)) from None
+        u = np.random.default_rng(seed).random(params.samples)
+        indices = inverse_transform(weights, u)
+        shown = f"indices (first {_SHOWN})" if params.samples > _SHOWN else "indices"
+        return Outcome({"indices": indices}, {shown: indices[:_SHOWN].tolist()}, {"u": u, "total": total})
+
+    def verify(self, arrays, outcome, params):
+        weights, indices, u = arrays["weights"], outcome.arrays["indices"], outcome.facts["u"]
+        positive = bool((weights[indices] > 0).all())
+        exact = params.n <= _VERIFY_LIMIT and outcome.facts["total"] < _EXACT_TOTAL
+        same = bool(np.array_equal(indices, reference_indices(weights, u))) if exact else True
+        what = ("one float64 running sum C of all weights (the first i with C(i) > u * C(n-1)); every index has "
+                "positive weight") if exact else "positive weight at every index (sums not exact: rule not recomputed)"
+        return Check(positive and same, what, None if positive and same else
+                     ("a zero-weight index was drawn" if not positive else "indices differ from the reference"))
+
+    def simulate(self, params, hw, facts=None):
+        return simulate_weighted_sample(params.n, params.samples, hw, variant=params.variant, s=params.s,
+                                        warm_l2=params.warm_l2).sim
+
+    def bytes_moved(self, params, facts=None):
+        return params.n * 2 + params.samples * index_bytes(params.n)
+
+    def dtypes(self, params, outcome, arrays=None):
+        return {"weights": "fp16", "indices": offset_type(params.n)}
+
+    def document_params(self, params, sim):
+        return {"samples": params.samples, "s": params.s, "warm_l2": params.warm_l2}

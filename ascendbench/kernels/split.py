@@ -39,10 +39,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.contract import (
+    DTYPE_NAMES,
+    MAX_ELEMENTS,
+    Check,
+    InputSpec,
+    KernelParams,
+    KernelSpec,
+    Outcome,
+    generate_values,
+    random_flags,
+)
 from ascendbench.kernels.partition import PARTITION_LIMIT, index_bytes, offset_dtype, partitions
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams, cumsum_last_axis
@@ -538,3 +552,144 @@ def _scalar_masked_select(n: int, vb: int, hw: HardwareProfile, n_true: int, val
             loop(engine, count, skip, emit)
 
     return simulate(hw, build, max(per_aiv))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Registry entries (kernels/contract.py)
+# ---------------------------------------------------------------------------------------------------------
+ValueDtype = Literal["fp16", "fp32", "int8", "uint8", "int16", "uint16", "int32", "uint32"]
+_FLAG_NAMES = ("bool", "int8", "uint8")
+
+
+class SplitParams(KernelParams):
+    """Split / SplitInd of n values of `dtype` by 0/1 flags (scan paper §5.1)."""
+
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input arrays)")
+    dtype: ValueDtype = Field("fp16", description="values dtype")
+    variant: Literal["splitind", "vector"] = Field("splitind", description="splitind: int8 MCScan of the flags "
+                                                   "(the paper's); vector: vector-only scan (the baseline)")
+    warm_l2: bool = Field(False, description="start with the values in L2")
+
+
+class CompressParams(KernelParams):
+    """Compress (masked_select) of n values of `dtype` by a 0/1 mask (scan paper §5.2)."""
+
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input arrays)")
+    dtype: ValueDtype = Field("fp16", description="values dtype")
+    variant: Literal["mcscan", "scalar"] = Field("mcscan", description="mcscan: int8 MCScan of the mask and a "
+                                                 "gather (the paper's); scalar: scalar-only masked_select")
+    warm_l2: bool = Field(False, description="start with the values in L2")
+
+
+class _FlagKernel(KernelSpec):
+    """Shared by split, SplitInd and compress: values and a flag array, the flags generated when only the values
+    are given (said in the report)."""
+
+    flag_name: ClassVar[str]
+
+    def generate(self, params, seed):
+        rng = np.random.default_rng(seed)
+        values = generate_values(params.n, params.dtype, rng)
+        return {"values": values, self.flag_name: random_flags(params.n, rng)}
+
+    def complete(self, arrays, params, seed):
+        """The input arrays with the flags generated when only the values were given (a .npy of values)."""
+        if self.flag_name in arrays:
+            flags = arrays[self.flag_name]
+            if flags.dtype not in FLAG_DTYPES:
+                raise ParamError("input", f"array {self.flag_name!r} must be bool, int8 or uint8, got {flags.dtype}")
+            return dict(arrays), []
+        rng = np.random.default_rng(seed)
+        flags = random_flags(params.n, rng)
+        return {**arrays, self.flag_name: flags}, [f"{self.flag_name}: generated (0 or 1 with probability 1/2, "
+                                                   f"seed {seed}); give them in a .npz with 'values'"]
+
+    def dtypes(self, params, outcome, arrays=None):
+        flags = str(arrays[self.flag_name].dtype) if arrays else "uint8"
+        return {"values": params.dtype, self.flag_name: flags}
+
+
+class SplitKernel(_FlagKernel):
+    """SplitInd: stable split with the original indices and the count of true flags (scan paper §5.1)."""
+
+    name = "split"
+    title = "SplitInd: stable split by flags, with indices"
+    source = "scan paper §5.1; KERNELS.md 'Split'"
+    Params = SplitParams
+    flag_name = "flags"
+    inputs = (InputSpec("values", tuple(DTYPE_NAMES), "(n,)", "standard normal (floats), uniform (integers)"),
+              InputSpec("flags", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
+    variants = ("splitind", "vector")
+    with_indices: ClassVar[bool] = True
+
+    def compute(self, arrays, params, seed=0):
+        res = split_ind(arrays["values"], arrays["flags"])
+        out = {"values": res.values, "n_true": np.array(res.n_true, dtype=np.int64)}
+        if self.with_indices:
+            out["indices"] = res.indices
+        return Outcome(out, {"n_true": res.n_true}, {"n_true": res.n_true})
+
+    def verify(self, arrays, outcome, params):
+        values, flags = arrays["values"], arrays["flags"]
+        order = np.argsort(flags == 0, kind="stable")
+        ok_v = np.array_equal(outcome.arrays["values"].view(np.uint8), values[order].view(np.uint8))
+        ok_i = not self.with_indices or np.array_equal(outcome.arrays["indices"], order)
+        ok_n = outcome.outputs["n_true"] == int(np.count_nonzero(flags))
+        what = "np.argsort(flags == 0, kind='stable') and values[order], bit for bit"
+        return Check(ok_i and ok_v and ok_n, what,
+                     None if ok_i and ok_v and ok_n else f"indices equal {ok_i}, values equal {ok_v}, "
+                                                         f"n_true equal {ok_n}")
+
+    def simulate(self, params, hw, facts=None):
+        return simulate_split(params.n, params.dtype, hw, variant=params.variant, with_indices=self.with_indices,
+                              n_true=(facts or {}).get("n_true"), warm_l2=params.warm_l2)
+
+    def bytes_moved(self, params, facts=None):
+        vb = VALUE_BYTES[params.dtype]
+        ib = np.dtype(index_dtype(params.n)).itemsize if self.with_indices else 0
+        return params.n * (vb + 1) + params.n * (vb + ib)
+
+    def dtypes(self, params, outcome, arrays=None):
+        out = super().dtypes(params, outcome, arrays)
+        return out | ({"indices": str(np.dtype(index_dtype(params.n)))} if self.with_indices else {})
+
+
+class SplitValuesKernel(SplitKernel):
+    """Split without indices: the values only, true-flag elements first (scan paper §5.1, 'split')."""
+
+    name = "split-values"
+    title = "Split: stable split by flags, values only"
+    with_indices = False
+
+
+class CompressKernel(_FlagKernel):
+    """Compress: the values whose mask is true, in order (x[mask], torch.masked_select; scan paper §5.2)."""
+
+    name = "compress"
+    title = "Compress (masked_select)"
+    source = "scan paper §5.2"
+    Params = CompressParams
+    flag_name = "mask"
+    inputs = (InputSpec("values", tuple(DTYPE_NAMES), "(n,)", "standard normal (floats), uniform (integers)"),
+              InputSpec("mask", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
+    variants = ("mcscan", "scalar")
+
+    def compute(self, arrays, params, seed=0):
+        selected = compress(arrays["values"], arrays["mask"])
+        return Outcome({"values": selected}, {"selected": int(selected.shape[0])}, {"n_true": int(selected.shape[0])})
+
+    def verify(self, arrays, outcome, params):
+        ref = arrays["values"][arrays["mask"] != 0]
+        got = outcome.arrays["values"]
+        ok = ref.shape == got.shape and np.array_equal(ref.view(np.uint8), got.view(np.uint8))
+        return Check(ok, "values[mask != 0], bit for bit", None if ok else "selected values differ")
+
+    def simulate(self, params, hw, facts=None):
+        return simulate_compress(params.n, params.dtype, hw, variant=params.variant,
+                                 n_true=(facts or {}).get("n_true"), warm_l2=params.warm_l2)
+
+    def bytes_moved(self, params, facts=None):
+        vb = VALUE_BYTES[params.dtype]
+        n_true = (facts or {}).get("n_true", params.n // 2)
+        return params.n * (vb + 1) + n_true * vb
+

@@ -29,12 +29,25 @@ from __future__ import annotations
 
 import math
 
+from typing import Literal
+
 import numpy as np
+from pydantic import Field, model_validator
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome, generate_values
 from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
-from ascendbench.kernels.radix_sort import KEY_DTYPES, encode_keys, radix_sort, simulate_radix_sort
+from ascendbench.kernels.radix_sort import (
+    KEY_DTYPES,
+    KEY_NAMES,
+    KeyDtype,
+    encode_keys,
+    radix_sort,
+    simulate_radix_sort,
+    sort_reference,
+)
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind
 from ascendbench.sim.engine import Engine
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
@@ -234,3 +247,74 @@ def _final_merge(candidates: int, k: int, pair: int, hw: HardwareProfile) -> Sim
         engine.gm_write(unit, "MTE3", k * pair, writeback=True, deps=[mg], label="top-k->GM")
 
     return simulate(hw, build, 1)
+
+
+class TopkParams(KernelParams):
+    """The k largest (or smallest) of n keys, sorted (scan paper §5.4)."""
+
+    k: int = Field(ge=0, le=MAX_ELEMENTS, description="how many elements: 0 ... n")
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="keys (optional with input arrays)")
+    largest: bool = Field(True, description="the k largest (descending, NaNs largest) or smallest (ascending)")
+    dtype: KeyDtype = Field("fp16", description="key dtype")
+    variant: Literal["bisection", "vector"] = Field("bisection", description="bisection: SplitInd rounds (the "
+                                                   "paper's); vector: vector-only sort-based top-k (the baseline)")
+    warm_l2: bool = Field(False, description="start with the values in L2")
+
+    @model_validator(mode="after")
+    def _k_at_most_n(self):
+        if self.n is not None and self.k > self.n:
+            raise ValueError(f"must be at most n = {self.n}, got {self.k}")
+        return self
+
+
+class TopkKernel(KernelSpec):
+    """torch.topk(sorted=True) with stable ties: bisection on the key bits by SplitInd rounds, then a radix sort
+    of the k picked."""
+
+    name = "topk"
+    title = "Top-k by SplitInd bisection"
+    source = "scan paper §5.4"
+    Params = TopkParams
+    inputs = (InputSpec("values", KEY_NAMES, "(n,)", "standard normal (floats), uniform over the dtype (integers)"),)
+    variants = ("bisection", "vector")
+    space = "topk"
+
+    def params(self, values=None, **kwargs):
+        merged = {**(values or {}), **kwargs}
+        try:
+            return super().params(merged)
+        except ParamError as exc:
+            if exc.param == "params":  # the cross-field check: k > n
+                raise ParamError("k", str(exc).split(": ", 1)[1]) from None
+            raise
+
+    def generate(self, params, seed):
+        return {"values": generate_values(params.n, params.dtype, np.random.default_rng(seed))}
+
+    def compute(self, arrays, params, seed=0):
+        keys = arrays["values"]
+        picked, sizes = topk_bisection(keys, params.k, params.largest)
+        _, order = radix_sort(keys[picked], descending=params.largest)
+        indices = picked[order]
+        return Outcome({"values": keys[indices], "indices": indices}, {"rounds": len(sizes)},
+                       {"active_sizes": sizes})
+
+    def verify(self, arrays, outcome, params):
+        keys = arrays["values"]
+        k = params.k
+        ref = sort_reference(keys, params.largest)[:k] if params.largest else np.argsort(keys, kind="stable")[:k]
+        ok = (np.array_equal(outcome.arrays["indices"], ref)
+              and np.array_equal(outcome.arrays["values"].view(np.uint8), keys[ref].view(np.uint8)))
+        return Check(ok, "the first k of NumPy's stable " + ("descending" if params.largest else "ascending")
+                     + " order", None if ok else "selection differs")
+
+    def simulate(self, params, hw, facts=None):
+        return simulate_topk(params.n, params.k, params.dtype, hw, variant=params.variant, largest=params.largest,
+                             active_sizes=(facts or {}).get("active_sizes"), warm_l2=params.warm_l2)
+
+    def bytes_moved(self, params, facts=None):
+        kb = np.dtype(KEY_DTYPES[params.dtype][0]).itemsize
+        return params.n * kb + params.k * (kb + np.dtype(index_dtype(params.n)).itemsize)
+
+    def dtypes(self, params, outcome, arrays=None):
+        return {"values": params.dtype, "indices": str(np.dtype(index_dtype(params.n)))}

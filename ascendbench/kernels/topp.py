@@ -27,10 +27,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import Literal
+
 import numpy as np
+from pydantic import Field, field_validator
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.sampling import DistributionError
 from ascendbench.sim.result import SimResult, fixed_cost, sequence
 
@@ -152,7 +156,8 @@ def top_p_draw(probs: np.ndarray, p: float, u: np.ndarray, *, variant: str = "ra
         order = _sort_desc(block, variant)
         s = np.take_along_axis(block, order, axis=1).astype(np.float32)
         c = np.cumsum(s, axis=1, dtype=np.float32)
-        keep = (c - s) <= p32  # a prefix of each row (module docstring)
+        # a prefix of each row (module docstring); p = 1 keeps every token, also where an fp16 row sums past 1
+        keep = (c - s) <= p32 if p32 < 1 else np.ones(s.shape, dtype=bool)
         m = keep.sum(axis=1)
         total = c[np.arange(block.shape[0]), m - 1]
         r = np.where(keep, s / total[:, None], np.float32(0))
@@ -287,3 +292,145 @@ def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: 
         parts.append((_concurrent(row, last), 1))
     sim = sequence(parts) if batch else fixed_cost(hw, 0.0, "sort")
     return TopPTiming(sim, row, int(row.counters.get("scans", 0)), cores, per_wave, waves)
+
+
+_SHOWN_TOKENS = 32  # the result document lists the tokens of at most this many rows
+
+
+def generate_probs(batch: int, vocab: int, rng: np.random.Generator) -> np.ndarray:
+    """Seeded (batch, vocab) float16 probability rows: softmax of logits 3 * N(0, 1) in float32, rounded to
+    float16 (peaked rows like a language model's, the top token far above the tail)."""
+    out = np.empty((batch, vocab), dtype=np.float16)
+    step = max(1, (1 << 22) // max(vocab, 1))
+    for lo in range(0, batch, step):
+        logits = 3 * rng.standard_normal((min(step, batch - lo), vocab), dtype=np.float32)
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        out[lo: lo + step] = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+class TopPParams(KernelParams):
+    """Top-p sampling of one token per row of `batch` rows of `vocab` fp16 probabilities (scan paper §5.5)."""
+
+    p: float = Field(0.9, description="nucleus threshold in [0, 1]")
+    vocab: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="tokens per row (optional with input)")
+    batch: int = Field(1, ge=0, le=MAX_ELEMENTS, description="rows, each sampled independently")
+    variant: Literal["radix", "baseline"] = Field("radix", description="radix: radix sort + MCScan (the "
+                                                  "paper's); baseline: vector-only sort + vector-only cumsum")
+    s: Literal[16, 32, 64, 128] = Field(128, description="tile side of the cumsum MCScan")
+    warm_l2: bool = Field(False, description="start with the probabilities in L2")
+
+    @field_validator("p")
+    @classmethod
+    def _p_in_unit_interval(cls, p: float) -> float:
+        if not 0.0 <= p <= 1.0:  # NaN fails too
+            raise ValueError(f"must be in [0, 1], got {p}")
+        return p
+
+
+class TopPKernel(KernelSpec):
+    """Llama 3's sample_top_p: sort descending, cumsum, mask, renormalise, sample, map back; 17 scans per fp16
+    row (claim S-16)."""
+
+    name = "topp"
+    title = "Top-p (nucleus) sampling"
+    source = "scan paper §5.5, Fig. 6.8"
+    Params = TopPParams
+    inputs = (InputSpec("probs", ("fp16",), "(batch, vocab) or (vocab,)", "softmax of 3 * N(0, 1) logits, in "
+                                                                         "float16; seed [seed, 1]"),)
+    variants = ("radix", "baseline")
+    draws = True
+    space = "topp"
+    size_field = "vocab"
+
+    def bind(self, params, arrays):
+        probs = arrays["probs"]
+        if probs.ndim not in (1, 2):
+            raise ParamError("input", f"probs must have shape (vocab,) or (batch, vocab), got {tuple(probs.shape)}")
+        rows, length = probs.shape if probs.ndim == 2 else (1, probs.shape[0])
+        if "vocab" in params.model_fields_set and params.vocab != length:
+            raise ParamError("vocab", f"{params.vocab} disagrees with the input's {length} tokens per row; drop "
+                                      "--vocab or make them equal")
+        if "batch" in params.model_fields_set and params.batch != rows:
+            raise ParamError("batch", f"{params.batch} disagrees with the input's {rows} rows; drop --batch or make "
+                                      "them equal")
+        return self.replace(params, vocab=int(length), batch=int(rows))
+
+    def complete(self, arrays, params, seed):
+        """fp32/fp64 probabilities are rounded to float16, the kernel's dtype (said in the report)."""
+        probs = arrays["probs"]
+        if probs.dtype == np.float16:
+            return dict(arrays), []
+        if probs.dtype not in (np.float32, np.float64):
+            raise ParamError("input", f"probs must be float16, float32 or float64, got {probs.dtype}")
+        with np.errstate(over="ignore", under="ignore"):
+            rounded = probs.astype(np.float16)
+        if np.isinf(rounded).any() and not np.isinf(probs).any():
+            raise ParamError("input", "probs: a probability exceeds 65504 and does not fit float16")
+        return {"probs": rounded}, [f"probs: {probs.dtype} input rounded to float16, the kernel's dtype"]
+
+    def describe_size(self, params):
+        return f"{params.batch:,} x {params.vocab:,} probabilities"
+
+    def check(self, params, hw):
+        if params.vocab == 0 and params.batch > 0:
+            raise ParamError("vocab", "a probability row needs at least one token")
+
+    def functional_bytes(self, params, generated):
+        # fp16 input, sort indices, fp32 sums, float64 draw sums
+        return params.batch * params.vocab * (40 if generated else 38), "vocab"
+
+    def generate(self, params, seed):
+        return {"probs": generate_probs(params.batch, params.vocab, np.random.default_rng([seed, 1]))}
+
+    def compute(self, arrays, params, seed=0):
+        probs = arrays["probs"]
+        try:
+            check_probs(probs)
+        except DistributionError as exc:
+            raise ParamError("input", str(exc)) from None
+        u = np.random.default_rng(seed).random(params.batch)
+        res = top_p_draw(probs, params.p, u, variant=params.variant)
+        tokens, kept = np.atleast_1d(res.tokens), np.atleast_1d(res.kept)
+        outputs = {"tokens" if params.batch <= _SHOWN_TOKENS else f"tokens (first {_SHOWN_TOKENS} rows)":
+                   tokens[:_SHOWN_TOKENS].tolist()}
+        if params.batch:
+            outputs["nucleus size"] = (int(kept[0]) if params.batch == 1 else
+                                       f"min {int(kept.min())}, mean {kept.mean():.1f}, max {int(kept.max())}")
+        return Outcome({"tokens": res.tokens, "kept": res.kept}, outputs, {"u": u})
+
+    def verify(self, arrays, outcome, params):
+        other = "baseline" if params.variant == "radix" else "radix"
+        ref = top_p_draw(arrays["probs"], params.p, outcome.facts["u"], variant=other)
+        got = outcome.arrays
+        ok = np.array_equal(got["tokens"], ref.tokens) and np.array_equal(got["kept"], ref.kept)
+        differ = int((np.atleast_1d(ref.tokens) != np.atleast_1d(got["tokens"])).sum())
+        return Check(ok, "the same rule with " + ("NumPy's stable argsort" if params.variant == "radix" else
+                                                 "the radix sort") + " (same uniforms)",
+                     None if ok else f"tokens differ in {differ} rows")
+
+    def timing(self, params, hw) -> TopPTiming:
+        return simulate_top_p(params.vocab, hw, batch=params.batch, variant=params.variant, s=params.s,
+                              warm_l2=params.warm_l2)
+
+    def simulate(self, params, hw, facts=None):
+        return self.timing(params, hw).sim
+
+    def bytes_moved(self, params, facts=None):
+        return params.batch * (params.vocab * 2 + 8)
+
+    def dtypes(self, params, outcome, arrays=None):
+        return {"probs": "fp16", "tokens": "int64"}
+
+    def document_params(self, params, sim):
+        return {"p": params.p, "batch": params.batch, "s": params.s, "warm_l2": params.warm_l2}
+
+    def model_outputs(self, params, hw):
+        t = self.timing(params, hw)
+        return {"scans_per_row": t.scans_per_row, "rows_per_wave": t.rows_per_wave}
+
+    def notes(self, params, hw):
+        t = self.timing(params, hw)
+        return [f"per row: sort (16 radix passes) + cumsum + mask, renormalise, multinomial, gather; "
+                f"{t.cores_per_row} AI core(s) per row, {t.rows_per_wave} row(s) at once, {t.waves} wave(s)"]

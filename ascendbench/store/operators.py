@@ -88,6 +88,8 @@ class OperatorRunResult(_Model):
     verification: OperatorVerification
     host: Host
     model: dict[str, Any] = Field(default_factory=dict, description="how the timing was obtained")
+    notes: list[str] = Field(default_factory=list, description="what the run generated, converted or left out "
+                                                               "(e.g. flags generated for a values-only input)")
 
 
 def write_operator_schema(path: Path = OPERATOR_SCHEMA_PATH) -> None:

@@ -72,12 +72,12 @@ ERRORS = [
     (["--vocab", "100", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
     (["--p", "0.5"], "--vocab: is required without --input"),
     (["--vocab", "0"], "--vocab: a probability row needs at least one token"),
-    (["--vocab", "2**40", "--batch", "1000"], "--vocab: the functional run of"),
+    (["--vocab", "2**40", "--batch", "1000"], "--vocab: a functional run of 1,000 x 1,099,511,627,776 probabilities"),
     (["--input", "missing.npy"], "--input: file not found"),
     (["--input", "neg.npy"], "--input: probs: row 1: token 2 is negative (-0.5)"),
     (["--input", "nan.npy"], "--input: probs: row 0: token 0 is NaN"),
     (["--input", "zero.npy"], "--input: probs: row 1 is all zero"),
-    (["--input", "f32.npy"], "--input: probs must be float16"),
+    (["--input", "i16.npy"], "--input: probs must be float16, float32 or float64, got int16"),
     (["--input", "three.npy"], "--input: probs must have shape (vocab,) or (batch, vocab)"),
     (["--input", "other.npz"], "--input: a .npz must hold one array named 'probs'"),
     (["--input", "junk.npy"], "--input: junk.npy is not a readable .npy or .npz file"),
@@ -94,7 +94,7 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, 
     np.save(tmp_path / "neg.npy", np.array([[0.5, 0.5, 0], [0.5, 1, -0.5]], np.float16))
     np.save(tmp_path / "nan.npy", np.array([[np.nan, 0.5]], np.float16))
     np.save(tmp_path / "zero.npy", np.array([[0.5, 0.5], [0, 0]], np.float16))
-    np.save(tmp_path / "f32.npy", ok.astype(np.float32))
+    np.save(tmp_path / "i16.npy", ok.astype(np.int16))
     np.save(tmp_path / "three.npy", np.ones((2, 2, 2), np.float16))
     np.savez(tmp_path / "other.npz", weights=ok)
     (tmp_path / "junk.npy").write_bytes(b"not numpy")

@@ -1,0 +1,279 @@
+"""The kernel contract: what every kernel in the registry (kernels/registry.py) declares and does.
+
+A kernel is one object with:
+
+- `Params`: one pydantic model of its parameters, problem sizes included (n, k, batch, ...), with ranges,
+  choices and defaults. It is the single source of the checks of `run` and the Python API (`ascendbench.run`),
+  of the `params` of the result document and, through the fields a search space names, of the tuner's
+  configurations; a kernel's search space file (ascendbench/tuning/spaces/<space>.toml) lists the fields that
+  are tuned, every other field is the problem.
+- `inputs`: the arrays it reads (names, dtypes, shape, how they are generated when not given).
+- `check` (beyond the model: hardware limits, buffers), `simulate` (the timing model on a hardware profile),
+  `generate` (seeded inputs), `compute` (the functional run: the outputs the algorithm produces, with its
+  roundings), `verify` (the outputs against a NumPy reference), `bytes_moved` (what bandwidth counts).
+- `variants`: the paper's variant first and the baseline it is compared with; `heuristic`: the paper's choice
+  of the tuned parameters for a problem.
+
+The run pipeline (ascendbench/pipeline.py) drives these steps in one order for every kernel:
+input -> check -> functional run -> timing model (the chosen variant and its baseline) -> verify -> result
+document -> files. Kernels whose functional run streams through partitions (the 1-D scans, HGEMM, the row
+scans) declare `streaming = True` and run their whole pipeline in their own runner module, behind the same
+entry point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError
+from ascendbench.sim.result import SimResult
+
+__all__ = ["MAX_ELEMENTS", "Check", "InputSpec", "KernelParams", "KernelSpec", "Outcome", "param_error"]
+
+MAX_ELEMENTS = 2**60  # the largest count any option takes (the count parser's bound)
+
+
+class KernelParams(BaseModel):
+    """Base of every kernel's parameter model: unknown fields are refused, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def param_error(exc: ValidationError) -> ParamError:
+    """The first error of a parameter model's validation as a ParamError naming the option (--field-name)."""
+    err = exc.errors()[0]
+    name = str(err["loc"][0]).replace("_", "-") if err.get("loc") else "params"
+    kind, ctx = err.get("type", ""), err.get("ctx", {})
+    if kind == "literal_error":
+        msg = "must be one of " + str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+    elif kind == "greater_than_equal":
+        msg = "must be a non-negative integer" if ctx["ge"] == 0 else f"must be at least {ctx['ge']}"
+    elif kind == "less_than_equal":
+        msg = f"must be at most {ctx['le']:,}" if isinstance(ctx.get("le"), int) else f"must be at most {ctx['le']}"
+    elif kind in ("int_parsing", "int_type", "int_from_float"):
+        msg = "must be an integer"
+    elif kind == "missing":
+        return ParamError(name, "is required")
+    elif kind == "extra_forbidden":
+        return ParamError(name, "is not a parameter of this kernel")
+    else:
+        msg = err["msg"].removeprefix("Value error, ")
+        msg = msg[:1].lower() + msg[1:]
+    if "input" in err and "got" not in msg:
+        msg = f"{msg}, got {err['input']!r}"
+    return ParamError(name, msg)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input array: its name (as in an .npz), the dtypes it may have (CLI names), its shape in terms of the
+    parameters, and how it is generated when the user gives none."""
+
+    name: str
+    dtypes: tuple[str, ...]
+    shape: str
+    generated: str
+
+
+@dataclass
+class Outcome:
+    """What a functional run produced: `arrays` (the outputs, saved with --output-file), `outputs` (small scalars
+    for the report and the document) and `facts` (data-dependent quantities the timing model takes, e.g. the
+    number of true flags)."""
+
+    arrays: dict[str, np.ndarray]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    """The verdict of `verify`: passed, what the output was compared with, and what differs when it failed."""
+
+    passed: bool
+    reference: str
+    detail: str | None = None
+
+
+class KernelSpec:
+    """Base class of the kernels in the registry (see the module docstring). Subclasses set the class attributes
+    and override the methods their kernel needs; the defaults suit a 1-D kernel on `n` elements of `dtype`."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    source: ClassVar[str]
+    family: ClassVar[str] = "operator"  # "scan", "row-scan", "operator" or "gemm"
+    Params: ClassVar[type[KernelParams]]
+    inputs: ClassVar[tuple[InputSpec, ...]] = ()
+    variants: ClassVar[tuple[str, ...]] = ()  # the paper's variant first, then its baseline
+    space: ClassVar[str | None] = None  # search space file stem under ascendbench/tuning/spaces/
+    unit: ClassVar[str] = "GB/s"  # the tuner's throughput unit
+    streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
+    size_field: ClassVar[str] = "n"  # the parameter that is the problem size
+    draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
+
+    # ----- parameters -----------------------------------------------------------------------------------------
+    def params(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> KernelParams:
+        """The validated parameter model of `values` (and keyword arguments). Raises ParamError naming the first
+        bad field as its option (--field-name) and what is allowed."""
+        try:
+            return self.Params.model_validate({**(values or {}), **kwargs})
+        except ValidationError as exc:
+            raise param_error(exc) from None
+
+    def replace(self, params: KernelParams, **changes: Any) -> KernelParams:
+        """A copy of params with fields changed, validated again."""
+        return self.params(params.model_dump() | changes)
+
+    def size(self, params: KernelParams) -> int:
+        """Elements of the problem (what the report calls n)."""
+        return int(getattr(params, self.size_field))
+
+    def tuned(self) -> tuple[str, ...]:
+        """The fields the search space tunes ("" when the kernel has no space)."""
+        if self.space is None:
+            return ()
+        from ascendbench.tuning.space import load_space, space_path
+
+        return tuple(load_space(space_path(self.space)).parameters)
+
+    def problem_of(self, params: KernelParams) -> dict[str, Any]:
+        """The problem part of params: every field the search space does not tune (JSON-ready)."""
+        tuned = set(self.tuned())
+        return {k: v for k, v in params.model_dump(mode="json").items() if k not in tuned}
+
+    def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
+        """The paper's choice of the tuned fields for a problem (default: the model's defaults)."""
+        defaults = self.Params.model_fields
+        return {name: defaults[name].default for name in self.tuned()}
+
+    # ----- the steps of the pipeline ---------------------------------------------------------------------------
+    def check(self, params: KernelParams, hw: HardwareProfile) -> None:
+        """Refuse (ParamError) what the model alone cannot: hardware limits, buffer capacities."""
+
+    def bind(self, params: KernelParams, arrays: Mapping[str, np.ndarray]) -> KernelParams:
+        """Params completed from the user's input arrays: the size and the dtype are the arrays' (a given one must
+        agree). Raises ParamError naming the option that disagrees."""
+        main = self.inputs[0] if self.inputs else None
+        if main is not None and main.name not in arrays:
+            raise ParamError("input", f"needs an array named {main.name!r}")
+        first = arrays[main.name] if main is not None else next(iter(arrays.values()))
+        if main is not None and dtype_name(first.dtype) not in main.dtypes:
+            raise ParamError("input", f"array {main.name!r} must be one of {', '.join(main.dtypes)}, got {first.dtype}")
+        changes: dict[str, Any] = {}
+        length = int(first.shape[-1])
+        if self.size_field in params.model_fields_set and self.size(params) != length:
+            raise ParamError(self.size_field, f"{self.size(params)} disagrees with the input's length {length}; "
+                                              f"drop --{self.size_field} or make them equal")
+        changes[self.size_field] = length
+        if "dtype" in self.Params.model_fields and self.inputs:
+            name = dtype_name(arrays[self.inputs[0].name].dtype) if self.inputs[0].name in arrays else None
+            if name is not None:
+                if "dtype" in params.model_fields_set and params.dtype != name:
+                    raise ParamError("dtype", f"{params.dtype} disagrees with the input's {name}; drop --dtype")
+                changes["dtype"] = name
+        return self.replace(params, **changes)
+
+    def generate(self, params: KernelParams, seed: int) -> dict[str, np.ndarray]:
+        """Seeded inputs for params (see `inputs` for how each is generated)."""
+        raise NotImplementedError
+
+    def complete(self, arrays: Mapping[str, np.ndarray], params: KernelParams, seed: int
+                 ) -> tuple[dict[str, np.ndarray], list[str]]:
+        """The user's arrays made whole: every input present (default: all are required), with notes saying what
+        was generated or converted. Raises ParamError (option "input") naming what is missing or wrong."""
+        missing = [spec.name for spec in self.inputs if spec.name not in arrays]
+        if missing:
+            raise ParamError("input", f"needs the array{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        return dict(arrays), []
+
+    def describe_size(self, params: KernelParams) -> str:
+        """The problem size in words, for messages ("1,000,000 elements")."""
+        return f"{self.size(params):,} elements"
+
+    def check_functional(self, params: KernelParams) -> None:
+        """Refuse (ParamError) a problem the functional run cannot take but the timing model can (e.g. sampling
+        from no categories)."""
+
+    def functional_bytes(self, params: KernelParams, generated: bool) -> tuple[int, str]:
+        """Host memory the functional run needs (inputs when `generated`, outputs, NumPy temporaries), in bytes,
+        and the option that sets most of it."""
+        return self.size(params) * 32, self.size_field
+
+    def compute(self, arrays: Mapping[str, np.ndarray], params: KernelParams, seed: int = 0) -> Outcome:
+        """The functional run on the input arrays; seed: of the draws of sampling kernels."""
+        raise NotImplementedError
+
+    def verify(self, arrays: Mapping[str, np.ndarray], outcome: Outcome, params: KernelParams) -> Check:
+        """The outputs against the NumPy reference."""
+        raise NotImplementedError
+
+    def simulate(self, params: KernelParams, hw: HardwareProfile, facts: Mapping[str, Any] | None = None
+                 ) -> SimResult:
+        """The timing model of params on hw. facts: data-dependent quantities of a functional run (None: the
+        paper's assumption for generated data, e.g. half the flags true)."""
+        raise NotImplementedError
+
+    def baseline(self, params: KernelParams) -> KernelParams | None:
+        """The same problem with the paper's baseline variant (None when the kernel has none)."""
+        if len(self.variants) < 2 or "variant" not in self.Params.model_fields:
+            return None
+        other = self.variants[1] if params.variant == self.variants[0] else self.variants[0]
+        return self.replace(params, variant=other)
+
+    def bytes_moved(self, params: KernelParams, facts: Mapping[str, Any] | None = None) -> float:
+        """Bytes the kernel must read and write once (what bandwidth counts)."""
+        raise NotImplementedError
+
+    def dtypes(self, params: KernelParams, outcome: Outcome | None,
+               arrays: Mapping[str, np.ndarray] | None = None) -> dict[str, str]:
+        """Array name -> dtype of the inputs and outputs, for the result document."""
+        return {}
+
+    def notes(self, params: KernelParams, hw: HardwareProfile) -> list[str]:
+        """Lines the report prints under the table (how the run was modelled)."""
+        return []
+
+    def model_outputs(self, params: KernelParams, hw: HardwareProfile) -> dict[str, Any]:
+        """Scalars of the timing model the report and the document show (also without a functional run)."""
+        return {}
+
+    def document_params(self, params: KernelParams, sim: SimResult) -> dict[str, Any]:
+        """The `params` of the result document: every field but the size, the dtype and the variant (recorded
+        apart)."""
+        return params.model_dump(mode="json", exclude={self.size_field, "dtype", "variant"})
+
+
+DTYPE_NAMES = {
+    "fp16": np.float16, "fp32": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
+    "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32,
+}
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """The CLI name of a NumPy dtype (fp16, int8, ...); NumPy's own name for others."""
+    for name, t in DTYPE_NAMES.items():
+        if np.dtype(t) == dtype:
+            return name
+    return str(dtype)
+
+
+def generate_values(n: int, dtype: str, rng: np.random.Generator) -> np.ndarray:
+    """Seeded test values of a CLI dtype: floats standard normal, integers uniform over the dtype's whole range.
+    (n,) of that dtype."""
+    t = np.dtype(DTYPE_NAMES[dtype])
+    if t.kind == "f":
+        return rng.standard_normal(n, dtype=np.float32).astype(t)
+    info = np.iinfo(t)
+    return rng.integers(info.min, info.max, size=n, dtype=t, endpoint=True)
+
+
+def random_flags(n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n,) uint8 flags, each 0 or 1 with probability 1/2 (the scan paper's split and compress inputs)."""
+    return rng.integers(0, 2, size=n, dtype=np.uint8)

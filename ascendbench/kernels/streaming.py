@@ -1,0 +1,281 @@
+"""Registry entries of the kernels whose functional run streams through partitions: the 1-D scans (ScanU,
+ScanUL1, MCScan, MCScanUL1, the vector-only CumSum and memcpy), the batched and segmented scans and HGEMM with
+its GemmExample baseline. Their parameters, checks and timing models follow the contract (kernels/contract.py);
+their runs go through ascendbench/runner.py and runner_rows.py (`run_streaming`), which stream the input
+partition by partition and verify on the fly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import ParamError, get_kernel
+from ascendbench.kernels.contract import MAX_ELEMENTS, InputSpec, KernelParams, KernelSpec
+from ascendbench.kernels.scan import L2_STARTS, S_VALUES, ScanParams
+from ascendbench.sim.result import SimResult
+
+__all__ = ["BatchedScanKernel", "HgemmKernel", "ScanKernelEntry", "SegmentedScanKernel"]
+
+S = Literal[16, 32, 64, 128]
+assert S_VALUES == (16, 32, 64, 128)
+
+
+class ScanRunParams(KernelParams):
+    """A 1-D scan of n elements (scan paper §3, §4)."""
+
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input)")
+    algorithm: Literal["mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"] = Field(
+        "mcscan-ul1", description="the scan kernel")
+    s: S = Field(128, description="tile side (tiles are s x s)")
+    blocks: int | None = Field(None, ge=1, le=2**20, description="blocks of the multi-core scans (default: all "
+                                                                 "AI cores)")
+    chunk: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements per L2 chunk (None: the paper's "
+                                                                       "rule, 0: off)")
+    exclusive: bool = Field(False, description="exclusive instead of inclusive scan")
+    dtype: Literal["fp16", "int8"] = Field("fp16", description="input dtype")
+    out_dtype: Literal["fp32", "fp16", "int32"] | None = Field(None, description="output dtype (default fp32 "
+                                                                                 "for fp16, int32 for int8)")
+    l2: Literal[L2_STARTS] = Field("flushed", description="what L2 holds at the start")  # type: ignore[valid-type]
+
+    @property
+    def scan(self) -> ScanParams:
+        return ScanParams(s=self.s, blocks=self.blocks, chunk=self.chunk, exclusive=self.exclusive, dtype=self.dtype,
+                          out_dtype=self.out_dtype)
+
+
+class ScanKernelEntry(KernelSpec):
+    """The 1-D scans of `run scan`: one entry, the algorithm a parameter (kernels.KERNELS holds each one)."""
+
+    name = "scan"
+    title = "1-D scan (ScanU, ScanUL1, MCScan, MCScanUL1, vector-only CumSum, memcpy)"
+    source = "scan paper §3-§4, Algorithms 1-4; KERNELS.md"
+    family = "scan"
+    Params = ScanRunParams
+    inputs = (InputSpec("x", ("fp16", "int8"), "(n,)", "fp16 uniform in [0, 1), int8 uniform in [-128, 127]"),)
+    space = "scan"
+    streaming = True
+
+    def check(self, params, hw):
+        get_kernel(params.algorithm).check(params.n, params.scan, hw)
+
+    def simulate(self, params, hw, facts=None) -> SimResult:
+        return get_kernel(params.algorithm).simulate(params.n, params.scan, hw, l2=params.l2)
+
+    def bytes_moved(self, params, facts=None):
+        return params.n * (params.scan.in_bytes + params.scan.out_bytes)
+
+    def run_streaming(self, params, **options: Any):
+        from ascendbench.runner import run_scan
+
+        fields = params.model_dump(exclude={"l2"})
+        return run_scan(**fields, l2=params.l2, **options)
+
+
+class BatchedRunParams(KernelParams):
+    """A scan of every row of a (batch, length) array (scan paper appendix B.1)."""
+
+    batch: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="rows (optional with input)")
+    length: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements per row (optional with input)")
+    algorithm: Literal["auto", "scanu", "scanul1", "vector"] = Field("auto", description="scanu, scanul1, auto "
+                                                                     "(the faster by the timing model) or vector")
+    s: S = Field(128, description="tile side")
+    exclusive: bool = Field(False, description="exclusive scan of every row")
+    dtype: Literal["fp16", "int8"] = Field("fp16", description="input dtype")
+    warm_l2: bool = Field(False, description="start with the input in L2")
+
+
+class BatchedScanKernel(KernelSpec):
+    """Batched scans: ScanU with 2:1 vector/cube scheduling or ScanUL1 with one AI core per row."""
+
+    name = "batched-scan"
+    title = "Batched scan (rows of a 2-D array)"
+    source = "scan paper appendix B.1; kernel_scan_batch.h"
+    family = "row-scan"
+    Params = BatchedRunParams
+    inputs = (InputSpec("x", ("fp16", "int8"), "(batch, length)", "as run scan's"),)
+    space = "batched-scan"
+    streaming = True
+    size_field = "length"
+
+    def _params(self, params):
+        from ascendbench.kernels.batched_scan import BatchedScanParams
+
+        return BatchedScanParams(algorithm=params.algorithm, s=params.s, exclusive=params.exclusive,
+                                 dtype=params.dtype)
+
+    def size(self, params):
+        return int(params.batch or 0) * int(params.length or 0)
+
+    def check(self, params, hw):
+        from ascendbench.kernels.batched_scan import check
+
+        check(params.batch, params.length, self._params(params))
+
+    def simulate(self, params, hw, facts=None):
+        from ascendbench.kernels.batched_scan import simulate_batched
+
+        return simulate_batched(params.batch, params.length, self._params(params), hw, warm_l2=params.warm_l2).sim
+
+    def bytes_moved(self, params, facts=None):
+        p = self._params(params).scan
+        return self.size(params) * (p.in_bytes + p.out_bytes)
+
+    def run_streaming(self, params, **options: Any):
+        from ascendbench.runner_rows import run_batched_scan
+
+        return run_batched_scan(**params.model_dump(), **options)
+
+
+class SegmentedRunParams(KernelParams):
+    """A segmented scan of n values with head flags (scan paper B.2)."""
+
+    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input)")
+    algorithm: Literal["mcscan", "mcscan-ul1", "vector"] = Field("mcscan", description="the values' scan")
+    s: S = Field(128, description="tile side")
+    exclusive: bool = Field(False, description="exclusive scan")
+    dtype: Literal["fp16", "int8"] = Field("fp16", description="values dtype")
+    segment_length: int = Field(1024, ge=1, le=MAX_ELEMENTS, description="mean segment length of generated flags")
+    heads: Literal["random", "regular"] = Field("random", description="how generated flags are placed")
+    warm_l2: bool = Field(False, description="start with the input in L2")
+
+
+class SegmentedScanKernel(KernelSpec):
+    """Segmented scans by two matrix scans (values and flags) and a subtraction of the heads' prefixes."""
+
+    name = "segmented-scan"
+    title = "Segmented scan"
+    source = "scan paper appendix B.2"
+    family = "row-scan"
+    Params = SegmentedRunParams
+    inputs = (InputSpec("values", ("fp16", "int8"), "(n,)", "as run scan's"),
+              InputSpec("flags", ("bool", "int8", "uint8"), "(n,)", "heads with probability 1/segment_length"))
+    streaming = True
+
+    def _params(self, params):
+        from ascendbench.kernels.segmented_scan import SegmentedScanParams
+
+        return SegmentedScanParams(algorithm=params.algorithm, s=params.s, exclusive=params.exclusive,
+                                   dtype=params.dtype)
+
+    def check(self, params, hw):
+        from ascendbench.kernels.segmented_scan import check
+
+        check(params.n, self._params(params))
+
+    def simulate(self, params, hw, facts=None):
+        from ascendbench.kernels.segmented_scan import simulate_segmented
+        from ascendbench.runner_rows import expected_segments
+
+        segments = (facts or {}).get("segments", expected_segments(params.n, params.segment_length, params.heads))
+        return simulate_segmented(params.n, segments, self._params(params), hw, warm_l2=params.warm_l2)
+
+    def bytes_moved(self, params, facts=None):
+        p = self._params(params).scan
+        return params.n * (p.in_bytes + 1 + p.out_bytes)
+
+    def run_streaming(self, params, **options: Any):
+        from ascendbench.runner_rows import run_segmented_scan
+
+        return run_segmented_scan(**params.model_dump(), **options)
+
+
+MAX_DIM = 2**40  # as kernels.hgemm.MAX_DIM
+
+
+class HgemmRunParams(KernelParams):
+    """C = alpha * A @ B + beta * C in fp16 (HGEMM paper)."""
+
+    m: int = Field(ge=0, le=MAX_DIM, description="rows of A and C")
+    n: int = Field(ge=0, le=MAX_DIM, description="columns of B and C")
+    k: int = Field(ge=0, le=MAX_DIM, description="columns of A, rows of B")
+    batch: int = Field(1, ge=1, le=MAX_DIM, description="independent GEMMs of this shape")
+    variant: Literal["proposed", "gemm-example"] = Field("proposed", description="the paper's kernel or "
+                                                         "CATLASS's basic matmul (GemmExample)")
+    m0: int | None = Field(None, ge=16, multiple_of=16, description="tile rows (default: the selector's)")
+    n0: int | None = Field(None, ge=16, multiple_of=16, description="tile columns (default: the selector's)")
+    k0: int | None = Field(None, ge=8, multiple_of=8, description="tile depth (default: the selector's)")
+    split_k: int = Field(1, ge=1, description="K split over this many cores")
+    shuffle_k: bool = Field(True, description="ShuffleK")
+    padding: bool = Field(True, description="pad unaligned rows first")
+    double_buffer: bool = Field(True, description="double buffering of L1/L0")
+    alpha: float = Field(1.0, allow_inf_nan=False, description="the BLAS scalar alpha")
+    beta: float = Field(0.0, allow_inf_nan=False, description="the BLAS scalar beta")
+    warm_l2: bool = Field(False, description="start with A, B (and C) in L2")
+    every_core: bool = Field(False, description="simulate every AI core")
+
+    @model_validator(mode="after")
+    def _fp16_scalars(self):
+        for name in ("alpha", "beta"):
+            if abs(getattr(self, name)) > 65504:
+                raise ValueError(f"{name}: must be representable in fp16 (|{name}| <= 65504)")
+        return self
+
+    @property
+    def hgemm(self):
+        from ascendbench.kernels.hgemm import HgemmParams
+
+        return HgemmParams(variant=self.variant, m0=self.m0, n0=self.n0, k0=self.k0, split_k=self.split_k,
+                           shuffle_k=self.shuffle_k, padding=self.padding, double_buffer=self.double_buffer,
+                           alpha=self.alpha, beta=self.beta)
+
+
+class HgemmKernel(KernelSpec):
+    """HGEMM with the dual-stream design of the HGEMM paper; variant gemm-example is CATLASS's basic matmul."""
+
+    name = "hgemm"
+    title = "HGEMM (C = alpha A B + beta C, fp16)"
+    source = "HGEMM paper §4; CATLASS examples/00_basic_matmul"
+    family = "gemm"
+    Params = HgemmRunParams
+    inputs = (InputSpec("a", ("fp16",), "(batch, m, k)", "uniform in [-1, 1)"),
+              InputSpec("b", ("fp16",), "(batch, k, n)", "uniform in [-1, 1)"),
+              InputSpec("c", ("fp16",), "(batch, m, n)", "uniform in [-1, 1) when beta != 0"))
+    variants = ("proposed", "gemm-example")
+    space = "hgemm"
+    unit = "TFLOPS"
+    streaming = True
+    size_field = "m"
+
+    def params(self, values=None, **kwargs):
+        try:
+            return super().params(values, **kwargs)
+        except ParamError as exc:
+            if exc.param == "params":  # alpha / beta out of fp16's range: name the scalar
+                scalar, message = str(exc).split(": ", 2)[1:]
+                raise ParamError(scalar, message) from None
+            raise
+
+    def size(self, params):
+        return params.m * params.n * params.k * params.batch
+
+    def _shape(self, params):
+        from ascendbench.kernels.hgemm import GemmShape
+
+        return GemmShape(params.m, params.n, params.k, params.batch)
+
+    def simulate(self, params, hw: HardwareProfile, facts=None):
+        from ascendbench.kernels.hgemm import simulate_hgemm
+
+        return simulate_hgemm(self._shape(params), params.hgemm, hw, warm_l2=params.warm_l2,
+                              every_core=params.every_core)[0]
+
+    def check(self, params, hw):
+        from ascendbench.kernels.hgemm import resolve_tiling
+
+        resolve_tiling(self._shape(params), params.hgemm, hw)
+
+    def bytes_moved(self, params, facts=None):
+        b = params.batch
+        return 2 * b * (params.m * params.k + params.k * params.n + params.m * params.n * (2 if params.beta else 1))
+
+    def run_streaming(self, params, **options: Any):
+        from ascendbench.runner import run_hgemm
+
+        fields = params.model_dump()
+        m, n, k, batch = (fields.pop(x) for x in ("m", "n", "k", "batch"))
+        warm_l2, every_core = fields.pop("warm_l2"), fields.pop("every_core")
+        return run_hgemm(m, n, k, batch=batch, params=params.hgemm, warm_l2=warm_l2, every_core=every_core,
+                         **options)

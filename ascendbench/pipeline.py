@@ -1,0 +1,235 @@
+"""The run pipeline: one entry point that runs any kernel of the registry on real data through the simulated
+machine and builds its result document.
+
+    >>> import ascendbench
+    >>> run = ascendbench.run("sort", n=10**6, dtype="int32")
+    >>> run.result.simulated.time_s, run.result.verification.passed
+
+Steps, in this order for every kernel (kernels/contract.py says what each kernel supplies):
+parameters (the kernel's model: ranges, choices, defaults) -> input arrays (the user's, completed, or generated
+from the seed) -> check (hardware limits) -> functional run -> timing model of the chosen variant and of the
+paper's baseline -> verification against NumPy -> the result document. Writing the files (result JSON, output
+arrays, trace) is the caller's: the CLI writes them all or nothing (commands/operator_common.finish).
+
+Kernels whose functional run streams through partitions (the 1-D scans, the row scans, HGEMM: `streaming`)
+run through their runner modules (ascendbench/runner.py, runner_rows.py), which take the same steps.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ascendbench import __version__
+from ascendbench.hardware import HardwareProfile, load_profile
+from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.contract import Check, KernelParams, KernelSpec, Outcome
+from ascendbench.kernels.partition import offset_type
+from ascendbench.kernels.registry import get_spec
+from ascendbench.sim.result import SimResult
+from ascendbench.store.operators import OperatorProblem, OperatorRunResult, OperatorSimulated, OperatorVerification
+from ascendbench.store.schema import Host
+
+__all__ = ["KernelRun", "available_memory", "run"]
+
+
+@dataclass
+class KernelRun:
+    """One run of a registry kernel: the result document, the simulated run and its baseline (None where the
+    baseline cannot run the problem), the output arrays (None with model_only) and the report's notes."""
+
+    spec: KernelSpec
+    params: KernelParams
+    hw: HardwareProfile
+    result: OperatorRunResult
+    sim: SimResult
+    baseline: SimResult | None
+    arrays: dict[str, np.ndarray] | None
+    notes: list[str] = field(default_factory=list)
+
+
+def available_memory() -> int | None:
+    """Bytes of host memory available now (None when unknown)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_memory(spec: KernelSpec, params: KernelParams, generated: bool) -> None:
+    needed, option = spec.functional_bytes(params, generated)
+    available = available_memory()
+    if needed > 2**62 or (available is not None and needed > 0.9 * available):
+        what = (f"a functional run of {spec.describe_size(params)}" if option == spec.size_field
+                else "the functional run")
+        have = f", more than the {available / 2**30:,.1f} GiB available" if available is not None else ""
+        raise ParamError(option, f"{what} needs about {needed / 2**30:,.1f} GiB{have}; give a smaller --{option} "
+                                 "or use --model-only")
+
+
+def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int = 0,
+        hardware: str | HardwareProfile = "ascend-910b4", verify: bool = True, model_only: bool = False,
+        input_file: Path | None = None, input_sha256: str | None = None, command: list[str] | None = None,
+        **values: Any) -> KernelRun:
+    """Run registry kernel `name` (kernels/registry.py; e.g. "sort", "topk", "split") through the pipeline.
+
+    Args:
+        name: the kernel's registry name.
+        arrays: the user's input arrays by name (see the kernel's `inputs`); missing ones are generated where
+            the kernel allows it (said in KernelRun.notes). None: every input generated from `seed`.
+        seed: seed of generated inputs and of sampling kernels' draws (>= 0).
+        hardware: profile name or TOML path, or a HardwareProfile.
+        verify: compare the outputs with the NumPy reference.
+        model_only: timings and counters only, no data (arrays must be None).
+        input_file, input_sha256: recorded in the document when the arrays came from a file.
+        command: the command line recorded in the document (default: the Python API).
+        values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...).
+
+    Returns:
+        KernelRun (times in seconds, bandwidth in GB/s = 1e9 B/s of `bytes_moved`). Streaming kernels (scan,
+        batched-scan, segmented-scan, hgemm) return their runner's run instead (ScanRun, BatchedRun,
+        SegmentedRun, HgemmRun; each with the document in `.result`).
+
+    Raises:
+        ParamError: a bad parameter, input array or seed (the message names the option); HardwareError.
+    """
+    wall0 = time.perf_counter()
+    spec = get_spec(name)
+    if spec.streaming:
+        return _run_streaming(spec, arrays=arrays, seed=seed, hardware=hardware, verify=verify,
+                              model_only=model_only, command=command, values=values)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ParamError("seed", f"must be a non-negative integer, got {seed!r}")
+    if model_only and arrays is not None:
+        raise ParamError("input", "there is no data with --model-only; drop one of them")
+    params = spec.params(values)
+    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    notes: list[str] = []
+    if arrays is not None:
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        if not arrays:
+            raise ParamError("input", f"holds no arrays; expected {', '.join(s.name for s in spec.inputs)}")
+        params = spec.bind(params, arrays)
+    if getattr(params, spec.size_field) is None:
+        raise ParamError(spec.size_field, "is required without --input")
+    spec.check(params, hw)
+
+    outcome: Outcome | None = None
+    check: Check | None = None
+    functional_s = None
+    generated = arrays is None  # some input came from the seed
+    if not model_only:
+        spec.check_functional(params)
+        t1 = time.perf_counter()
+        _check_memory(spec, params, arrays is None)
+        if arrays is None:
+            arrays = spec.generate(params, seed)
+        else:
+            given = set(arrays)
+            arrays, notes = spec.complete(arrays, params, seed)
+            generated = bool(set(arrays) - given)
+        outcome = spec.compute(arrays, params, seed)
+        functional_s = time.perf_counter() - t1
+        if verify:
+            check = spec.verify(arrays, outcome, params)
+
+    t0 = time.perf_counter()
+    facts = outcome.facts if outcome is not None else None
+    sim = spec.simulate(params, hw, facts)
+    base_params = spec.baseline(params)
+    base = None
+    if base_params is not None:
+        try:
+            spec.check(base_params, hw)
+            base = spec.simulate(base_params, hw, facts)
+        except ParamError as exc:  # the baseline refuses this problem: no baseline time, no speed-up
+            notes.append(f"baseline {base_params.variant}: {str(exc).split(': ', 1)[1]}; no speed-up")
+    notes = [*notes, *spec.notes(params, hw)]
+    model_s = time.perf_counter() - t0
+
+    doc = _document(spec, params, hw, sim, base, base_params, outcome, check, arrays, facts, notes,
+                    seed=seed if generated or spec.draws else None,
+                    data="none" if model_only else ("file" if input_file is not None else "generated"),
+                    input_file=input_file, input_sha256=input_sha256, command=command, wall0=wall0, model_s=model_s,
+                    functional_s=functional_s)
+    return KernelRun(spec, params, hw, doc, sim, base, outcome.arrays if outcome is not None else None, notes)
+
+
+def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, command, values):
+    """A streaming kernel's run through its runner module (its own result document and run object)."""
+    params = spec.params(values)
+    options: dict[str, Any] = {"seed": seed, "hardware": hardware, "model_only": model_only, "command": command}
+    if spec.name != "scan":
+        options["verify"] = verify
+    elif not verify:
+        raise ParamError("verify", "the streaming scan always verifies on the fly")
+    if arrays is not None:
+        names = {s.name for s in spec.inputs}
+        unknown = set(arrays) - names
+        if unknown or spec.family == "gemm":
+            raise ParamError("input", f"{spec.name} takes the arrays {', '.join(sorted(names))}" +
+                             ("; give HGEMM's matrices with ascendbench.run_hgemm(a_file=..., ...)"
+                              if spec.family == "gemm" else ""))
+        options |= dict(arrays)
+        for size in ("n", "batch", "length"):  # the arrays give the sizes
+            if size in spec.Params.model_fields and size not in params.model_fields_set:
+                params = spec.replace(params, **{size: None})
+    if spec.family == "gemm":
+        options.pop("model_only")
+    return spec.run_streaming(params, **options)
+
+
+def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: SimResult, base: SimResult | None,
+              base_params: KernelParams | None, outcome: Outcome | None, check: Check | None,
+              arrays: Mapping[str, np.ndarray] | None, facts, notes: list[str], *, seed: int | None, data: str,
+              input_file: Path | None, input_sha256: str | None, command: list[str] | None, wall0: float,
+              model_s: float, functional_s: float | None) -> OperatorRunResult:
+    """The operator result document of one run (store/operators.py)."""
+    moved = float(spec.bytes_moved(params, facts))
+    n = spec.size(params)
+    bw = moved / sim.time_s / 1e9 if sim.time_s > 0 and n else None
+    dtypes = spec.dtypes(params, outcome, arrays)
+    outputs = spec.model_outputs(params, hw) | (outcome.outputs if outcome is not None else {})
+    verification = (OperatorVerification(performed=False) if check is None else
+                    OperatorVerification(performed=True, passed=check.passed, reference=check.reference,
+                                         detail=check.detail))
+    return OperatorRunResult(
+        tool_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=command if command is not None else ["python-api", "run", spec.name],
+        hardware=hw.to_dict(),
+        problem=OperatorProblem(operator=spec.name, n=n, dtypes=dtypes, params=spec.document_params(params, sim),
+                                data=data, seed=seed,
+                                input_file=str(input_file) if input_file else None, input_sha256=input_sha256,
+                                offset_type=offset_type(n), index_type=dtypes.get("indices")),
+        simulated=OperatorSimulated(
+            variant=getattr(params, "variant", spec.name), time_s=sim.time_s, bandwidth_gbps=bw,
+            bandwidth_bytes=moved, phases_s=sim.phases_s, counters={k: float(v) for k, v in sorted(sim.counters.items())},
+            utilisation=sim.utilisation(),
+            baseline=None if base is None else {"variant": base_params.variant, "time_s": base.time_s,
+                                                "speedup": base.time_s / sim.time_s if sim.time_s > 0 else None},
+        ),
+        outputs=outputs,
+        verification=verification,
+        host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=functional_s, model_time_s=model_s,
+                  machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
+        model={"extrapolated": sim.extrapolated, "note": "long loops are simulated for a few iterations per core "
+                                                         "and extrapolated; identical cores simulated once"},
+        notes=notes,
+    )
