@@ -84,6 +84,32 @@ OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path 
                                                 "results/tuning/<kernel>/<time>-<id>.json).")]
 
 
+def common_options(spec) -> dict[str, tuple[Any, Any]]:
+    """The options every `tune <kernel>` command has, as (annotation, typer.Option) by parameter name, for the
+    commands made from the registry (commands/generic.py)."""
+    from ascendbench.commands.generic import option_like
+    from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+
+    hardware = "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE
+    return {
+        "problems": (str | None, option_like(ProblemsOption, None)), "trials": (int, option_like(TrialsOption, 200)),
+        "timeout": (float | None, option_like(TimeoutOption, None)), "sampler": (str, option_like(SamplerOption, "tpe")),
+        "seed": (int, option_like(SeedOption, 0)), "seeds": (int, option_like(SeedsOption, 1)),
+        "storage": (str | None, option_like(StorageOption, None)), "study_name": (str | None, option_like(StudyOption, None)),
+        "jobs": (int, option_like(JobsOption, 1)), "exhaustive": (bool | None, option_like(ExhaustiveOption, None)),
+        "space": (Path | None, option_like(SpaceOption, None)), "hardware": (str, option_like(HardwareOption, hardware)),
+        "out": (Path | None, option_like(OutOption, None)), "no_save": (bool, option_like(NoSaveOption, False)),
+        "json_out": (bool, option_like(JsonOption, False)),
+    }
+
+
+def run_tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, options: dict[str, Any]) -> None:
+    """Tune `problems` of a registry kernel with the options of common_options."""
+    o = options
+    _tune(kernel, problems, space, o["hardware"], o["trials"], o["timeout"], o["sampler"], o["seed"], o["storage"],
+          o["study_name"], o["jobs"], o["exhaustive"], o["out"], o["no_save"], o["json_out"], seeds=o["seeds"])
+
+
 @app.command("hgemm")
 def hgemm(
     m: Annotated[int | None, typer.Option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
@@ -303,8 +329,11 @@ def plot(
 
 # ---------------------------------------------------------------------------------------------------------
 def _space(kernel: str, path: Path | None) -> SearchSpace:
+    from ascendbench.kernels.registry import spec_for_space
+
+    spec = spec_for_space(kernel)
     try:
-        loaded = load_space(path or space_path(kernel))
+        loaded = load_space(path or (spec.space_file() if spec is not None else space_path(kernel)))
     except SpaceError as exc:
         fail(f"--space: {exc}")
     if loaded.kernel != kernel:
@@ -525,9 +554,11 @@ def _config_text(kernel: str, config: dict[str, Any] | None) -> str:
             text += f" SplitK {config['split_k']}"
         off = [name for name in ("shuffle_k", "padding", "double_buffer") if not config.get(name, True)]
         return text + ("" if not off else " no " + "/".join(off))
-    chunk = config.get("chunk")
-    chunk_text = "off" if chunk == "off" else f"{chunk:,}" if isinstance(chunk, int) else str(chunk)
-    return f"{config['algorithm']} s={config['s']} blocks={config['blocks']} chunk={chunk_text}"
+    if kernel == "scan":
+        chunk = config.get("chunk")
+        chunk_text = "off" if chunk == "off" else f"{chunk:,}" if isinstance(chunk, int) else str(chunk)
+        return f"{config['algorithm']} s={config['s']} blocks={config['blocks']} chunk={chunk_text}"
+    return " ".join(f"{k}={v}" if k != "variant" else str(v) for k, v in config.items())
 
 
 def _rank(rank: int | None) -> str:

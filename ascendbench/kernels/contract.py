@@ -116,6 +116,7 @@ class KernelSpec:
     unit: ClassVar[str] = "GB/s"  # the tuner's throughput unit
     streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
     size_field: ClassVar[str] = "n"  # the parameter that is the problem size
+    command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
 
     # ----- parameters -----------------------------------------------------------------------------------------
@@ -135,13 +136,19 @@ class KernelSpec:
         """Elements of the problem (what the report calls n)."""
         return int(getattr(params, self.size_field))
 
+    def space_file(self):
+        """The search space file (default ascendbench/tuning/spaces/<space>.toml, shipped in the package)."""
+        from ascendbench.tuning.space import space_path
+
+        return space_path(self.space)
+
     def tuned(self) -> tuple[str, ...]:
-        """The fields the search space tunes ("" when the kernel has no space)."""
+        """The fields the search space tunes (none when the kernel has no space)."""
         if self.space is None:
             return ()
-        from ascendbench.tuning.space import load_space, space_path
+        from ascendbench.tuning.space import load_space
 
-        return tuple(load_space(space_path(self.space)).parameters)
+        return tuple(load_space(self.space_file()).parameters)
 
     def problem_of(self, params: KernelParams) -> dict[str, Any]:
         """The problem part of params: every field the search space does not tune (JSON-ready)."""
@@ -152,6 +159,12 @@ class KernelSpec:
         """The paper's choice of the tuned fields for a problem (default: the model's defaults)."""
         defaults = self.Params.model_fields
         return {name: defaults[name].default for name in self.tuned()}
+
+    def tunable(self):
+        """The tuner's view of this kernel (kernels/tunable.py); only for kernels with a `space`."""
+        from ascendbench.kernels.tunable import SpecTunable
+
+        return SpecTunable(self)
 
     # ----- the steps of the pipeline ---------------------------------------------------------------------------
     def check(self, params: KernelParams, hw: HardwareProfile) -> None:

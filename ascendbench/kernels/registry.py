@@ -16,7 +16,7 @@ from ascendbench.kernels.streaming import BatchedScanKernel, HgemmKernel, ScanKe
 from ascendbench.kernels.topk import TopkKernel
 from ascendbench.kernels.topp import TopPKernel
 
-__all__ = ["REGISTRY", "get_spec", "register_spec", "spec_names"]
+__all__ = ["REGISTRY", "get_spec", "register_spec", "spec_for_space", "spec_names"]
 
 _ENTRIES: tuple[type[KernelSpec], ...] = (
     ScanKernelEntry,
@@ -45,6 +45,11 @@ def register_spec(spec: KernelSpec) -> KernelSpec:
 
 def spec_names() -> list[str]:
     return list(REGISTRY)
+
+
+def spec_for_space(space: str) -> KernelSpec | None:
+    """The kernel whose search space is named `space` (None when no kernel declares it)."""
+    return next((spec for spec in REGISTRY.values() if spec.space == space), None)
 
 
 def get_spec(name: str) -> KernelSpec:

@@ -659,6 +659,7 @@ class SplitValuesKernel(SplitKernel):
 
     name = "split-values"
     title = "Split: stable split by flags, values only"
+    command = "split --no-indices"
     with_indices = False
 
 

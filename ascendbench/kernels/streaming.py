@@ -67,6 +67,11 @@ class ScanKernelEntry(KernelSpec):
     def bytes_moved(self, params, facts=None):
         return params.n * (params.scan.in_bytes + params.scan.out_bytes)
 
+    def tunable(self):
+        from ascendbench.kernels.tunable import ScanTunable
+
+        return ScanTunable()
+
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner import run_scan
 
@@ -122,6 +127,11 @@ class BatchedScanKernel(KernelSpec):
     def bytes_moved(self, params, facts=None):
         p = self._params(params).scan
         return self.size(params) * (p.in_bytes + p.out_bytes)
+
+    def tunable(self):
+        from ascendbench.kernels.tunable import BatchedScanTunable
+
+        return BatchedScanTunable()
 
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner_rows import run_batched_scan
@@ -270,6 +280,11 @@ class HgemmKernel(KernelSpec):
     def bytes_moved(self, params, facts=None):
         b = params.batch
         return 2 * b * (params.m * params.k + params.k * params.n + params.m * params.n * (2 if params.beta else 1))
+
+    def tunable(self):
+        from ascendbench.kernels.tunable import HgemmTunable
+
+        return HgemmTunable()
 
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner import run_hgemm

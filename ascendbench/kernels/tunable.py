@@ -1,7 +1,10 @@
-"""The tuning contract: what a kernel family offers the tuner (problems, heuristic, one timed evaluation).
+"""The tuning contract: what a kernel offers the tuner (problems, heuristic, one timed evaluation).
 
-The tuner (ascendbench/tuning) reaches kernels only through this registry, so a new tunable kernel is one class
-here and one file of its search space under ascendbench/tuning/spaces/.
+Every kernel of the registry (kernels/registry.py) that declares a search space (`space`, a file
+ascendbench/tuning/spaces/<space>.toml) is tunable: `SpecTunable` derives the tuner's view from the kernel's
+contract (its Params model checks the space's values, its timing model evaluates a configuration, its
+`heuristic` is trial 0). HGEMM, the 1-D scans and the batched scans keep their own classes below, for their
+problem keys and the papers' heuristics.
 
 A *problem* is a plain dict of Python ints/strings (JSON-ready): for HGEMM {"m", "n", "k", "batch"}, for scans
 {"n", "dtype", "exclusive"}. A *configuration* is a plain dict of the search space's parameters.
@@ -15,12 +18,13 @@ from typing import Any, Protocol
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
+from ascendbench.kernels.contract import KernelSpec
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
-__all__ = ["TUNABLES", "Evaluation", "Infeasible", "Tunable", "get_tunable"]
+__all__ = ["Evaluation", "Infeasible", "SpecTunable", "Tunable", "get_tunable", "tunables"]
 
 
 class Infeasible(Exception):
@@ -195,12 +199,66 @@ def _multiple(step: int) -> Callable[[Any], bool]:
     return lambda v: _is_int(v) and v >= step and v % step == 0
 
 
-TUNABLES: dict[str, Tunable] = {t.name: t for t in (HgemmTunable(), ScanTunable(), BatchedScanTunable())}
+class SpecTunable:
+    """The tuner's view of a registry kernel with a search space: a problem is the kernel's parameters the space
+    does not tune, a configuration the ones it tunes; both are validated by the kernel's Params model."""
+
+    def __init__(self, spec: KernelSpec):
+        self.spec = spec
+        self.name = spec.space
+        self.unit = spec.unit
+
+    def problem_key(self, problem: Mapping[str, Any]) -> str:
+        size, fields = self.spec.size_field, self.spec.Params.model_fields
+        rest = " ".join(f"{k}={v}" for k, v in problem.items()
+                        if k != size and v is not None and not (k in fields and fields[k].default == v))
+        return f"{size}={problem.get(size)}" + (f" {rest}" if rest else "")
+
+    def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
+        return self.spec.heuristic(problem, hw)
+
+    def check_values(self) -> dict[str, Callable[[Any], bool]]:
+        """The tuned fields, each with a strict check of one value against the kernel's Params model."""
+        from pydantic import TypeAdapter, ValidationError
+
+        def test(name: str) -> Callable[[Any], bool]:
+            field = self.spec.Params.model_fields[name]
+            adapter = TypeAdapter(field.annotation)
+
+            def ok(value: Any) -> bool:
+                try:
+                    adapter.validate_python(value, strict=True)
+                except ValidationError:
+                    return False
+                return True
+            return ok
+
+        return {name: test(name) for name in self.spec.tuned()}
+
+    def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
+        """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
+        try:
+            params = self.spec.params({**problem, **config})
+            self.spec.check(params, hw)
+            sim = self.spec.simulate(params, hw)
+        except (ParamError, BufferCapacityError, ValueError) as exc:
+            raise Infeasible(str(exc)) from None
+        moved = self.spec.bytes_moved(params)
+        return Evaluation(sim.time_s, moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0, self.unit)
+
+
+def tunables() -> dict[str, Tunable]:
+    """Every tunable kernel of the registry by its space name (kernels with a `space`)."""
+    from ascendbench.kernels.registry import REGISTRY
+
+    return {spec.space: spec.tunable() for spec in REGISTRY.values() if spec.space is not None}
 
 
 def get_tunable(name: str) -> Tunable:
-    """Tunable kernel family by name ("hgemm", "scan", "batched-scan"). Raises ParamError (param "kernel") for others."""
+    """Tunable kernel by its space name ("hgemm", "scan", "batched-scan", "sort", ...). Raises ParamError (param
+    "kernel") for others."""
+    found = tunables()
     try:
-        return TUNABLES[name]
+        return found[name]
     except KeyError:
-        raise ParamError("kernel", f"unknown tunable kernel {name!r}; choose from {', '.join(TUNABLES)}") from None
+        raise ParamError("kernel", f"unknown tunable kernel {name!r}; choose from {', '.join(found)}") from None

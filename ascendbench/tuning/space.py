@@ -148,6 +148,7 @@ class _Problems(_Model):
     n: list[Annotated[int, Field(ge=1, le=2**60)]] = []
     dtype: Literal["fp16", "int8"] = "fp16"
     exclusive: bool = False
+    params: list[dict[str, Scalar]] = []  # whole problems of a registry kernel (its parameters but the tuned ones)
 
 
 class _SpaceFile(_Model):

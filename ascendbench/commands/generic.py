@@ -1,0 +1,195 @@
+"""`run <kernel>` and `tune <kernel>` for every registry kernel without a command of its own: the options are
+made from the kernel's Params model (one option per field, its description as help), so a kernel added to the
+registry appears in both without further edits.
+
+Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag; a field
+with choices lists them in its help. Values are checked by the kernel's model (one-line errors, exit 2).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import typer
+from pydantic.fields import FieldInfo
+
+from ascendbench.commands.common import fail, parse_count
+from ascendbench.kernels.contract import KernelSpec
+
+__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "option_like"]
+
+
+def option_like(alias: Any, default: Any) -> Any:
+    """A fresh typer.Option with the flags and help of an Annotated option alias (commands/common.py) and this
+    default, for a signature built at run time."""
+    info = typing.get_args(alias)[1]
+    decls = [d for d in (info.default, *info.param_decls) if isinstance(d, str) and d.startswith("--")]
+    return typer.Option(default, *decls, help=info.help)
+
+
+def _base(annotation: Any) -> tuple[Any, bool]:
+    """(the annotation without None, whether None is allowed)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return (args[0] if len(args) == 1 else str), True
+    return annotation, False
+
+
+def _option(name: str, field: FieldInfo) -> inspect.Parameter:
+    """A typer option for one field of a Params model (int fields as text, parsed by the count parser)."""
+    annotation, optional = _base(field.annotation)
+    flag = "--" + name.replace("_", "-")
+    help_text = (field.description or "").rstrip(".")
+    required = field.is_required()
+    default = None if required or optional else field.default
+    if typing.get_origin(annotation) is Literal:
+        choices = ", ".join(map(str, typing.get_args(annotation)))
+        help_text = f"{help_text}: {choices}" if help_text else choices
+        kind: Any = str
+        default = None if default is None else str(default)
+    elif annotation is bool:
+        kind, flag = bool, f"{flag}/--no-{name.replace('_', '-')}"
+    elif annotation is int:
+        kind = str
+        default = None if default is None else str(default)
+    else:
+        kind = annotation
+    if default is not None and annotation is not bool:
+        help_text += f" [default: {default}]"
+    option = typer.Option(... if required else default, flag, help=help_text.strip() + ".", show_default=False)
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
+                             annotation=kind if required or annotation is bool or default is not None
+                             else kind | None)
+
+
+def _values(spec: KernelSpec, names: list[str], given: dict[str, Any]) -> dict[str, Any]:
+    """The options the user gave, as the kernel's model takes them (counts parsed, choices typed)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        value = given.get(name)
+        if value is None:
+            continue
+        field = spec.Params.model_fields[name]
+        annotation, _ = _base(field.annotation)
+        if annotation is int:
+            try:
+                value = parse_count(value, name.replace("_", "-"))
+            except ValueError as exc:
+                fail(str(exc))
+        elif typing.get_origin(annotation) is Literal:
+            choices = typing.get_args(annotation)
+            value = next((c for c in choices if str(c) == value), value)  # 16 for "16"
+        out[name] = value
+    return out
+
+
+def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
+    """A `run <name>` command for each kernel in specs (kernels without a hand-written command)."""
+    from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
+    from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+
+    for spec in specs:
+        fields = list(spec.Params.model_fields)
+        common = {
+            "seed": (int, typer.Option(0, "--seed", help="Seed of the generated inputs.")),
+            "input_file": (Path | None, typer.Option(None, "--input", help="Inputs: a 1-D .npy (the first input) "
+                                                     "or a .npz with arrays " + ", ".join(
+                                                         repr(i.name) for i in spec.inputs) + ".")),
+            "output_file": (Path | None, typer.Option(None, "--output-file", help="Save the outputs as .npz.")),
+            "verify": (bool, typer.Option(True, "--verify/--no-verify", help="Compare with the NumPy reference.")),
+            "model_only": (bool, typer.Option(False, "--model-only", help="Timings and counters only, no data.")),
+            "hardware": (str, option_like(HardwareOption, DEFAULT_SCAN_HARDWARE if spec.family != "gemm"
+                                          else "atlas-300t-a2")),
+            "trace": (Path | None, option_like(TraceOption, None)),
+            "out": (Path | None, typer.Option(None, "--out", help=f"Result JSON path (default: results/runs/"
+                                              f"{spec.name}/<time>-<id>.json).")),
+            "no_save": (bool, option_like(NoSaveOption, False)),
+            "json_out": (bool, option_like(JsonOption, False)),
+        }
+        params = [_option(name, spec.Params.model_fields[name]) for name in fields]
+        for name, (kind, option) in common.items():
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+
+        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
+            from ascendbench.commands.operator_common import execute, finish, load_arrays, prepare
+
+            wall0 = time.perf_counter()
+            input_file, output_file = options["input_file"], options["output_file"]
+            hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npz", trace=options["trace"],
+                         out=options["out"], no_save=options["no_save"], seed=options["seed"],
+                         hardware=options["hardware"])
+            names = tuple(i.name for i in _spec.inputs)
+            arrays, sha = load_arrays(input_file, names, names[0]) if input_file else (None, None)
+            run = execute(_spec.name, arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=options["seed"],
+                          verify=options["verify"], model_only=options["model_only"],
+                          **_values(_spec, _fields, options))
+            finish(run, wall0, output_file=output_file, trace=options["trace"], out=options["out"],
+                   no_save=options["no_save"], json_out=options["json_out"])
+
+        _register(app, spec, command, params, f"{spec.title} ({spec.source}).")
+
+
+def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
+    """A `tune <name>` command for each kernel in specs with a search space (kernels without a hand-written one):
+    one problem from the options, or a problem set of the space file (--problems)."""
+    from ascendbench.commands import tune as tune_module
+
+    for spec in specs:
+        tuned = set(spec.tuned())
+        fields = [name for name in spec.Params.model_fields if name not in tuned]
+        params = [_option(name, spec.Params.model_fields[name]) for name in fields]
+        for name, (kind, option) in tune_module.common_options(spec).items():
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+
+        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
+            problem = _values(_spec, _fields, options)
+            space = tune_module._space(_spec.space, options["space"])
+            if problem.get(_spec.size_field) is not None and options["problems"] is not None:
+                fail(f"--{_spec.size_field}: give --{_spec.size_field} or --problems, not both")
+            if problem.get(_spec.size_field) is not None:
+                problems = [problem]
+            else:
+                entry = tune_module._problem_set_entry(space, options["problems"])
+                problems = [dict(p) for p in entry.params]
+                if not problems:
+                    fail(f"--problems: set {options['problems'] or 'default'!r} of {space.path} lists no problems "
+                         "(`params`)")
+            checked = []
+            for values in problems:
+                try:
+                    checked.append(_spec.problem_of(_spec.params(values)))
+                except ValueError as exc:
+                    fail(f"--problems: {exc}" if options["problems"] is not None or len(problems) > 1 else str(exc))
+            tune_module.run_tune(_spec.space, checked, space, options)
+
+        _register(app, spec, command, params, f"Tune {spec.title} ({', '.join(sorted(tuned))}) on the timing model "
+                                              "and compare with the paper's choice.")
+
+
+def _register(app: typer.Typer, spec: KernelSpec, command, params: list[inspect.Parameter], doc: str) -> None:
+    def entry(**options: Any) -> None:
+        command(**options)
+
+    entry.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    entry.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    entry.__doc__ = doc
+    entry.__name__ = spec.name.replace("-", "_")
+    app.command(spec.name)(entry)
+
+
+def add_registry_commands(run_app: typer.Typer, tune_app: typer.Typer) -> None:
+    """Add `run <name>` and `tune <name>` for every registry kernel that has no hand-written command (and, for
+    tune, declares a search space)."""
+    from ascendbench.kernels.registry import REGISTRY
+
+    def names(app: typer.Typer) -> set[str]:
+        return {c.name or c.callback.__name__ for c in app.registered_commands}
+
+    have_run, have_tune = names(run_app), names(tune_app)
+    add_run_commands(run_app, [s for s in REGISTRY.values() if s.name not in have_run and s.command is None])
+    add_tune_commands(tune_app, [s for s in REGISTRY.values() if s.space is not None and s.space not in have_tune])

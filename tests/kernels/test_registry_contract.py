@@ -1,0 +1,231 @@
+"""The shared contract tests: every kernel of the registry, and a kernel added to it at run time, through the same
+pipeline, CLI and tuner."""
+
+from __future__ import annotations
+
+import json
+import math
+import typing
+from typing import Literal
+
+import numpy as np
+import pytest
+import typer
+from pydantic import Field
+from typer.testing import CliRunner
+
+import ascendbench
+from ascendbench.cli import app as cli_app
+from ascendbench.commands import run as run_commands
+from ascendbench.commands import tune as tune_commands
+from ascendbench.commands.generic import add_run_commands, add_tune_commands
+from ascendbench.hardware import load_profile
+from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.contract import Check, InputSpec, KernelParams, KernelSpec, Outcome
+from ascendbench.kernels.programs import copy_pass
+from ascendbench.kernels.registry import REGISTRY, get_spec
+from ascendbench.kernels.tunable import get_tunable
+from ascendbench.sim.result import fixed_cost, sequence
+from ascendbench.store.operators import OperatorRunResult
+from ascendbench.tuning.space import load_space
+
+HW = load_profile("ascend-910b4")
+SPECS = list(REGISTRY.values())
+OPERATORS = [s for s in SPECS if not s.streaming]
+STREAMING = [s for s in SPECS if s.streaming]
+
+# A small problem of every kernel (what the contract runs end to end)
+SMALL = {
+    "scan": {"n": 40_000, "algorithm": "mcscan"}, "batched-scan": {"batch": 3, "length": 5000},
+    "segmented-scan": {"n": 30_000}, "split": {"n": 5000}, "split-values": {"n": 5000}, "compress": {"n": 5000},
+    "sort": {"n": 3000, "dtype": "int16"}, "topk": {"n": 5000, "k": 100}, "topp": {"vocab": 1000, "batch": 2},
+    "sample": {"n": 4000, "samples": 7}, "hgemm": {"m": 64, "n": 48, "k": 32},
+}
+
+
+def test_the_registry_lists_every_kernel_of_the_tool():
+    assert set(REGISTRY) == set(SMALL)
+    assert ascendbench.kernels() == list(REGISTRY)
+    scan_algorithms = typing.get_args(REGISTRY["scan"].Params.model_fields["algorithm"].annotation)
+    assert set(scan_algorithms) == {"mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"}
+    assert REGISTRY["hgemm"].variants == ("proposed", "gemm-example")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_kernel_declares_the_contract(spec):
+    assert spec.title and spec.source and spec.family in ("scan", "row-scan", "operator", "gemm")
+    assert issubclass(spec.Params, KernelParams) and spec.inputs
+    assert spec.size_field in spec.Params.model_fields
+    if spec.variants:
+        choices = typing.get_args(spec.Params.model_fields["variant"].annotation)
+        assert set(spec.variants) <= set(choices)
+        assert spec.Params.model_fields["variant"].default == spec.variants[0]  # the paper's variant by default
+    with pytest.raises(ParamError) as err:
+        spec.params({**SMALL[spec.name], "no_such_option": 1})
+    assert str(err.value) == "--no-such-option: is not a parameter of this kernel"
+    with pytest.raises(ParamError) as err:
+        spec.params({**SMALL[spec.name], spec.size_field: -1})
+    assert str(err.value).startswith(f"--{spec.size_field.replace('_', '-')}: must be")
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.space], ids=lambda s: s.name)
+def test_a_kernel_with_a_space_is_tunable_and_its_heuristic_is_on_the_grid(spec):
+    space = load_space(spec.space_file())
+    tunable = get_tunable(spec.space)
+    space.check(tunable.check_values())  # every value of the file is one the kernel's model takes
+    problem = spec.problem_of(spec.params(SMALL[spec.name])) if spec.tunable().__class__.__name__ == \
+        "SpecTunable" else None
+    if problem is None:
+        return  # hgemm, scan, batched-scan: their own problem dicts (tests/tuning)
+    heuristic = tunable.heuristic(problem, HW)
+    assert space.to_optuna(heuristic) is not None
+    times = [tunable.evaluate(problem, config, HW).time_s for config in space.grid()]
+    assert all(t > 0 and math.isfinite(t) for t in times)
+    assert tunable.evaluate(problem, heuristic, HW).time_s in times
+
+
+@pytest.mark.parametrize("spec", OPERATORS, ids=lambda s: s.name)
+def test_every_operator_runs_through_the_pipeline(spec):
+    run = ascendbench.run(spec.name, seed=3, **SMALL[spec.name])
+    doc = run.result
+    OperatorRunResult.model_validate(doc.model_dump(mode="json"))  # the document is schema-valid
+    assert doc.verification.performed and doc.verification.passed, doc.verification
+    assert doc.problem.operator == spec.name and doc.problem.n == spec.size(run.params)
+    assert doc.problem.seed == 3 and doc.problem.data == "generated"
+    s = doc.simulated
+    assert s.time_s > 0 and math.isclose(sum(s.phases_s.values()), s.time_s, rel_tol=1e-9)
+    assert s.bandwidth_bytes == spec.bytes_moved(run.params, None if not run.arrays else
+                                                 spec.compute(spec.generate(run.params, 3), run.params, 3).facts)
+    if spec.variants:
+        assert s.baseline is not None and s.baseline["variant"] == spec.variants[1]
+    # the same seed gives the same outputs, bit for bit
+    again = ascendbench.run(spec.name, seed=3, **SMALL[spec.name])
+    for name, array in run.arrays.items():
+        assert np.atleast_1d(array).tobytes() == np.atleast_1d(again.arrays[name]).tobytes()
+    # the user's own arrays give the same result as the generated ones
+    arrays = spec.generate(run.params, 3)
+    mine = ascendbench.run(spec.name, arrays=arrays, seed=3, **{k: v for k, v in SMALL[spec.name].items()
+                                                             if k not in (spec.size_field, "batch")})
+    assert mine.result.simulated.time_s == pytest.approx(s.time_s, rel=1e-12)
+    assert mine.result.verification.passed
+
+
+@pytest.mark.parametrize("spec", OPERATORS, ids=lambda s: s.name)
+def test_model_only_runs_need_no_data(spec):
+    with pytest.raises(ParamError) as err:
+        ascendbench.run(spec.name, model_only=True, arrays={spec.inputs[0].name: np.zeros(3, np.float16)},
+                        **SMALL[spec.name])
+    assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
+    run = ascendbench.run(spec.name, model_only=True, **SMALL[spec.name])
+    assert run.arrays is None and run.result.problem.data == "none"
+    assert not run.result.verification.performed and run.result.simulated.time_s > 0
+
+
+@pytest.mark.parametrize("spec", STREAMING, ids=lambda s: s.name)
+def test_every_streaming_kernel_runs_through_the_same_entry_point(spec):
+    run = ascendbench.run(spec.name, **SMALL[spec.name])
+    checks = [shape.verification for shape in run.result.shapes] if spec.family == "gemm" else [run.result.verification]
+    assert all(v.performed and v.passed for v in checks)
+
+
+def test_every_kernel_appears_in_run_and_tune():
+    def names(app: typer.Typer) -> set[str]:
+        return {c.name or c.callback.__name__ for c in app.registered_commands}
+
+    in_run, in_tune = names(run_commands.app), names(tune_commands.app)
+    for spec in SPECS:
+        assert (spec.command or spec.name).split()[0] in in_run
+        if spec.space:
+            assert spec.space in in_tune
+
+
+def test_one_bad_option_is_one_line_exit_2(tmp_path):
+    out = CliRunner().invoke(cli_app, ["run", "sort", "--n", "100", "--variant", "bitonic", "--no-save"])
+    assert out.exit_code == 2 and out.output.strip() == "error: --variant: must be one of mcscan, vector, got 'bitonic'"
+
+
+# ----- a kernel added at run time ------------------------------------------------------------------------
+class ReverseParams(KernelParams):
+    """Reverse n values."""
+
+    n: int | None = Field(None, ge=0, le=2**40, description="elements")
+    dtype: Literal["fp16", "int8"] = Field("fp16", description="values dtype")
+    variant: Literal["copy", "slow"] = Field("copy", description="copy: one pass; slow: two passes")
+    warm_l2: bool = Field(False, description="start with the values in L2")
+
+
+class ReverseKernel(KernelSpec):
+    """x[::-1] on all AIVs: one copy pass (variant "slow": two)."""
+
+    name = "reverse"
+    title = "Reverse"
+    source = "test kernel"
+    Params = ReverseParams
+    inputs = (InputSpec("values", ("fp16", "int8"), "(n,)", "standard normal"),)
+    variants = ("copy", "slow")
+    space = "reverse"
+
+    def __init__(self, space_file):
+        self._space_file = space_file
+
+    def space_file(self):
+        return self._space_file
+
+    def generate(self, params, seed):
+        rng = np.random.default_rng(seed)
+        return {"values": rng.standard_normal(params.n).astype(np.float16 if params.dtype == "fp16" else np.int8)}
+
+    def compute(self, arrays, params, seed=0):
+        return Outcome({"values": arrays["values"][::-1].copy()})
+
+    def verify(self, arrays, outcome, params):
+        ok = np.array_equal(outcome.arrays["values"], np.flip(arrays["values"]))
+        return Check(ok, "np.flip(values)")
+
+    def simulate(self, params, hw, facts=None):
+        launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
+        b = 2 if params.dtype == "fp16" else 1
+        copy = copy_pass(hw, params.n, b, b, params.warm_l2, "reverse", False)
+        return sequence([(launch, 1), (copy, 2 if params.variant == "slow" else 1)])
+
+    def bytes_moved(self, params, facts=None):
+        return 2 * params.n * (2 if params.dtype == "fp16" else 1)
+
+
+@pytest.fixture
+def reverse(tmp_path, monkeypatch):
+    space = tmp_path / "reverse.toml"
+    space.write_text('kernel = "reverse"\n[parameters.variant]\ntype = "categorical"\nchoices = ["copy", "slow"]\n'
+                     'default = "copy"\n[problems.default]\nparams = [{n = 100000}]\n')
+    spec = ReverseKernel(space)
+    monkeypatch.setitem(REGISTRY, "reverse", spec)
+    return spec
+
+
+def test_a_new_kernel_is_one_class_and_one_registry_entry(reverse, tmp_path, monkeypatch):
+    # the Python API
+    run = ascendbench.run("reverse", n=1000, seed=1)
+    assert run.result.verification.passed and get_spec("reverse") is reverse
+    assert run.result.simulated.baseline["variant"] == "slow" and run.result.simulated.baseline["speedup"] > 1
+    # `run reverse` and `tune reverse`, made from its Params model
+    run_app, tune_app, app = typer.Typer(), typer.Typer(), typer.Typer()
+    add_run_commands(run_app, [reverse])
+    add_tune_commands(tune_app, [reverse])
+    app.add_typer(run_app, name="run")
+    app.add_typer(tune_app, name="tune")
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(app, ["run", "reverse", "--n", "2**12", "--dtype", "int8", "--json", "--no-save"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["problem"]["n"] == 4096 and doc["problem"]["operator"] == "reverse"
+    assert doc["verification"]["passed"] is True
+    out = CliRunner().invoke(app, ["run", "reverse", "--n", "10", "--variant", "fast", "--no-save"])
+    assert out.exit_code == 2 and "--variant: must be one of copy, slow, got 'fast'" in out.output
+    out = CliRunner().invoke(app, ["tune", "reverse", "--n", "1e5", "--trials", "2", "--json", "--no-save",
+                                   "--storage", str(tmp_path / "s.journal")])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    problem = doc["problems"][0]
+    assert problem["best"]["config"] == {"variant": "copy"}
+    assert problem["exhaustive"]["optimum"]["config"] == {"variant": "copy"}
+    assert problem["exhaustive"]["points"] == 2 and problem["exhaustive"]["heuristic_rank"] == 1
