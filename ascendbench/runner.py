@@ -36,7 +36,14 @@ from ascendbench.kernels.partition import (
     partitions,
     release_pages,
 )
-from ascendbench.kernels.scan import L2_STARTS, OUT_DTYPES, SCAN_KERNELS
+from ascendbench.kernels.scan import (
+    L2_STARTS,
+    OUT_DTYPES,
+    SCAN_KERNELS,
+    UL1_ALGORITHMS,
+    ul1_overflow,
+    ul1_overflow_message,
+)
 from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
@@ -169,7 +176,7 @@ def _check_int(name: str, value, minimum: int, optional: bool = False) -> None:
 def run_scan(
     n: int | None = None,
     *,
-    algorithm: str = "mcscan-ul1",
+    algorithm: str | None = None,
     s: int = 128,
     blocks: int | None = None,
     chunk: int | None = None,
@@ -195,7 +202,10 @@ def run_scan(
 
     Args:
         n: number of elements (any non-negative int). Optional when x or input_file is given (must agree).
-        algorithm: registry name: mcscan-ul1, mcscan, scanu, scanul1, vec-cumsum, memcpy.
+        algorithm: mcscan-ul1, mcscan, scanu, scanul1, vec-cumsum or memcpy (kernels.KERNELS). None (the
+            default): the scan paper's MCScanUL1 where every row's fp16 sum (its C1) fits fp16, else MCScan
+            (the result's model.algorithm_choice says why); MCScan for int8. A ScanUL1 variant asked for on an
+            input whose row sums overflow fp16 raises ParamError (its output would be NaN).
         s, blocks, chunk, exclusive, dtype, out_dtype: see ScanParams.
         seed: seed of the generated input (ignored with x / input_file).
         x: the user's own (n,) float16 or int8 array; input_file: a .npy file holding one.
@@ -233,8 +243,9 @@ def run_scan(
     if x is not None and input_file is not None:
         raise ParamError("input", "give either x or input_file, not both")
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
-    kernel = get_kernel(algorithm)
-    if algorithm not in SCAN_KERNELS:
+    requested = algorithm
+    kernel = get_kernel(algorithm or "mcscan-ul1")
+    if kernel.name not in SCAN_KERNELS:
         raise ParamError("algorithm", f"{algorithm} is not a scan kernel")
     sha = None
     if input_file is not None:
@@ -253,6 +264,9 @@ def run_scan(
             raise ParamError("dtype", f"{dtype} disagrees with the input array's {data_dtype}; drop --dtype")
         dtype = data_dtype
     dtype = dtype or "fp16"
+    if requested is None:  # the scan paper's kernel; the ScanUL1 variants are fp16 only
+        algorithm = "mcscan" if dtype == "int8" else "mcscan-ul1"
+        kernel = get_kernel(algorithm)
     if x is not None:
         if n is not None and n != x.shape[0]:
             raise ParamError("n", f"{n} disagrees with the input's length {x.shape[0]}; drop --n or make them equal")
@@ -268,6 +282,27 @@ def run_scan(
         if exc.param == "dtype" and data_source_dtype:
             raise ParamError("input", f"the array is {dtype}: {str(exc).split(': ', 1)[1]}") from None
         raise
+
+    choice = None
+    if algorithm in UL1_ALGORITHMS and not model_only:
+        # decide before running: an fp16 row sum past 65504 would make the ScanUL1 variants' output NaN
+        if x is not None:
+            found = ul1_overflow(lambda lo, hi: x[lo:hi], n, s)
+        elif generator == "random":
+            found = None  # uniform in [0, 1): every row sums to less than s <= 128
+        else:
+            gen = GeneratedSource(n, dtype, generator, seed) if generator in GENERATORS else None
+            found = ul1_overflow(gen.read, n, s) if gen is not None else None
+        if found is not None:
+            why = ul1_overflow_message(algorithm, s, *found)
+            if requested is not None:
+                raise ParamError("algorithm", f"{why}; use --algorithm mcscan (or scale the input)")
+            choice = f"{why}; ran mcscan instead (the default takes mcscan-ul1 only where every row fits)"
+            algorithm, kernel = "mcscan", get_kernel("mcscan")
+            kernel.check(n, params, hw)
+    if requested is None and choice is None:
+        choice = ("mcscan-ul1: the scan paper's kernel" + (" (every row's fp16 sum fits)" if not model_only else "")
+                  if algorithm == "mcscan-ul1" else "mcscan: the ScanUL1 variants are fp16 only")
 
     if l2 is not None and warm_l2 and l2 != "warm":
         raise ParamError("l2", f"--warm-l2 means --l2 warm; it disagrees with --l2 {l2}")
@@ -369,6 +404,7 @@ def run_scan(
         verification=verification,
         host=_host(wall0, functional_s, model_s),
         model={
+            "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
             "warm_l2": start == "warm",
             "l2": start,

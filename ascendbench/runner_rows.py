@@ -141,6 +141,20 @@ def run_batched_scan(
         if value is None:
             raise ParamError(name, "is required without --input")
     params = bs.BatchedScanParams(algorithm=algorithm, s=s, exclusive=exclusive, dtype=dtype)
+    bs.check(batch, length, params)
+    choice = None
+    if algorithm in ("auto", "scanul1") and dtype == "fp16" and length > s and x is not None and not model_only:
+        # decide before running: a row sum past 65504 in ScanUL1's fp16 C1 makes its output NaN
+        found = bs.ul1_overflow_rows(x, s)
+        if found is not None:
+            row, first, total = found
+            why = (f"scanul1 rounds each sum of s = {s} inputs to fp16 (C1 = A @ 1_s), and row {row:,}, elements "
+                   f"{first:,} to {first + s - 1:,}, sums to {total:,.6g}, past fp16's 65504: its output would be "
+                   "NaN / inf")
+            if algorithm == "scanul1":
+                raise ParamError("algorithm", f"{why}; use --algorithm scanu (or auto)")
+            choice = f"{why}; auto compared scanu only"
+            params = bs.BatchedScanParams(algorithm="scanu", s=s, exclusive=exclusive, dtype=dtype)
     t0 = time.perf_counter()
     run = bs.simulate_batched(batch, length, params, hw, warm_l2=warm_l2)
     model_s = time.perf_counter() - t0
@@ -203,6 +217,7 @@ def run_batched_scan(
         verification=verification,
         host=_host(wall0, functional_s, model_s),
         model={
+            "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
             "warm_l2": warm_l2,
             "tiles_per_row": run.layout.tiles_per_row,
@@ -356,6 +371,12 @@ def run_segmented_scan(
         raise ParamError("n", "is required without --input")
     params = ss.SegmentedScanParams(algorithm=algorithm, s=s, exclusive=exclusive, dtype=dtype)
     ss.check(n, params)
+    if algorithm == "mcscan-ul1" and values is not None and not model_only:
+        from ascendbench.kernels.scan import ul1_overflow, ul1_overflow_message
+
+        found = ul1_overflow(lambda lo, hi: values[lo:hi], n, s)
+        if found is not None:  # decide before running: the output would be NaN
+            raise ParamError("algorithm", f"{ul1_overflow_message(algorithm, s, *found)}; use --algorithm mcscan")
     flag_source = "file" if flags is not None else ("segment-length" if heads == "regular" else "random")
     data = "none"
     if not model_only or flags is not None:

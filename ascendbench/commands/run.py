@@ -127,7 +127,9 @@ def _parse_chunk(text: str | None) -> int | None:
 def scan(
     n: Annotated[str | None, typer.Option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000 or 2**27. "
                                              "Optional with --input.")] = None,
-    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help=f"Scan kernel: {_ALGORITHMS}.")] = "mcscan-ul1",
+    algorithm: Annotated[str | None, typer.Option("--algorithm", "-a", help=f"Scan kernel: {_ALGORITHMS} (default: "
+                                                  "mcscan-ul1 where every row's fp16 sum fits its fp16 C1, else "
+                                                  "mcscan, saying why; mcscan for int8).")] = None,
     s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
     blocks: Annotated[int | None, typer.Option("--blocks", help="Blocks of the multi-core scans "
                                                   "(default: all AI cores; more run in waves).")] = None,
@@ -176,7 +178,7 @@ def scan(
         fail(f"--generator: must be one of {', '.join(GENERATORS)}, got {generator!r}")
     if input_file is not None and generator != "random":
         fail("--generator: there is no generated input with --input; drop one of them")
-    if algorithm not in SCAN_KERNELS:
+    if algorithm is not None and algorithm not in SCAN_KERNELS:
         fail(f"--algorithm: unknown scan kernel {algorithm!r}; choose from {_ALGORITHMS}")
     if s not in S_VALUES:
         fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
@@ -198,7 +200,8 @@ def scan(
     else:
         count_for_memory = count
     if not model_only and count_for_memory and count_for_memory > ESTIMATE_ABOVE:
-        _announce_functional_time(count_for_memory, "input" if input_file is not None else "n", algorithm, s, blocks,
+        _announce_functional_time(count_for_memory, "input" if input_file is not None else "n",
+                                  algorithm or "mcscan", s, blocks,
                                   chunk_elems, exclusive, dtype or _header_dtype(input_file), out_dtype, hardware)
     tmp_output = None
     if output_file is not None:
@@ -227,6 +230,7 @@ def scan(
     from ascendbench.sim.trace import write_chrome_trace
 
     doc = result.model_dump(mode="json")
+    algorithm = result.kernel  # the default's choice
     saved_to = None if no_save else (out or default_result_path("runs", algorithm))
     with Outputs() as outputs:
         if output_file is not None and tmp_output is not None and tmp_output.exists():
@@ -298,6 +302,9 @@ def _print_report(run, saved_to, output_file, trace) -> None:
     if "pad" in r.phases_s or "tail" in r.phases_s:
         c.print("[dim]pad / tail: n (or an L2 chunk) is not a multiple of the s*s tile; as the measured kernels do, "
                 "the multi-core scans copy it into a zero-padded workspace, the single-core scans pad the last tile[/]")
+    choice = r.model.get("algorithm_choice")
+    if choice and r.kernel == "mcscan" and "mcscan-ul1" in choice:
+        c.print(f"[yellow]algorithm: {choice}[/]")
     c.print(f"[dim]L2 at the start: {r.model.get('l2', 'flushed')}"
             + (" (full of the dirty lines of the buffer the papers zeroed before every timed run)"
                if r.model.get("l2", "flushed") == "flushed" else "") + "[/]")

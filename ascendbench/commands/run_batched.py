@@ -308,6 +308,8 @@ def _print_report(r) -> None:
     report_rows(t, r)
     c.print(t)
     print_utilisation(r.utilisation)
+    if r.model.get("algorithm_choice"):
+        c.print(f"[yellow]algorithm: {r.model['algorithm_choice']}[/]")
     if r.model.get("padded"):
         c.print(
             "[dim]pad: rows are not a multiple of the tile (or the batch is odd for scanu), so the input is first "

@@ -526,3 +526,23 @@ def _c1_effect(xb: np.ndarray, s: int, length: int) -> np.ndarray:
     rows = np.zeros_like(delta)
     rows[:, 1:] = np.cumsum(delta[:, :-1], axis=1)
     return np.repeat(rows, s, axis=1)[:, :length]
+
+
+def ul1_overflow_rows(x: np.ndarray, s: int, block: int = 1 << 22) -> tuple[int, int, float] | None:
+    """For a (batch, length) fp16 input of the batched ScanUL1: the first row of s inputs (within a batch row, as
+    its tiles lay them) whose sum does not fit the fp16 C1, as (batch row, first element, sum); None when all fit
+    (kernels.scan.ul1_overflow for one row)."""
+    from ascendbench.kernels.scan import first_overflowing_row
+
+    batch, length = x.shape
+    width = math.ceil(length / s) * s
+    step = max(1, block // max(width, 1))
+    for r0 in range(0, batch, step):
+        r1 = min(batch, r0 + step)
+        rows = np.zeros((r1 - r0, width), dtype=np.float16)
+        rows[:, :length] = x[r0:r1]
+        found = first_overflowing_row(rows.reshape(-1, s))
+        if found is not None:
+            per_row = width // s
+            return r0 + found[0] // per_row, found[0] % per_row * s, found[1]
+    return None

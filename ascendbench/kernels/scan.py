@@ -37,7 +37,9 @@ from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_sca
 
 __all__ = [
     "DTYPES",
+    "FP16_OVERFLOW",
     "L2_STARTS",
+    "UL1_ALGORITHMS",
     "SCAN_KERNELS",
     "S_VALUES",
     "CubeRowScan",
@@ -53,6 +55,9 @@ __all__ = [
     "expected_matmuls",
     "l2_chunk_tiles",
     "l2_start",
+    "first_overflowing_row",
+    "ul1_overflow",
+    "ul1_overflow_message",
 ]
 
 S_VALUES = (16, 32, 64, 128)
@@ -71,6 +76,11 @@ _RED2_SIZE = 8  # kernel_reduce_tiles.h:197: the second level of the int8 reduct
 # that the kernel's own data must evict), "clean" (nothing resident, nothing dirty), "warm" (the input
 # resident, as after the kernel that produced it).
 L2_STARTS = ("flushed", "clean", "warm")
+UL1_ALGORITHMS = ("scanul1", "mcscan-ul1")
+# The ScanUL1 variants round C1 = A @ 1_s (each row's sum of s inputs) to fp16 on its way to L1 (FIXPIPE
+# L0C -> L1): a row whose sum reaches 65520 (round to nearest past 65504, fp16's largest) becomes inf, and the
+# scan from that row on NaN / inf.
+FP16_OVERFLOW = 65520.0
 
 
 @dataclass(frozen=True)
@@ -978,3 +988,42 @@ SCAN_KERNELS = {
                    "scan paper §6.1 (torch.clone reference)", cube=None, multi_core=False),
     )
 }
+
+
+def first_overflowing_row(rows: np.ndarray) -> tuple[int, float] | None:
+    """rows: (r, s) fp16 values, each row one row of an s x s tile. The first row whose float32 sum rounds to
+    inf in fp16 although all its values are finite, as (row index, its sum); None when every row fits."""
+    sums = rows.sum(axis=1, dtype=np.float32)
+    if sums.size == 0 or np.abs(sums).max() < FP16_OVERFLOW:  # NaN fails the test: looked at below
+        return None
+    for i in np.flatnonzero(~(np.abs(sums) < FP16_OVERFLOW)):
+        if np.isfinite(rows[i]).all():
+            return int(i), float(sums[i])
+    return None
+
+
+def ul1_overflow(read, n: int, s: int, block: int = 1 << 22) -> tuple[int, float] | None:
+    """The first row of s inputs (row r: elements r*s ... r*s + s - 1, as the tiles lay them) whose sum does not
+    fit the fp16 C1 of the ScanUL1 variants, as (row, sum); None when all fit. read(lo, hi): the input's
+    elements [lo, hi) as fp16. One pass over the input in blocks (a float32 row sum per s elements)."""
+    step = max(s, block // s * s)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        x = np.asarray(read(lo, hi))
+        full = (hi - lo) // s * s
+        rows = x[:full].reshape(-1, s)
+        if full < hi - lo:
+            tail = np.zeros((1, s), dtype=x.dtype)
+            tail[0, : hi - lo - full] = x[full:]
+            rows = np.concatenate([rows, tail])
+        found = first_overflowing_row(rows)
+        if found is not None:
+            return lo // s + found[0], found[1]
+    return None
+
+
+def ul1_overflow_message(algorithm: str, s: int, row: int, total: float) -> str:
+    """Why a ScanUL1 variant cannot scan this input (for errors and for the note of the default's choice)."""
+    return (f"{algorithm} rounds each row's sum of s = {s} inputs to fp16 (C1 = A @ 1_s on its way to L1), and row "
+            f"{row:,} (elements {row * s:,} to {row * s + s - 1:,}) sums to {total:,.6g}, past fp16's 65504: its "
+            "output would be NaN / inf")

@@ -268,3 +268,66 @@ def test_piped_report_width_follows_columns(tmp_path):
                               env={**env, **extra}, check=True)
         widths.append(int(proc.stdout))
     assert widths == [132, 200]
+
+
+# ----- issue 16 item 1: the ScanUL1 variants' fp16 C1 (each row's sum of s inputs) must fit fp16 -------------
+def _overflowing_input(path: Path) -> np.ndarray:
+    x = np.random.default_rng(0).uniform(0, 1024, 100_000).astype(np.float16)  # rows of 128 sum to about 65,500
+    np.save(path, x)
+    return x
+
+
+def test_the_default_scan_takes_mcscan_where_fp16_row_sums_overflow(tmp_path, cli):
+    x = _overflowing_input(tmp_path / "x.npy")
+    out = cli(["run", "scan", "--input", "x.npy", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["kernel"] == "mcscan" and doc["verification"]["passed"] is True
+    first = next(r for r in range(len(x) // 128) if x[r * 128:(r + 1) * 128].astype(np.float32).sum() >= 65520)
+    assert f"row {first:,} (elements {first * 128:,} to {first * 128 + 127:,})" in doc["model"]["algorithm_choice"]
+    assert "ran mcscan instead" in doc["model"]["algorithm_choice"]
+
+
+def test_a_forced_scanul1_variant_on_overflowing_rows_is_refused(tmp_path, cli):
+    _overflowing_input(tmp_path / "x.npy")
+    for algorithm in ("mcscan-ul1", "scanul1"):
+        out = cli(["run", "scan", "--input", "x.npy", "--algorithm", algorithm, "--no-save"], tmp_path)
+        assert out.exit_code == 2, out.output
+        line = out.output.strip()
+        assert line.startswith(f"error: --algorithm: {algorithm} rounds each row's sum of s = 128 inputs to fp16")
+        assert "past fp16's 65504" in line and "use --algorithm mcscan" in line and "\n" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_the_default_keeps_mcscan_ul1_where_rows_fit(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "1e5", "--json", "--no-save"], tmp_path)
+    doc = json.loads(out.stdout)
+    assert doc["kernel"] == "mcscan-ul1" and doc["model"]["algorithm_choice"].startswith("mcscan-ul1: the scan paper")
+    out = cli(["run", "scan", "--n", "1e5", "--generator", "counting", "--json", "--no-save"], tmp_path)
+    doc = json.loads(out.stdout)  # counting fp16 runs 0..2047: rows of 128 reach 253,888
+    assert doc["kernel"] == "mcscan" and doc["verification"]["passed"] is True
+
+
+def test_ul1_overflow_finds_the_first_row_and_ignores_rows_with_non_finite_inputs():
+    from ascendbench.kernels.scan import first_overflowing_row, ul1_overflow
+
+    x = np.zeros(16 * 10, np.float16)
+    x[3 * 16: 4 * 16] = np.float16(np.inf)  # row 3: inf input, not an fp16 C1 overflow
+    x[5 * 16: 6 * 16] = np.float16(4096)  # row 5 sums to 65536
+    x[7 * 16: 8 * 16] = [4094] * 14 + [4100, 4104]  # row 7 sums to 65520: rounds to inf too
+    assert ul1_overflow(lambda lo, hi: x[lo:hi], x.size, 16) == (5, 65536.0)
+    assert ul1_overflow(lambda lo, hi: x[lo:hi], x.size, 16, block=16) == (5, 65536.0)
+    assert first_overflowing_row(x[7 * 16:].reshape(-1, 16)) == (0, 65520.0)
+    x[5 * 16: 8 * 16] = np.float16(4094)  # 65504 fits
+    assert ul1_overflow(lambda lo, hi: x[lo:hi], x.size, 16) is None
+
+
+def test_batched_auto_leaves_out_scanul1_where_rows_overflow(tmp_path, cli):
+    np.save(tmp_path / "rows.npy", np.random.default_rng(0).uniform(0, 1024, (4, 20000)).astype(np.float16))
+    out = cli(["run", "batched-scan", "--input", "rows.npy", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["params"]["algorithm_run"] == "scanu" and doc["verification"]["passed"] is True
+    assert doc["model"]["algorithm_choice"].endswith("auto compared scanu only")
+    out = cli(["run", "batched-scan", "--input", "rows.npy", "--algorithm", "scanul1", "--no-save"], tmp_path)
+    assert out.exit_code == 2 and "past fp16's 65504" in out.output and "use --algorithm scanu" in out.output
