@@ -28,8 +28,8 @@ def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Pat
                write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
     """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
     `names` maps Optuna's parameter names to the space's (log2_k0 -> k0: the plots show what Optuna saw,
-    the axis titles say so); `dpi` is the resolution of PNGs. Returns the paths written; importance and parallel coordinates are left out
-    with fewer than 10 feasible trials."""
+    the axis titles say so); `dpi` is the resolution of PNGs. Returns the paths written; importance and
+    parallel coordinates are left out with fewer than 10 feasible trials."""
     import matplotlib
 
     matplotlib.use("Agg")
