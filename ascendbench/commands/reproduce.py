@@ -1,10 +1,11 @@
-"""`ascendbench reproduce`: redraw the papers' figures and tables from the simulator (PNG + JSON data)."""
+"""`ascendbench reproduce`: redraw the papers' figures and tables from the simulator (PNG, SVG or PDF + JSON
+data)."""
 
 from __future__ import annotations
 
-import io
 import os
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -13,21 +14,26 @@ import typer
 from rich.table import Table
 
 from ascendbench.commands.common import JsonOption, Outputs, dump_json, err_console, fail, out_console
+from ascendbench.plotting import DEFAULT_DPI
 
 FIGURE_SCHEMA_VERSION = 1
 
 
-def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Path, dict]:
-    """Compute one figure with the simulator and write <out_dir>/<id>.png and <id>.json (atomically).
+def reproduce_figure(figure_id: str, out_dir: Path, ctx=None, formats: Sequence[str] = ("png",),
+                     dpi: int = DEFAULT_DPI) -> tuple[list[Path], Path, dict]:
+    """Compute one figure with the simulator and write <out_dir>/<id>.<format> for each of `formats` (png,
+    svg, pdf; PNGs at `dpi` dots per inch) and <out_dir>/<id>.json, all or none.
 
     ctx: a reference.claims.Context whose hardware profiles are used (default: the shipped ones). Returns
-    (png path, json path, the JSON document: figure, caption, source, hardware used, data). Raises KeyError
-    for an unknown figure ID.
+    (figure paths in the order of `formats`, json path, the JSON document: figure, caption, source, hardware
+    used, data). Raises KeyError for an unknown figure ID.
     """
+    import matplotlib.pyplot as plt
+
     from ascendbench import __version__
+    from ascendbench.plotting import save_formats
     from ascendbench.reference.claims import Context
-    from ascendbench.reference.figures import FIGURES, draw
-    from ascendbench.store.io import atomic_write_bytes
+    from ascendbench.reference.figures import FIGURES, render
 
     fig = FIGURES[figure_id]
     ctx = Context(profiles=dict(ctx.profiles)) if ctx is not None else Context()  # profiles shared, memo not
@@ -37,25 +43,39 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None) -> tuple[Path, Pat
            "caption": fig.caption, "source": fig.source, "tool_version": __version__,
            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
            "hardware": sorted(ctx.profiles), "compute_time_s": round(time.perf_counter() - t0, 3), "data": data}
-    png, js = out_dir / f"{fig.id}.png", out_dir / f"{fig.id}.json"
-    buffer = io.BytesIO()
-    draw(fig, data, buffer)
-    with Outputs() as outputs:
-        outputs.write("out-dir", png, lambda path: atomic_write_bytes(path, buffer.getvalue()))
-        outputs.write_json("out-dir", js, doc)
-    return png, js, doc
+    js = out_dir / f"{fig.id}.json"
+    figure = render(fig, data)
+    try:
+        with Outputs() as outputs:
+            paths = save_formats(figure, out_dir / fig.id, formats, outputs.write_figure, dpi)
+            outputs.write_json("out-dir", js, doc)
+    finally:
+        plt.close(figure)
+    return paths, js, doc
 
 
 def reproduce(
     target: Annotated[str, typer.Argument(help="A figure ID (see `ascendbench reproduce list`), 'all' or 'list'.")],
     out_dir_text: Annotated[str, typer.Option("--out-dir", metavar="<path>", help="Folder of the PNG and JSON "
                                               "files (created if missing).")] = "results/figures",
+    formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
+                                                      "(default: png).")] = None,
+    dpi: Annotated[int, typer.Option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
+                   ] = DEFAULT_DPI,
     json_out: JsonOption = False,
 ) -> None:
-    """Redraw the scan paper's and the HGEMM paper's figures and tables from the simulator: a PNG and the
-    plotted data as JSON per figure, the paper's published numbers overlaid where it gives them."""
+    """Redraw the scan paper's and the HGEMM paper's figures and tables from the simulator: a figure (PNG by
+    default, SVG or PDF with --format) and the plotted data as JSON per figure, the paper's published numbers
+    overlaid where it gives them."""
+    from ascendbench.plotting import check_dpi, check_formats
     from ascendbench.reference.claims import Context
     from ascendbench.reference.figures import FIGURES
+
+    try:
+        formats = check_formats(formats, ("png",))
+        check_dpi(dpi)
+    except ValueError as exc:
+        fail(str(exc))
 
     if target == "list":
         if json_out:
@@ -96,12 +116,14 @@ def reproduce(
         for fid in ids:
             progress.update(task, description=f"reproduce {fid}")
             f0 = time.perf_counter()
-            png, js, _doc = reproduce_figure(fid, out_dir, ctx)
-            written.append({"id": fid, "png": str(png), "json": str(js), "seconds": round(time.perf_counter() - f0, 2)})
+            paths, js, _doc = reproduce_figure(fid, out_dir, ctx, formats, dpi)
+            written.append({"id": fid, "figures": [str(p) for p in paths], "json": str(js),
+                            "seconds": round(time.perf_counter() - f0, 2)})
             progress.advance(task)
     if json_out:
         out_console.file.write(dump_json(written) + "\n")
         return
     for w in written:
-        out_console.print(f"{w['id']:12s} {w['png']}  {w['json']}  ({w['seconds']:.1f} s)")
+        out_console.print(f"{w['id']:12s} {'  '.join(w['figures'])}  {w['json']}  ({w['seconds']:.1f} s)",
+                          highlight=False)
     out_console.print(f"{len(written)} figure(s) in {time.perf_counter() - t0:.1f} s")

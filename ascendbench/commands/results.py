@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ascendbench.commands.common import JsonOption, dump_json, fail, out_console
@@ -14,7 +16,8 @@ from ascendbench.commands.common import JsonOption, dump_json, fail, out_console
 app = typer.Typer(help="List, show and compare result files (runs and tuning results).", no_args_is_help=True)
 
 
-def _load(path: Path, option: str) -> dict[str, Any]:
+def _read(path: Path, option: str) -> dict[str, Any]:
+    """The decoded JSON object of a result file (not yet validated); a one-line error otherwise."""
     if not path.is_file():
         fail(f"{option}: {'not a file' if path.exists() else 'file not found'}: {path}")
     try:
@@ -26,68 +29,166 @@ def _load(path: Path, option: str) -> dict[str, Any]:
     return doc
 
 
-def result_kind(doc: dict[str, Any]) -> str:
-    """"tuning", "validation" (validate), "figure" (reproduce), "hgemm" (run hgemm), "operator" (run
-    split/sort/...), "batched-scan", "segmented-scan" or "scan" (run scan)."""
-    if doc.get("kind") in ("tuning", "validation", "figure"):
-        return doc["kind"]
-    if doc.get("kernel") == "hgemm" and "shapes" in doc:
-        return "hgemm"
-    problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
-    if "operator" in problem:
-        return "operator"
-    if "length" in problem:
-        return "batched-scan"
-    if "segments" in problem:
-        return "segmented-scan"
-    return "scan"
+@dataclass
+class Entry:
+    """One simulated problem of a result document, as `compare` matches it.
+
+    key: the problem (kernel family, size or shape, dtype, mode), e.g. "scan n=1000000 fp16 inclusive";
+    family: the table it is shown in (scan, hgemm, batched-scan, segmented-scan, an operator's name);
+    ran: what ran, in short (kernel or variant, "tuned best"); time_s: simulated time, seconds (None when the
+    document has none); params: what ran, in full (algorithm or variant, s, blocks, chunk, tiling, ...);
+    conditions: what else the time depends on (L2 at the start, every core simulated); hardware: profile name
+    and constant values."""
+
+    key: str
+    family: str
+    ran: str
+    time_s: float | None
+    params: dict[str, Any]
+    conditions: dict[str, Any]
+    hardware: dict[str, Any]
+    path: str
+    created_at: str
+
+    def signature(self) -> str:
+        """The same experiment: problem, what ran, conditions and hardware."""
+        return json.dumps([self.key, self.params, self.conditions, self.hardware], sort_keys=True, default=str)
 
 
-def problem_times(doc: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
-    """As _problem_times; a document that does not have the fields of its kind (another tool's JSON with a
-    schema_version key, a hand-edited file) has no comparable problems."""
-    try:
-        times = _problem_times(doc)
-    except (KeyError, TypeError, AttributeError, ValueError):
-        return {}
-    return {k: (t if isinstance(t, (int, float)) and not isinstance(t, bool) else None, what)
-            for k, (t, what) in times.items()}
+_DEFAULT_OUT = {"fp16": "fp32", "int8": "int32"}
 
 
-def _problem_times(doc: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
-    """Simulated time (seconds) per problem of a result, with what was run: for runs, the run itself; for
-    tuning results, the best configuration found. Keys name the problem only, so that runs of two kernels or
-    two versions on the same problem match."""
+def _scan_key(family: str, size: str, dtype: str, out_dtype: str | None, exclusive: bool) -> str:
+    # the output dtype is named only when it is not the default one (fp16 -> fp32, int8 -> int32)
+    dtypes = dtype if out_dtype in (None, _DEFAULT_OUT.get(dtype)) else f"{dtype}->{out_dtype}"
+    return f"{family} {size} {dtypes} {'exclusive' if exclusive else 'inclusive'}"
+
+
+def _gemm_key(m: int, n: int, k: int, batch: int, alpha: float = 1.0, beta: float = 0.0) -> str:
+    key = f"hgemm {m}x{n}x{k}" + (f"x{batch}" if batch != 1 else "")
+    return key if (alpha, beta) == (1.0, 0.0) else f"{key} alpha={alpha:g} beta={beta:g}"
+
+
+def _time(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def document_entries(doc: dict[str, Any], path: str = "") -> list[Entry]:
+    """The simulated problems of a validated result document (parse_result): for runs, the run itself (one per
+    shape of an HGEMM workload); for tuning results, the best configuration found; none for validation and
+    figure documents. Keys name the problem only, so that runs of two kernels, tilings or versions of the tool
+    on the same problem match; what ran, the conditions and the hardware come with each entry."""
+    from ascendbench.store.documents import result_kind
+
     kind = result_kind(doc)
-    out: dict[str, tuple[float | None, str]] = {}
-    if kind in ("validation", "figure"):  # no simulated problem times to compare
-        return out
+    constants = doc["hardware"].get("constants", {}) if kind not in ("validation", "figure") else {}
+    hardware = {"name": doc["hardware"].get("name", "?") if constants else "?",
+                "constants": {k: v.get("value") if isinstance(v, dict) else v for k, v in constants.items()}}
+    out: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any]]] = []  # key, family, ran, time, ...
     if kind == "tuning":
         for p in doc["problems"]:
-            best = p.get("best") or {}
-            out[f"{doc['kernel']} {p['key']}"] = (best.get("time_s"), "tuned best")
+            best, problem, kernel = p.get("best") or {}, p["problem"], doc["kernel"]
+            exclusive, dtype = bool(problem.get("exclusive", False)), problem.get("dtype", "fp16")
+            if kernel == "hgemm":  # tune hgemm's conditions: cold L2, alpha = 1, beta = 0
+                key = _gemm_key(problem["m"], problem["n"], problem["k"], problem.get("batch", 1))
+                conditions = {"warm_l2": False, "every_core": bool(problem.get("every_core", False))}
+                params = {"variant": "proposed", **(best.get("config") or {})}
+            elif kernel == "scan":
+                key = _scan_key("scan", f"n={problem['n']}", dtype, None, exclusive)
+                conditions, params = {"l2": "flushed"}, dict(best.get("config") or {})
+            elif kernel == "batched-scan":
+                key = _scan_key("batched-scan", f"{problem['batch']}x{problem['length']}", dtype, None, exclusive)
+                conditions, params = {"warm_l2": False}, dict(best.get("config") or {})
+            else:
+                key, conditions, params = f"{kernel} {p['key']}", {}, dict(best.get("config") or {})
+            out.append((key, kernel, "tuned best", best.get("time_s"), params, conditions))
     elif kind == "hgemm":
-        variant = doc.get("params", {}).get("variant", "")
-        for s in doc["shapes"]:
-            key = f"hgemm {s['m']}x{s['n']}x{s['k']}" + (f"x{s['batch']}" if s["batch"] != 1 else "")
-            out[key] = (s["time_s"], variant)
+        run = doc["params"]
+        problem = doc.get("problem") or {}
+        alpha, beta = problem.get("alpha", run.get("alpha", 1.0)), problem.get("beta", run.get("beta", 0.0))
+        conditions = {"warm_l2": bool(run.get("warm_l2", False)), "every_core": bool(run.get("every_core", False))}
+        for shape in doc["shapes"]:
+            tiling = shape["tiling"]
+            params = {"variant": run.get("variant"), **{k: tiling.get(k) for k in ("m0", "n0", "k0")},
+                      **{k: run.get(k) for k in ("split_k", "shuffle_k", "padding", "double_buffer")}}
+            key = _gemm_key(shape["m"], shape["n"], shape["k"], shape["batch"], alpha, beta)
+            out.append((key, "hgemm", str(run.get("variant", "")), shape["time_s"], params, conditions))
     elif kind == "operator":
-        p = doc["problem"]
-        params = ",".join(f"{k}={v}" for k, v in sorted(p.get("params", {}).items()))
-        key = f"{p['operator']} n={p['n']}" + (f" {params}" if params else "")
-        sim = doc.get("simulated", {})
-        out[key] = (sim.get("time_s"), sim.get("variant", ""))
-    else:
-        p = doc["problem"]
-        mode = "exclusive" if p.get("exclusive") else "inclusive"
-        if kind == "batched-scan":
-            key = f"batched-scan {p['batch']}x{p['length']} {p['dtype']} {mode}"
-        elif kind == "segmented-scan":
-            key = f"segmented-scan n={p['n']} segments={p['segments']} {p['dtype']} {mode}"
+        problem, sim = doc["problem"], doc["simulated"]
+        extra = {k: v for k, v in problem["params"].items() if k != "warm_l2"}  # warm_l2 is a condition
+        dtypes = ",".join(f"{k}={v}" for k, v in sorted(problem["dtypes"].items()))
+        key = f"{problem['operator']} n={problem['n']} {dtypes}" + (
+            " " + ",".join(f"{k}={v}" for k, v in sorted(extra.items())) if extra else "")
+        out.append((key, problem["operator"], sim["variant"], sim["time_s"], {"variant": sim["variant"]},
+                    {"warm_l2": bool(problem["params"].get("warm_l2", False))}))
+    elif kind in ("scan", "batched-scan", "segmented-scan"):
+        problem, run, model = doc["problem"], doc["params"], doc["model"]
+        exclusive, dtype = bool(problem["exclusive"]), problem["dtype"]
+        time_s = doc["metrics"].get("time_s")
+        if kind == "scan":
+            key = _scan_key("scan", f"n={problem['n']}", dtype, problem["out_dtype"], exclusive)
+            params = {"algorithm": doc["kernel"], **{k: run.get(k) for k in ("s", "blocks", "chunk")}}
+            warm = "warm" if run.get("warm_l2") else "flushed"
+            conditions = {"l2": run.get("l2") or model.get("l2") or warm}
+        elif kind == "batched-scan":
+            key = _scan_key("batched-scan", f"{problem['batch']}x{problem['length']}", dtype, problem["out_dtype"],
+                            exclusive)
+            params = {"algorithm": run.get("algorithm_run") or doc["kernel"].removeprefix("batched-"),
+                      "s": run.get("s")}
+            conditions = {"warm_l2": bool(run.get("warm_l2", False))}
         else:
-            key = f"scan n={p['n']} {p['dtype']} {mode}"
-        out[key] = (doc.get("metrics", {}).get("time_s"), doc.get("kernel", ""))
-    return out
+            key = _scan_key("segmented-scan", f"n={problem['n']} segments={problem['segments']}", dtype,
+                            problem["out_dtype"], exclusive)
+            params = {"algorithm": doc["algorithm"], "s": run.get("s")}
+            conditions = {"warm_l2": bool(run.get("warm_l2", False))}
+        out.append((key, kind, doc["kernel"], time_s, params, conditions))
+    entries, seen = [], set()
+    for key, family, ran, time_s, params, conditions in out:
+        unique, i = key, 1
+        while unique in seen:  # a shape that a workload holds twice
+            i += 1
+            unique = f"{key} #{i}"
+        seen.add(unique)
+        entries.append(Entry(unique, family, ran, _time(time_s), params, conditions, hardware, path,
+                             str(doc.get("created_at", ""))))
+    return entries
+
+
+def _validated(path: Path, option: str) -> dict[str, Any]:
+    from ascendbench.store.documents import parse_result
+
+    doc = _read(path, option)
+    try:
+        parse_result(doc)
+    except ValueError as exc:
+        fail(f"{option}: {path} is {exc}")
+    return doc
+
+
+def _scan_folder(folder: Path) -> tuple[list[tuple[Path, dict[str, Any], str | None]], int]:
+    """Every result document under `folder` (recursively, sorted by path): (path, document, None when it
+    validates, else why not). Files that are not JSON objects with a schema_version are left out and
+    counted."""
+    from ascendbench.store.documents import parse_result
+
+    found, foreign = [], 0
+    for path in sorted(folder.rglob("*.json")):
+        if not path.is_file():  # a folder or a FIFO named *.json would not be a result (and a FIFO blocks)
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            foreign += 1
+            continue
+        if not isinstance(doc, dict) or "schema_version" not in doc:
+            foreign += 1
+            continue
+        try:
+            parse_result(doc)
+            found.append((path, doc, None))
+        except ValueError as exc:
+            found.append((path, doc, str(exc)))
+    return found, foreign
 
 
 @app.command("list")
@@ -95,7 +196,10 @@ def list_results(
     folder: Annotated[Path, typer.Argument(help="Folder searched recursively for result files.")] = Path("results"),
     json_out: JsonOption = False,
 ) -> None:
-    """List saved results, newest first: file, kind, kernel, creation time, problems and what they report."""
+    """List saved results, newest first: file, kind, kernel, creation time, problems and what they report.
+    A file that does not match its kind's schema is listed as not valid, with no problems."""
+    from ascendbench.store.documents import result_kind
+
     if not folder.exists() and folder == Path("results"):  # nothing run here yet: not an error
         if json_out:
             out_console.file.write("[]\n")
@@ -106,21 +210,13 @@ def list_results(
     if not folder.is_dir():
         fail(f"FOLDER: not a folder: {folder}")
     rows = []
-    for path in sorted(folder.rglob("*.json")):
-        if not path.is_file():  # a folder or a FIFO named *.json would not be a result (and a FIFO blocks)
-            continue
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        if not isinstance(doc, dict) or "schema_version" not in doc:
-            continue
-        kind = result_kind(doc)
-        times = problem_times(doc)
+    for path, doc, error in _scan_folder(folder)[0]:
         problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
         kernel = doc.get("kernel") or problem.get("operator", "")
-        rows.append({"path": str(path), "kind": kind, "kernel": str(kernel),
-                     "created_at": str(doc.get("created_at", "")), "problems": len(times)})
+        rows.append({"path": str(path), "kind": result_kind(doc), "kernel": str(kernel),
+                     "created_at": str(doc.get("created_at", "")),
+                     "problems": 0 if error else len(document_entries(doc, str(path))),
+                     "valid": error is None, "error": error})
     rows.sort(key=lambda r: r["created_at"], reverse=True)
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
@@ -132,7 +228,8 @@ def list_results(
     for col in ("created (UTC)", "kind", "kernel", "problems", "file"):
         table.add_column(col, justify="right" if col == "problems" else "left")
     for r in rows:
-        table.add_row(r["created_at"], r["kind"], r["kernel"], str(r["problems"]), r["path"])
+        kind = r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]"
+        table.add_row(escape(r["created_at"]), kind, escape(r["kernel"]), str(r["problems"]), escape(r["path"]))
     out_console.print(table)
 
 
@@ -141,36 +238,44 @@ def show(
     file: Annotated[Path, typer.Argument(help="A result JSON file.")],
     json_out: JsonOption = False,
 ) -> None:
-    """Show a result file: its command, hardware and, per problem, the simulated time."""
-    doc = _load(file, "FILE")
+    """Show a result file: its command, hardware and, per problem, what ran, under which conditions and the
+    simulated time. A file that does not match its kind's schema is shown with the first mismatch."""
+    from ascendbench.store.documents import parse_result, result_kind
+
+    doc = _read(file, "FILE")
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
         return
-    if result_kind(doc) == "tuning":
+    try:
+        parse_result(doc)
+        error = None
+    except ValueError as exc:
+        error = str(exc)
+    if result_kind(doc) == "tuning" and error is None:
         from ascendbench.commands.tune import _print
 
-        try:
-            _print(doc, None)
-            return
-        except (KeyError, TypeError, AttributeError, ValueError):
-            pass  # not the shape a tuning result has: shown as a generic document below
+        _print(doc, None)
+        return
     c = out_console
-    c.rule(f"[bold]{file}")
+    c.rule(f"[bold]{escape(str(file))}")
     hardware = doc.get("hardware") if isinstance(doc.get("hardware"), dict) else {}
     command = doc.get("command") if isinstance(doc.get("command"), list) else []
     c.print(f"{result_kind(doc)} result, created {doc.get('created_at', '?')} by ascendbench "
             f"{doc.get('tool_version', '?')} on {hardware.get('name', '?')}", highlight=False, markup=False)
     c.print(f"command: {' '.join(map(str, command))}", highlight=False, soft_wrap=True, markup=False)
-    times = problem_times(doc)
-    if not times:
+    if error:
+        c.print(f"this file is {error}", style="yellow", highlight=False, markup=False)
+    entries = [] if error else document_entries(doc, str(file))
+    if not entries:
         c.print("no simulated problem times in this file (a validation or figure result, or not one of ours); "
                 "--json prints it whole")
         return
     table = Table()
-    for col in ("problem", "ran", "simulated time"):
-        table.add_column(col)
-    for key, (seconds, what) in times.items():
-        table.add_row(key, str(what), f"{seconds * 1e6:,.2f} µs" if seconds is not None else "-")
+    for col in ("problem", "ran", "parameters", "conditions", "simulated time"):
+        table.add_column(col, justify="right" if col == "simulated time" else "left")
+    for e in entries:
+        table.add_row(escape(e.key), escape(e.ran), escape(_pairs(e.params)), escape(_pairs(e.conditions)),
+                      _us(e.time_s))
     c.print(table)
     metrics = doc.get("metrics") if isinstance(doc.get("metrics"), dict) else {}
     if metrics:
@@ -178,52 +283,182 @@ def show(
                 highlight=False, soft_wrap=True)
 
 
+def _value(v: Any) -> str:
+    return "default" if v is None else str(v)
+
+
+def _pairs(values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_value(v)}" for k, v in values.items())
+
+
+def _collect(path: Path, option: str) -> tuple[list[Entry], dict[str, Any]]:
+    """The entries of a result file (validated: a one-line error otherwise) or of every valid result under a
+    folder (the newest of the same experiment kept), with what was left out: {"skipped": [{file, reason}],
+    "superseded": count of older results of the same experiment}."""
+    if not path.is_dir():
+        return document_entries(_validated(path, option), str(path)), {"skipped": [], "superseded": 0}
+    found, _foreign = _scan_folder(path)
+    skipped = [{"file": str(p), "reason": error} for p, _doc, error in found if error]
+    newest: dict[str, Entry] = {}
+    total = 0
+    for p, doc, error in found:
+        if error:
+            continue
+        for e in document_entries(doc, str(p)):
+            total += 1
+            kept = newest.get(e.signature())
+            if kept is None or e.created_at > kept.created_at:
+                newest[e.signature()] = e
+    entries = sorted(newest.values(), key=lambda e: (e.path, e.key))
+    return entries, {"skipped": skipped, "superseded": total - len(entries)}
+
+
+def _pair(a: list[Entry], b: list[Entry]) -> tuple[list[tuple[Entry, Entry]], list[Entry], list[Entry]]:
+    """Match A's entries with B's: first the same experiment (problem, what ran, conditions, hardware), then
+    the same problem with the same parameters, then the same problem where one entry of it is left on each
+    side. Returns (pairs in A's order, left in A, left in B)."""
+    pairs: dict[int, Entry] = {}
+    left_b = list(b)
+    for match in (Entry.signature, lambda e: json.dumps([e.key, e.params], sort_keys=True, default=str),
+                  lambda e: e.key):
+        left_a = [i for i in range(len(a)) if i not in pairs]
+        keys_a: dict[str, list[int]] = {}
+        for i in left_a:
+            keys_a.setdefault(match(a[i]), []).append(i)
+        keys_b: dict[str, list[Entry]] = {}
+        for e in left_b:
+            keys_b.setdefault(match(e), []).append(e)
+        for key, ia in keys_a.items():
+            eb = keys_b.get(key, [])
+            if len(ia) == 1 and len(eb) == 1:  # unambiguous
+                pairs[ia[0]] = eb[0]
+                left_b.remove(eb[0])
+    ordered = [(a[i], pairs[i]) for i in range(len(a)) if i in pairs]
+    return ordered, [a[i] for i in range(len(a)) if i not in pairs], left_b
+
+
+def _differences(ea: Entry, eb: Entry) -> dict[str, Any]:
+    """What differs between two matched entries: the hardware (a sentence or None), the conditions recorded
+    on both sides and the parameters of what ran ([{name, a, b}])."""
+    hardware = None
+    if ea.hardware["name"] != eb.hardware["name"]:
+        hardware = f"hardware: {ea.hardware['name']} in A, {eb.hardware['name']} in B"
+    else:
+        ca, cb = ea.hardware["constants"], eb.hardware["constants"]
+        changed = [k for k in sorted(set(ca) | set(cb)) if ca.get(k) != cb.get(k)]
+        if changed:
+            shown = ", ".join(f"{k} {_value(ca.get(k))} in A, {_value(cb.get(k))} in B" for k in changed[:3])
+            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+            hardware = f"hardware {ea.hardware['name']} with other constants: {shown}{more}"
+    conditions = [{"name": k, "a": ea.conditions[k], "b": eb.conditions[k]} for k in ea.conditions
+                  if k in eb.conditions and ea.conditions[k] != eb.conditions[k]]
+    params = [{"name": k, "a": ea.params.get(k), "b": eb.params.get(k)}
+              for k in dict.fromkeys([*ea.params, *eb.params]) if ea.params.get(k) != eb.params.get(k)]
+    return {"hardware": hardware, "conditions": conditions, "params": params}
+
+
+def _unlike(d: dict[str, Any]) -> list[str]:
+    """The differences that make two times not comparable as they are (hardware, conditions), as sentences."""
+    out = [d["hardware"]] if d["hardware"] else []
+    out += [f"{_CONDITIONS.get(c['name'], c['name'])}: {_value(c['a'])} in A, {_value(c['b'])} in B"
+            for c in d["conditions"]]
+    return out
+
+
+_CONDITIONS = {"l2": "L2 at the start", "warm_l2": "warm L2", "every_core": "every core simulated"}
+
+
 @app.command("compare")
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="The reference result (A).")],
-    candidate: Annotated[Path, typer.Argument(help="The result compared with it (B).")],
+    baseline: Annotated[Path, typer.Argument(help="The reference (A): a result file or a folder of them.")],
+    candidate: Annotated[Path, typer.Argument(help="What is compared with it (B): a result file or a folder.")],
     threshold: Annotated[float, typer.Option("--threshold", help="Relative change below which times count as "
                                              "the same (0.02 = 2%).")] = 0.02,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare problems run on other "
+                                                  "hardware or under other conditions (L2 at the start, every "
+                                                  "core simulated) too, with the differences shown.")] = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Per problem found in both files: time B / time A, marked faster, slower or same. Exit status 1 when
-    any problem is slower than the threshold (for CI gates), 0 otherwise."""
+    """Per problem found in both A and B: time B / time A, marked faster, slower or same, and the parameters
+    that differ (algorithm, variant, s, blocks, chunk, tiling). A and B are result files or folders of them
+    (matched problem by problem, one table per kernel; problems in only one are listed). Refused (exit status
+    2) when a matched problem ran on other hardware or under other conditions, unless --allow-different.
+    Exit status 1 when any problem is slower than the threshold (for CI gates), 0 otherwise."""
     if not (0 <= threshold < 1):
         fail(f"--threshold: must be in [0, 1), got {threshold}")
-    a, b = problem_times(_load(baseline, "BASELINE")), problem_times(_load(candidate, "CANDIDATE"))
-    common = [key for key in a if key in b]
-    if not common:
+    a, left_out_a = _collect(baseline, "BASELINE")
+    b, left_out_b = _collect(candidate, "CANDIDATE")
+    pairs, only_a, only_b = _pair(a, b)
+    if not pairs:
         fail(f"CANDIDATE: no problem of {candidate} is also in {baseline}")
-    rows = []
-    for key in common:
-        ta, tb = a[key][0], b[key][0]
+    rows, unlike = [], []
+    for ea, eb in pairs:
+        diff = _differences(ea, eb)
+        unlike += [(ea.key, text) for text in _unlike(diff)]
+        ta, tb = ea.time_s, eb.time_s
         if ta is None or tb is None or ta <= 0:
             verdict, ratio = "no time", None
         else:
             ratio = tb / ta
             verdict = "slower" if ratio > 1 + threshold else "faster" if ratio < 1 - threshold else "same"
-        rows.append({"problem": key, "a": a[key][1], "b": b[key][1], "time_a_s": ta, "time_b_s": tb,
-                     "ratio": ratio, "verdict": verdict})
+        rows.append({"kernel": ea.family, "problem": ea.key, "a": ea.ran, "b": eb.ran, "time_a_s": ta,
+                     "time_b_s": tb, "ratio": ratio, "verdict": verdict, "file_a": ea.path, "file_b": eb.path,
+                     "params_a": ea.params, "params_b": eb.params, "conditions_a": ea.conditions,
+                     "conditions_b": eb.conditions, "differences": diff})
+    if unlike and not allow_different:
+        first_key, first = unlike[0]
+        others = len({key for key, _ in unlike}) - 1
+        more = f" and {others} more problem(s)" if others else ""
+        fail(f"A and B were not run alike: {first} (for {first_key}{more}); give --allow-different to compare "
+             "them anyway")
     slower = sum(r["verdict"] == "slower" for r in rows)
     if json_out:
-        out_console.file.write(dump_json({"threshold": threshold, "rows": rows, "slower": slower,
-                                          "only_in_a": [k for k in a if k not in b],
-                                          "only_in_b": [k for k in b if k not in a]}) + "\n")
+        def listed(entries: list[Entry]) -> list[dict[str, Any]]:
+            return [{"problem": e.key, "ran": e.ran, "file": e.path} for e in entries]
+
+        out_console.file.write(dump_json({
+            "threshold": threshold, "a": str(baseline), "b": str(candidate), "rows": rows, "slower": slower,
+            "not_like_for_like": sorted({text for _, text in unlike}), "only_in_a": listed(only_a),
+            "only_in_b": listed(only_b), "skipped_a": left_out_a["skipped"], "skipped_b": left_out_b["skipped"],
+            "superseded_a": left_out_a["superseded"], "superseded_b": left_out_b["superseded"]}) + "\n")
     else:
-        table = Table(title=f"B / A simulated time (threshold {threshold * 100:g}%)", title_justify="left")
-        for col in ("problem", "A", "B", "time A", "time B", "B / A", "verdict"):
-            table.add_column(col, justify="right" if col.startswith(("time", "B /")) else "left")
-        colour = {"slower": "red", "faster": "green", "same": "white", "no time": "yellow"}
-        for r in rows:
-            table.add_row(r["problem"], r["a"], r["b"], _us(r["time_a_s"]), _us(r["time_b_s"]),
-                          f"{r['ratio']:.4f}" if r["ratio"] is not None else "-",
-                          f"[{colour[r['verdict']]}]{r['verdict']}[/]")
-        out_console.print(table)
-        missing = len(a) + len(b) - 2 * len(common)
-        if missing:
-            out_console.print(f"{missing} problem(s) appear in only one of the files and are not compared")
+        _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold)
     if slower:
         raise typer.Exit(1)
+
+
+def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold) -> None:
+    c = out_console
+    if unlike:  # --allow-different: say so before any number
+        c.print("[bold yellow]Not run alike (--allow-different), the ratios mix in these differences:[/] "
+                + escape("; ".join(sorted({text for _, text in unlike}))), highlight=False, soft_wrap=True)
+    colour = {"slower": "red", "faster": "green", "same": "white", "no time": "yellow"}
+    for kernel in dict.fromkeys(r["kernel"] for r in rows):
+        table = Table(title=f"{kernel}: B / A simulated time (threshold {threshold * 100:g}%)", title_justify="left")
+        for col in ("problem", "A", "B", "time A", "time B", "B / A", "verdict", "differs (A → B)"):
+            table.add_column(col, justify="right" if col.startswith(("time", "B /")) else "left")
+        for r in (r for r in rows if r["kernel"] == kernel):
+            d = r["differences"]
+            differs = [f"{p['name']} {_value(p['a'])} → {_value(p['b'])}" for p in d["params"]]
+            differs += [f"[yellow]{escape(text)}[/]" for text in _unlike(d)]
+            table.add_row(escape(r["problem"]), escape(r["a"]), escape(r["b"]), _us(r["time_a_s"]),
+                          _us(r["time_b_s"]), f"{r['ratio']:.4f}" if r["ratio"] is not None else "-",
+                          f"[{colour[r['verdict']]}]{r['verdict']}[/]",
+                          "\n".join(d if d.startswith("[yellow]") else escape(d) for d in differs) or "-")
+        c.print(table)
+    for side, entries in (("A", only_a), ("B", only_b)):
+        if entries:
+            c.print(f"only in {side} ({len(entries)}, not compared):", highlight=False)
+            for e in entries:
+                c.print(f"  {e.key}  ({e.ran}; {e.path})", highlight=False, markup=False)
+    for side, left in (("A", left_out_a), ("B", left_out_b)):
+        if left["skipped"]:
+            first = left["skipped"][0]
+            c.print(f"{len(left['skipped'])} file(s) of {side} left out, not valid results (first: {first['file']} "
+                    f"is {first['reason']})", highlight=False, markup=False, soft_wrap=True)
+        if left["superseded"]:
+            c.print(f"{left['superseded']} older result(s) of the same experiments in {side} left out (the newest "
+                    "is compared)", highlight=False)
 
 
 def _us(seconds: float | None) -> str:

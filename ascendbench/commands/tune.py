@@ -32,6 +32,7 @@ from ascendbench.commands.common import (
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.tunable import get_tunable
+from ascendbench.plotting import DEFAULT_DPI
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
     MAX_GRID_POINTS,
@@ -265,24 +266,27 @@ def plot(
                                                  "results/tuning/plots/<result name>).")] = None,
     formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
                                                       "(default: png and svg).")] = None,
+    dpi: Annotated[int, typer.Option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
+                   ] = DEFAULT_DPI,
     storage: StorageOption = None,
 ) -> None:
     """Draw what a tuning run found: per problem the best-so-far history, the parameters' importance and
     parallel coordinates of its study; for several problems, tuned against heuristic time per problem."""
+    from ascendbench.plotting import check_dpi, check_formats
     from ascendbench.store.schema import TuningResult
-    from ascendbench.tuning.plots import FORMATS, plot_study, plot_workload
+    from ascendbench.tuning.plots import plot_study, plot_workload
 
-    formats = formats or ["png", "svg"]
-    for fmt in formats:
-        if fmt not in FORMATS:
-            fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    try:
+        formats = check_formats(formats, ("png", "svg"))
+        check_dpi(dpi)
+    except ValueError as exc:
+        fail(str(exc))
     try:
         doc = TuningResult.model_validate_json(result.read_text(encoding="utf-8")).model_dump(mode="json")
     except OSError as exc:
         fail(f"RESULT: cannot read {str(result)!r}: {exc.strerror or exc}")
     except ValueError:
         fail(f"RESULT: {str(result)!r} is not a tuning result (ascendbench/store/tuning_result.schema.json)")
-    formats = list(dict.fromkeys(formats))  # each format once
     target = storage or doc["storage"]
     if "***" in target:
         fail("--storage: the result names a database whose password is not stored; give --storage URL")
@@ -314,12 +318,12 @@ def plot(
     skipped: list[str] = []
     with Outputs() as outputs:
         for study, key in studies:
-            drawn = plot_study(study, key, names, folder, formats, outputs.write_figure)
+            drawn = plot_study(study, key, names, folder, formats, outputs.write_figure, dpi)
             if not any("-importance." in p.name for p in drawn):
                 skipped.append(key)
             written += drawn
         if len(doc["problems"]) > 1:
-            written += plot_workload(doc, folder, formats, outputs.write_figure)
+            written += plot_workload(doc, folder, formats, outputs.write_figure, dpi)
     for path in written:
         out_console.print(f"wrote {path}", highlight=False)
     for key in skipped:

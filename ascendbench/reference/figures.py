@@ -6,7 +6,8 @@ its source, and `compute(ctx)` returning the plotted data as JSON-ready dicts:
      "series": [{"label", "x", "y", "origin": "simulated" | "paper"}], "notes": [...], ...}
 Series with origin "paper" are the numbers the paper publishes (claims.toml, hgemm_tables.toml); everything
 else is simulated with the same kernels and timing model `ascendbench run` uses. Axes follow the papers
-(log-log where the paper is). `draw(data, path)` writes the PNG.
+(log-log where the paper is). `render(fig, data)` draws it with matplotlib, `draw(fig, data, path, fmt, dpi)`
+writes it as PNG, SVG or PDF.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ascendbench.plotting import DEFAULT_DPI, save_figure
 from ascendbench.reference.claims import Context, hgemm_tables, paper_value
 
-__all__ = ["FIGURES", "Figure", "draw", "figure_ids"]
+__all__ = ["FIGURES", "Figure", "draw", "figure_ids", "render"]
 
 SCAN_HW, HGEMM_HW = "ascend-910b4", "atlas-300t-a2"
 STEP = 20 * 128 * 128  # the scan paper's sweep step: n = i * 20 * s^2
@@ -314,8 +316,8 @@ def table5(ctx):
     for m, _tf, _us, _etf, e_us, _ptf, p_us in hgemm_tables()["table5"]["rows"]:
         rows.append([m, e_us, round(time_us(hw, (m, 28672, 7168), variant="gemm-example"), 2), p_us,
                      round(time_us(hw, (m, 28672, 7168)), 2)])
-    return {"kind": "table", "columns": ["M", "GemmExample us paper", "GemmExample us sim", "proposed us paper",
-                                         "proposed us sim"], "rows": rows, "series": [],
+    return {"kind": "table", "columns": ["M", "GemmExample µs paper", "GemmExample µs sim", "proposed µs paper",
+                                         "proposed µs sim"], "rows": rows, "series": [],
             "notes": [("K = 7168, N = 28672, alpha = beta = 0.5; M = 8 and 512 of the proposed kernel are the "
                       "calibration claim G-9a (l2_read_bytes_per_cycle is fitted on M = 512; M = 8 is not fitted)")]}
 
@@ -356,9 +358,9 @@ def figure_ids() -> list[str]:
 
 # ---- drawing ------------------------------------------------------------------------------------------------
 
-def draw(fig: Figure, data: dict[str, Any], path) -> None:
-    """Write the PNG of one figure's data to `path` (a file name or a binary file object; matplotlib's Agg
-    backend, small: 7 x 4.5 in at 90 dpi, 9.5 in wide with a legend beside the plot)."""
+def render(fig: Figure, data: dict[str, Any]):
+    """The matplotlib figure (Agg backend) of one figure's data: 7 x 4.5 in, 9.5 in wide with a legend beside
+    the plot, 4 in per panel. The caller closes it (matplotlib.pyplot.close)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -369,6 +371,10 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
     height = 1.6 + 0.3 * len(data["rows"]) if kind == "table" else 4.5
     legend = kind not in ("table", "bars-panels", "heatmap")
     width = 4 * panels if panels > 1 else (9.5 if legend else 7)  # room for the legend beside the plot
+    notes = _wrap("\n".join(data.get("notes", [])), width, NOTE_FONTSIZE)
+    # below the plot: the notes' lines at 1.25 line spacing and a margin, added to the figure's height
+    notes_height = (notes.count("\n") + 1) * NOTE_FONTSIZE * 1.25 / 72 + 0.1 if notes else 0.0
+    height += notes_height
     figure, axes = plt.subplots(1, panels, figsize=(width, height), squeeze=False)
     ax = axes[0][0]
     if kind in ("lines", "scatter"):
@@ -390,10 +396,10 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
         import numpy as np
 
         groups = data["series"][0]["x"]
-        width = 0.8 / len(data["series"])
+        bar = 0.8 / len(data["series"])
         pos = np.arange(len(groups))
         for i, s in enumerate(data["series"]):
-            (ax.barh if kind == "barh" else ax.bar)(pos + i * width - 0.4 + width / 2, s["y"], width, label=s["label"])
+            (ax.barh if kind == "barh" else ax.bar)(pos + i * bar - 0.4 + bar / 2, s["y"], bar, label=s["label"])
         (ax.set_yticks if kind == "barh" else ax.set_xticks)(pos, groups)
     elif kind == "bars-panels":
         for ax_i, s in zip(axes[0], data["series"]):
@@ -416,6 +422,7 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
                          loc="center")
         table.auto_set_font_size(False)
         table.set_fontsize(7)
+        table.auto_set_column_width(range(len(data["columns"])))  # wide enough for each column's text
         table.scale(1, 1.3)
     if kind not in ("table", "bars-panels"):
         ax.set_xlabel(data["xlabel"])
@@ -428,9 +435,32 @@ def draw(fig: Figure, data: dict[str, Any], path) -> None:
             ax.grid(True, which="both", alpha=0.3)
             # beside the plot, not over the curves
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    figure.suptitle(f"{fig.caption}\n(simulated; {fig.source})", fontsize=9)
-    if data.get("notes"):
-        figure.text(0.01, 0.005, "\n".join(data["notes"]), fontsize=6, va="bottom")
-    figure.tight_layout(rect=(0, min(0.3, 0.2 / height * len(data.get("notes", []))), 1, 1))
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
+    figure.suptitle(_wrap(f"{fig.caption}\n(simulated; {fig.source})", width, 9), fontsize=9)
+    if notes:
+        figure.text(0.01, 0.02 / height, notes, fontsize=NOTE_FONTSIZE, va="bottom")
+    figure.tight_layout(rect=(0, notes_height / height, 1, 1))
+    return figure
+
+
+NOTE_FONTSIZE = 6
+
+
+def _wrap(text: str, width_in: float, fontsize: float) -> str:
+    """`text` with each line wrapped to fit `width_in` inches at `fontsize` points (DejaVu Sans letters
+    average under 0.6 em; 0.62 leaves room for wide ones)."""
+    import textwrap
+
+    chars = max(20, int((width_in - 0.2) * 72 / (0.62 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
+
+
+def draw(fig: Figure, data: dict[str, Any], path, fmt: str = "png", dpi: int = DEFAULT_DPI) -> None:
+    """Write one figure's data as `fmt` (png, svg or pdf; `dpi` dots per inch for PNG) to `path`, a file name
+    or a binary file object."""
+    import matplotlib.pyplot as plt
+
+    figure = render(fig, data)
+    try:
+        save_figure(figure, path, fmt, dpi)
+    finally:
+        plt.close(figure)

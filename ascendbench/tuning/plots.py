@@ -15,33 +15,21 @@ from typing import Any
 
 import optuna
 
-__all__ = ["FORMATS", "plot_study", "plot_workload"]
+from ascendbench.plotting import DEFAULT_DPI, FORMATS, save_formats
 
-FORMATS = ("png", "svg", "pdf")
-_DPI = 150
+__all__ = ["FORMATS", "plot_study", "plot_workload"]
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_")
 
 
-def _save(figure, stem: Path, formats: Sequence[str], write: Callable[[Path, Callable[[Path], None]], None]
-          ) -> list[Path]:
-    """Save `figure` as stem.<format> for each format through `write(path, writer)` (all-or-nothing)."""
-    paths = []
-    for fmt in formats:
-        path = stem.with_suffix(f".{fmt}")
-        write(path, lambda target, fmt=fmt: figure.savefig(target, dpi=_DPI, bbox_inches="tight", format=fmt))
-        paths.append(path)
-    return paths
-
-
 def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Path, formats: Sequence[str],
-               write: Callable[[Path, Callable[[Path], None]], None]) -> list[Path]:
+               write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
     """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
     `names` maps Optuna's parameter names to the space's (log2_k0 -> k0: the plots show what Optuna saw,
-    the axis titles say so). Returns the paths written; importance and parallel coordinates are left out
-    with fewer than 10 feasible trials."""
+    the axis titles say so); `dpi` is the resolution of PNGs. Returns the paths written; importance and
+    parallel coordinates are left out with fewer than 10 feasible trials."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -58,7 +46,7 @@ def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Pat
             return written
         ax = ov.plot_optimization_history(study, target_name="simulated time (s)")
         ax.set_title(f"{key}: simulated time per trial and best so far")
-        written += _save(ax.figure, stem.with_name(stem.name + "-history"), formats, write)
+        written += save_formats(ax.figure, stem.with_name(stem.name + "-history"), formats, write, dpi)
         plt.close(ax.figure)
         if len(complete) >= 10:
             ax = ov.plot_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
@@ -66,11 +54,11 @@ def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Pat
             ax.set_title("", loc="left")  # Optuna's own title sits there
             ax.set_title(f"{key}: parameter importance (PED-ANOVA)")
             ax.set_yticklabels([_label(t.get_text(), names) for t in ax.get_yticklabels()])
-            written += _save(ax.figure, stem.with_name(stem.name + "-importance"), formats, write)
+            written += save_formats(ax.figure, stem.with_name(stem.name + "-importance"), formats, write, dpi)
             plt.close(ax.figure)
             ax = ov.plot_parallel_coordinate(study, target_name="simulated time (s)")
             ax.set_title(f"{key}: feasible trials (tile sizes as Optuna searched them)", y=1.03)
-            written += _save(ax.figure, stem.with_name(stem.name + "-parallel"), formats, write)
+            written += save_formats(ax.figure, stem.with_name(stem.name + "-parallel"), formats, write, dpi)
             plt.close(ax.figure)
     return written
 
@@ -81,7 +69,7 @@ def _label(optuna_name: str, names: dict[str, str]) -> str:
 
 
 def plot_workload(doc: dict[str, Any], folder: Path, formats: Sequence[str],
-                  write: Callable[[Path, Callable[[Path], None]], None]) -> list[Path]:
+                  write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
     """Tuned vs heuristic time per problem of a tuning result (bars, µs), with the true optimum where known,
     as <folder>/workload.<format>."""
     import matplotlib
@@ -109,6 +97,6 @@ def plot_workload(doc: dict[str, Any], folder: Path, formats: Sequence[str],
     title = f"tune {doc['kernel']} on {doc['hardware']['name']}"
     ax.set_title(title + (f": whole workload {speed:.3f}x faster tuned" if speed else ""))
     ax.legend()
-    written = _save(figure, folder / "workload", formats, write)
+    written = save_formats(figure, folder / "workload", formats, write, dpi)
     plt.close(figure)
     return written

@@ -56,3 +56,40 @@ def test_empty_out_dir_is_refused_not_taken_as_the_current_folder(cli, tmp_path)
     r = cli(["reproduce", "fig6.4", "--out-dir", ""], tmp_path)
     assert r.exit_code == 2 and "--out-dir: must name a folder" in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _png_dpi(data: bytes) -> float:
+    """Dots per inch in a PNG's pHYs chunk (pixels per metre, as matplotlib writes it)."""
+    at = data.index(b"pHYs") + 4
+    return int.from_bytes(data[at:at + 4], "big") * 0.0254
+
+
+def test_default_is_one_png_at_150_dpi(cli, tmp_path):
+    r = cli(["reproduce", "table5", "--out-dir", "figs", "--json"], tmp_path)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[0]["figures"] == ["figs/table5.png"]
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["table5.json", "table5.png"]
+    assert round(_png_dpi((tmp_path / "figs" / "table5.png").read_bytes())) == 150
+
+
+def test_svg_pdf_and_png_at_the_dpi_asked_for(cli, tmp_path):
+    r = cli(["reproduce", "table5", "--out-dir", "figs", "--format", "svg", "--format", "pdf", "--format", "png",
+             "--format", "svg", "--dpi", "300"], tmp_path)
+    assert r.exit_code == 0, r.output
+    figs = tmp_path / "figs"
+    assert sorted(p.name for p in figs.iterdir()) == ["table5.json", "table5.pdf", "table5.png", "table5.svg"]
+    svg = (figs / "table5.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<dc:date>" not in svg  # no date: same data, same bytes
+    assert (figs / "table5.pdf").read_bytes()[:5] == b"%PDF-"
+    assert round(_png_dpi((figs / "table5.png").read_bytes())) == 300
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--format", "gif"], "--format: must be one of png, svg, pdf, got 'gif'"),
+    (["--dpi", "10"], "--dpi: must be between 50 and 600 dots per inch, got 10"),
+    (["--dpi", "601"], "--dpi: must be between 50 and 600 dots per inch, got 601"),
+])
+def test_bad_format_or_dpi_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, message):
+    r = cli(["reproduce", "table5", "--out-dir", "figs", *args], tmp_path)
+    assert r.exit_code == 2 and r.stderr.strip() == f"error: {message}", r.output
+    assert list(tmp_path.iterdir()) == []

@@ -4,6 +4,11 @@ import json
 
 import pytest
 
+from ascendbench.store.documents import parse_result
+from ascendbench.store.operators import OperatorRunResult
+from ascendbench.store.rows import BatchedScanResult, SegmentedScanResult
+from ascendbench.store.schema import HgemmRunResult, RunResult
+
 
 @pytest.fixture
 def two_scans(tmp_path, cli):
@@ -84,6 +89,10 @@ def test_every_run_kind_is_listed_with_its_problem(tmp_path, cli):
         assert out.exit_code == 0, out.output
     rows = json.loads(cli(["results", "list", "--json"], tmp_path).stdout)
     assert sorted(r["kind"] for r in rows) == ["batched-scan", "hgemm", "operator", "scan", "segmented-scan"]
+    assert all(r["valid"] and r["error"] is None for r in rows)
+    models = {name: type(parse_result(json.loads((tmp_path / "results" / name).read_text()))) for name in runs}
+    assert models == {"s.json": RunResult, "b.json": BatchedScanResult, "g.json": SegmentedScanResult,
+                      "o.json": OperatorRunResult, "h.json": HgemmRunResult}
     for name in runs:
         same = cli(["results", "compare", f"results/{name}", f"results/{name}"], tmp_path)
         assert same.exit_code == 0 and "same" in same.output, same.output
@@ -98,10 +107,14 @@ def test_foreign_and_figure_files_do_not_crash(tmp_path, cli):
     rows = json.loads(cli(["results", "list", "--json"], tmp_path).stdout)
     assert sorted(r["path"] for r in rows) == ["results/figure.json", "results/other.json"]
     assert all(r["problems"] == 0 for r in rows)
+    assert {r["path"]: r["error"] for r in rows} == {
+        "results/figure.json": "not a valid figure result: figure: Field required (and 8 more)",
+        "results/other.json": "not a valid scan result: schema_version: Input should be 1 (and 15 more)"}
     shown = cli(["results", "show", "results/figure.json"], tmp_path)
     assert shown.exit_code == 0 and "no simulated problem times" in shown.output
     out = cli(["results", "compare", "results/other.json", "results/other.json"], tmp_path)
-    assert out.exit_code == 2 and "no problem of" in out.output
+    assert out.exit_code == 2 and out.output == ("error: BASELINE: results/other.json is not a valid scan result: "
+                                                 "schema_version: Input should be 1 (and 15 more)\n")
 
 
 def test_tuned_scan_matches_a_run_of_the_same_problem(tmp_path, cli):
@@ -119,3 +132,75 @@ def test_results_list_before_any_run_says_so(tmp_path, cli):
     assert doc.exit_code == 0 and json.loads(doc.stdout) == []
     missing = cli(["results", "list", "elsewhere"], tmp_path)  # a folder the user names must exist
     assert missing.exit_code == 2 and "FOLDER: not a folder: elsewhere" in missing.output
+
+
+def test_compare_refuses_other_hardware_unless_allowed(two_scans, cli):
+    out = cli(["run", "scan", "--n", "1e6", "--algorithm", "mcscan-ul1", "--hardware", "atlas-300t-a2",
+               "--out", "atlas.json"], two_scans)
+    assert out.exit_code == 0, out.output
+    refused = cli(["results", "compare", "a.json", "atlas.json"], two_scans)
+    assert refused.exit_code == 2 and refused.output == (
+        "error: A and B were not run alike: hardware: ascend-910b4 in A, atlas-300t-a2 in B (for scan n=1000000 "
+        "fp16 inclusive); give --allow-different to compare them anyway\n")
+    allowed = cli(["results", "compare", "a.json", "atlas.json", "--allow-different", "--json"], two_scans)
+    doc = json.loads(allowed.stdout)
+    assert doc["not_like_for_like"] == ["hardware: ascend-910b4 in A, atlas-300t-a2 in B"]
+    (row,) = doc["rows"]
+    assert row["differences"] == {"hardware": "hardware: ascend-910b4 in A, atlas-300t-a2 in B", "conditions": [],
+                                  "params": []}
+    shown = cli(["results", "compare", "a.json", "atlas.json", "--allow-different"], two_scans)
+    assert shown.output.startswith("Not run alike (--allow-different), the ratios mix in these differences: "
+                                   "hardware: ascend-910b4 in A, atlas-300t-a2 in B\n")
+
+
+def test_compare_refuses_another_l2_start_unless_allowed(two_scans, cli):
+    out = cli(["run", "scan", "--n", "1e6", "--algorithm", "mcscan-ul1", "--l2", "warm", "--out", "warm.json"],
+              two_scans)
+    assert out.exit_code == 0, out.output
+    refused = cli(["results", "compare", "a.json", "warm.json"], two_scans)
+    assert refused.exit_code == 2 and refused.output == (
+        "error: A and B were not run alike: L2 at the start: flushed in A, warm in B (for scan n=1000000 fp16 "
+        "inclusive); give --allow-different to compare them anyway\n")
+    allowed = cli(["results", "compare", "a.json", "warm.json", "--allow-different", "--json"], two_scans)
+    (row,) = json.loads(allowed.stdout)["rows"]
+    assert row["differences"]["conditions"] == [{"name": "l2", "a": "flushed", "b": "warm"}]
+    assert row["verdict"] == "faster" and allowed.exit_code == 0
+
+
+def test_compare_names_the_parameters_that_differ(two_scans, cli):
+    assert cli(["run", "scan", "--n", "1e6", "--algorithm", "mcscan", "--s", "64", "--out", "c.json"],
+               two_scans).exit_code == 0
+    out = cli(["results", "compare", "a.json", "c.json", "--json"], two_scans)
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["differences"]["params"] == [{"name": "algorithm", "a": "mcscan-ul1", "b": "mcscan"},
+                                            {"name": "s", "a": 128, "b": 64}]
+    assert row["params_a"] == {"algorithm": "mcscan-ul1", "s": 128, "blocks": None, "chunk": None}
+    text = cli(["results", "compare", "a.json", "c.json"], two_scans).output
+    assert "│ algorithm mcscan-ul1 → mcscan │" in text and "│ s 128 → 64                    │" in text
+
+
+def test_compare_folders_shape_by_shape(tmp_path, cli):
+    runs = {"A/s1.json": ["run", "scan", "--n", "1e6"], "A/s2.json": ["run", "scan", "--n", "1000"],
+            "A/h.json": ["run", "hgemm", "--m", "256", "--n", "256", "--k", "256"],
+            "B/s1.json": ["run", "scan", "--n", "1e6"], "B/deep/h.json": ["run", "hgemm", "--m", "256", "--n", "256",
+                                                                          "--k", "256", "--m0", "32", "--n0", "32"],
+            "B/o.json": ["run", "sort", "--n", "1000"]}
+    for name, args in runs.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        assert cli([*args, "--out", name], tmp_path).exit_code == 0, name
+    (tmp_path / "B" / "broken.json").write_text('{"schema_version": 1, "kernel": "hgemm"}')
+    out = cli(["results", "compare", "A", "B", "--json"], tmp_path)
+    doc = json.loads(out.stdout)
+    assert [(r["kernel"], r["problem"], r["file_a"], r["file_b"]) for r in doc["rows"]] == [
+        ("hgemm", "hgemm 256x256x256", "A/h.json", "B/deep/h.json"),
+        ("scan", "scan n=1000000 fp16 inclusive", "A/s1.json", "B/s1.json")]
+    assert doc["rows"][1]["ratio"] == 1.0 and doc["rows"][1]["verdict"] == "same"
+    assert [(d["name"], d["b"]) for d in doc["rows"][0]["differences"]["params"]] == [("m0", 32), ("n0", 32)]
+    assert doc["only_in_a"] == [{"problem": "scan n=1000 fp16 inclusive", "ran": "mcscan-ul1", "file": "A/s2.json"}]
+    assert doc["only_in_b"] == [{"problem": "sort n=1000 indices=int32,values=fp16 descending=False,passes=16",
+                                 "ran": "mcscan", "file": "B/o.json"}]
+    assert doc["skipped_b"] == [{"file": "B/broken.json", "reason": "not a valid hgemm result: tool_version: Field "
+                                                                      "required (and 11 more)"}]
+    text = cli(["results", "compare", "A", "B"], tmp_path).output
+    assert "hgemm: B / A simulated time" in text and "scan: B / A simulated time" in text
+    assert "only in A (1, not compared):\n  scan n=1000 fp16 inclusive  (mcscan-ul1; A/s2.json)" in text

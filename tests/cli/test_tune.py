@@ -242,8 +242,13 @@ def test_tune_plot_draws_history_importance_parallel_and_workload(tmp_path, cli)
     assert "workload.png" in names and "workload.svg" in names
     assert (tmp_path / "figs" / "workload.svg").read_text().lstrip().startswith("<?xml")
     assert not [n for n in names if n.startswith(".")]  # no staging file left
+    png = (tmp_path / "figs" / "workload.png").read_bytes()
+    assert round(int.from_bytes(png[png.index(b"pHYs") + 4:][:4], "big") * 0.0254) == 150  # the default dpi
     bad = cli(["tune", "plot", "r.json", "--format", "gif"], tmp_path)
     assert bad.exit_code == 2 and "--format: must be one of png, svg, pdf" in bad.output
+    bad = cli(["tune", "plot", "r.json", "--dpi", "1000", "--out-dir", "figs2"], tmp_path)
+    assert bad.exit_code == 2 and "--dpi: must be between 50 and 600 dots per inch, got 1000" in bad.output
+    assert not (tmp_path / "figs2").exists()
     missing = cli(["tune", "plot", "nope.json"], tmp_path)
     assert missing.exit_code == 2 and "cannot read 'nope.json'" in missing.output
 
