@@ -34,7 +34,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-from ascendbench.commands.generic import add_registry_commands  # noqa: E402
+from ascendbench.commands.generic import add_registry_commands
 
 add_registry_commands(run.app, tune.app)  # registry kernels without a command of their own
 app.add_typer(run.app, name="run")

@@ -36,7 +36,12 @@ from ascendbench.kernels.contract import Check, KernelParams, KernelSpec, Outcom
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
 from ascendbench.sim.result import SimResult
-from ascendbench.store.operators import OperatorProblem, OperatorRunResult, OperatorSimulated, OperatorVerification
+from ascendbench.store.operators import (
+    OperatorProblem,
+    OperatorRunResult,
+    OperatorSimulated,
+    OperatorVerification,
+)
 from ascendbench.store.schema import Host
 
 __all__ = ["KernelRun", "available_memory", "run"]

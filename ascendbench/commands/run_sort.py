@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
-from ascendbench.commands.operator_common import NOption, execute, finish, given, load_arrays, parse_n, prepare
+from ascendbench.commands.operator_common import (
+    NOption,
+    execute,
+    finish,
+    given,
+    load_arrays,
+    parse_n,
+    prepare,
+)
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 from ascendbench.kernels.radix_sort import KEY_NAMES

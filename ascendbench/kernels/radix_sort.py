@@ -32,7 +32,15 @@ import numpy as np
 from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
-from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome, generate_values
+from ascendbench.kernels.contract import (
+    MAX_ELEMENTS,
+    Check,
+    InputSpec,
+    KernelParams,
+    KernelSpec,
+    Outcome,
+    generate_values,
+)
 from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import copy_pass
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind, split_ind_partitioned

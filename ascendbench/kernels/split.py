@@ -601,8 +601,9 @@ class _FlagKernel(KernelSpec):
             return dict(arrays), []
         rng = np.random.default_rng(seed)
         flags = random_flags(params.n, rng)
-        return {**arrays, self.flag_name: flags}, [f"{self.flag_name}: generated (0 or 1 with probability 1/2, "
-                                                   f"seed {seed}); give them in a .npz with 'values'"]
+        note = (f"{self.flag_name}: generated (0 or 1 with probability 1/2, seed {seed}); give them in a .npz "
+                "with 'values'")
+        return {**arrays, self.flag_name: flags}, [note]
 
     def dtypes(self, params, outcome, arrays=None):
         flags = str(arrays[self.flag_name].dtype) if arrays else "uint8"

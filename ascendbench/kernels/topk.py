@@ -28,7 +28,6 @@ AIV merges the per-AIV candidate lists; for k larger than a piece the whole inpu
 from __future__ import annotations
 
 import math
-
 from typing import Literal
 
 import numpy as np
@@ -36,7 +35,15 @@ from pydantic import Field, model_validator
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome, generate_values
+from ascendbench.kernels.contract import (
+    MAX_ELEMENTS,
+    Check,
+    InputSpec,
+    KernelParams,
+    KernelSpec,
+    Outcome,
+    generate_values,
+)
 from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import (

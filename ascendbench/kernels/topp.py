@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
 from typing import Literal
 
 import numpy as np
@@ -432,5 +431,5 @@ class TopPKernel(KernelSpec):
 
     def notes(self, params, hw):
         t = self.timing(params, hw)
-        return [f"per row: sort (16 radix passes) + cumsum + mask, renormalise, multinomial, gather; "
-                f"{t.cores_per_row} AI core(s) per row, {t.rows_per_wave} row(s) at once, {t.waves} wave(s)"]
+        return [(f"per row: sort (16 radix passes) + cumsum + mask, renormalise, multinomial, gather; "
+                 f"{t.cores_per_row} AI core(s) per row, {t.rows_per_wave} row(s) at once, {t.waves} wave(s)")]

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
-from ascendbench.kernels.contract import KernelSpec
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
+from ascendbench.kernels.contract import KernelSpec
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         if partial:
             ap.exit(2, f"error: --result: {partial}; the README table needs a full `ascendbench validate`\n")
     else:
-        from ascendbench.commands.validate import run_validation
+        from ascendbench.reference.validation import run_validation
 
         doc = run_validation().model_dump(mode="json")
     text = args.readme.read_text(encoding="utf-8")
