@@ -27,7 +27,8 @@ import optuna
 
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
-from ascendbench.kernels.tunable import Infeasible, get_tunable
+from ascendbench.kernels.registry import get_tunable
+from ascendbench.kernels.tunable import Infeasible
 from ascendbench.tuning.space import load_space, space_path
 from ascendbench.tuning.study import TuneRequest, _optimize, exhaustive_report, open_storage, tune_problem
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from ascendbench import __version__
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
-from ascendbench.kernels.tunable import Infeasible, get_tunable
+from ascendbench.kernels.registry import get_tunable
+from ascendbench.kernels.tunable import Infeasible
 from ascendbench.tuning.selector import TILE_OPTIONS, fit, selector_path
 from ascendbench.tuning.space import load_space, space_path
 

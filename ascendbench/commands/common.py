@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import sys
+import typing
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -261,3 +262,11 @@ def print_utilisation(util: dict[str, dict[str, float]]) -> None:
         if kind in util:
             table.add_row(kind.upper(), *[f"{util[kind][p] * 100:.0f}%" if p in util[kind] else "" for p in pipes])
     out_console.print(table)
+
+
+def option_like(alias: Any, default: Any) -> Any:
+    """A fresh typer.Option with the flags and help of an Annotated option alias (commands/common.py) and this
+    default, for a signature built at run time."""
+    info = typing.get_args(alias)[1]
+    decls = [d for d in (info.default, *info.param_decls) if isinstance(d, str) and d.startswith("--")]
+    return typer.Option(default, *decls, help=info.help)

@@ -18,18 +18,10 @@ from typing import Any, Literal
 import typer
 from pydantic.fields import FieldInfo
 
-from ascendbench.commands.common import fail, parse_count
+from ascendbench.commands.common import fail, option_like, parse_count
 from ascendbench.kernels.contract import KernelSpec
 
-__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "option_like"]
-
-
-def option_like(alias: Any, default: Any) -> Any:
-    """A fresh typer.Option with the flags and help of an Annotated option alias (commands/common.py) and this
-    default, for a signature built at run time."""
-    info = typing.get_args(alias)[1]
-    decls = [d for d in (info.default, *info.param_decls) if isinstance(d, str) and d.startswith("--")]
-    return typer.Option(default, *decls, help=info.help)
+__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands"]
 
 
 def _base(annotation: Any) -> tuple[Any, bool]:

@@ -26,12 +26,13 @@ from ascendbench.commands.common import (
     dump_json,
     err_console,
     fail,
+    option_like,
     out_console,
     parse_count,
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
-from ascendbench.kernels.tunable import get_tunable
+from ascendbench.kernels.registry import get_tunable
 from ascendbench.plotting import DEFAULT_DPI
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
@@ -88,7 +89,6 @@ OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path 
 def common_options(spec) -> dict[str, tuple[Any, Any]]:
     """The options every `tune <kernel>` command has, as (annotation, typer.Option) by parameter name, for the
     commands made from the registry (commands/generic.py)."""
-    from ascendbench.commands.generic import option_like
     from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 
     hardware = "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE

@@ -117,6 +117,7 @@ class KernelSpec:
     streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
     size_field: ClassVar[str] = "n"  # the parameter that is the problem size
     command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
+    tunable_class: ClassVar[type | None] = None  # the tuner's view when not derived from the contract (tunable.py)
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
 
     # ----- parameters -----------------------------------------------------------------------------------------
@@ -159,12 +160,6 @@ class KernelSpec:
         """The paper's choice of the tuned fields for a problem (default: the model's defaults)."""
         defaults = self.Params.model_fields
         return {name: defaults[name].default for name in self.tuned()}
-
-    def tunable(self):
-        """The tuner's view of this kernel (kernels/tunable.py); only for kernels with a `space`."""
-        from ascendbench.kernels.tunable import SpecTunable
-
-        return SpecTunable(self)
 
     # ----- the steps of the pipeline ---------------------------------------------------------------------------
     def check(self, params: KernelParams, hw: HardwareProfile) -> None:

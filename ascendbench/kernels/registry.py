@@ -15,8 +15,9 @@ from ascendbench.kernels.split import CompressKernel, SplitKernel, SplitValuesKe
 from ascendbench.kernels.streaming import BatchedScanKernel, HgemmKernel, ScanKernelEntry, SegmentedScanKernel
 from ascendbench.kernels.topk import TopkKernel
 from ascendbench.kernels.topp import TopPKernel
+from ascendbench.kernels.tunable import SpecTunable, Tunable
 
-__all__ = ["REGISTRY", "get_spec", "register_spec", "spec_for_space", "spec_names"]
+__all__ = ["REGISTRY", "get_spec", "get_tunable", "register_spec", "spec_for_space", "spec_names", "tunables"]
 
 _ENTRIES: tuple[type[KernelSpec], ...] = (
     ScanKernelEntry,
@@ -58,3 +59,21 @@ def get_spec(name: str) -> KernelSpec:
         return REGISTRY[name]
     except KeyError:
         raise ParamError("kernel", f"unknown kernel {name!r}; choose from {', '.join(REGISTRY)}") from None
+
+
+def _tunable(spec: KernelSpec) -> Tunable:
+    return spec.tunable_class() if spec.tunable_class is not None else SpecTunable(spec)
+
+
+def tunables() -> dict[str, Tunable]:
+    """The tuner's view (kernels/tunable.py) of every kernel with a search space, by the space's name."""
+    return {spec.space: _tunable(spec) for spec in REGISTRY.values() if spec.space is not None}
+
+
+def get_tunable(name: str) -> Tunable:
+    """The tunable kernel whose search space is `name` ("hgemm", "scan", "batched-scan", "sort", ...). Raises
+    ParamError (param "kernel") naming the tunable ones."""
+    spec = spec_for_space(name)
+    if spec is None:
+        raise ParamError("kernel", f"unknown tunable kernel {name!r}; choose from {', '.join(tunables())}")
+    return _tunable(spec)

@@ -15,6 +15,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.contract import MAX_ELEMENTS, InputSpec, KernelParams, KernelSpec
 from ascendbench.kernels.scan import L2_STARTS, S_VALUES, ScanParams
+from ascendbench.kernels.tunable import BatchedScanTunable, HgemmTunable, ScanTunable
 from ascendbench.sim.result import SimResult
 
 __all__ = ["BatchedScanKernel", "HgemmKernel", "ScanKernelEntry", "SegmentedScanKernel"]
@@ -57,6 +58,7 @@ class ScanKernelEntry(KernelSpec):
     inputs = (InputSpec("x", ("fp16", "int8"), "(n,)", "fp16 uniform in [0, 1), int8 uniform in [-128, 127]"),)
     space = "scan"
     streaming = True
+    tunable_class = ScanTunable
 
     def check(self, params, hw):
         get_kernel(params.algorithm).check(params.n, params.scan, hw)
@@ -66,11 +68,6 @@ class ScanKernelEntry(KernelSpec):
 
     def bytes_moved(self, params, facts=None):
         return params.n * (params.scan.in_bytes + params.scan.out_bytes)
-
-    def tunable(self):
-        from ascendbench.kernels.tunable import ScanTunable
-
-        return ScanTunable()
 
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner import run_scan
@@ -103,6 +100,7 @@ class BatchedScanKernel(KernelSpec):
     inputs = (InputSpec("x", ("fp16", "int8"), "(batch, length)", "as run scan's"),)
     space = "batched-scan"
     streaming = True
+    tunable_class = BatchedScanTunable
     size_field = "length"
 
     def _params(self, params):
@@ -127,11 +125,6 @@ class BatchedScanKernel(KernelSpec):
     def bytes_moved(self, params, facts=None):
         p = self._params(params).scan
         return self.size(params) * (p.in_bytes + p.out_bytes)
-
-    def tunable(self):
-        from ascendbench.kernels.tunable import BatchedScanTunable
-
-        return BatchedScanTunable()
 
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner_rows import run_batched_scan
@@ -247,6 +240,7 @@ class HgemmKernel(KernelSpec):
     space = "hgemm"
     unit = "TFLOPS"
     streaming = True
+    tunable_class = HgemmTunable
     size_field = "m"
 
     def params(self, values=None, **kwargs):
@@ -280,11 +274,6 @@ class HgemmKernel(KernelSpec):
     def bytes_moved(self, params, facts=None):
         b = params.batch
         return 2 * b * (params.m * params.k + params.k * params.n + params.m * params.n * (2 if params.beta else 1))
-
-    def tunable(self):
-        from ascendbench.kernels.tunable import HgemmTunable
-
-        return HgemmTunable()
 
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner import run_hgemm

@@ -1,6 +1,6 @@
 """The tuning contract: what a kernel offers the tuner (problems, heuristic, one timed evaluation).
 
-Every kernel of the registry (kernels/registry.py) that declares a search space (`space`, a file
+Every kernel of the registry (kernels/registry.py: `get_tunable`) that declares a search space (`space`, a file
 ascendbench/tuning/spaces/<space>.toml) is tunable: `SpecTunable` derives the tuner's view from the kernel's
 contract (its Params model checks the space's values, its timing model evaluates a configuration, its
 `heuristic` is trial 0). HGEMM, the 1-D scans and the batched scans keep their own classes below, for their
@@ -24,7 +24,7 @@ from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, si
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
-__all__ = ["Evaluation", "Infeasible", "SpecTunable", "Tunable", "get_tunable", "tunables"]
+__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable", "Tunable"]
 
 
 class Infeasible(Exception):
@@ -245,20 +245,3 @@ class SpecTunable:
             raise Infeasible(str(exc)) from None
         moved = self.spec.bytes_moved(params)
         return Evaluation(sim.time_s, moved / sim.time_s / 1e9 if sim.time_s > 0 else 0.0, self.unit)
-
-
-def tunables() -> dict[str, Tunable]:
-    """Every tunable kernel of the registry by its space name (kernels with a `space`)."""
-    from ascendbench.kernels.registry import REGISTRY
-
-    return {spec.space: spec.tunable() for spec in REGISTRY.values() if spec.space is not None}
-
-
-def get_tunable(name: str) -> Tunable:
-    """Tunable kernel by its space name ("hgemm", "scan", "batched-scan", "sort", ...). Raises ParamError (param
-    "kernel") for others."""
-    found = tunables()
-    try:
-        return found[name]
-    except KeyError:
-        raise ParamError("kernel", f"unknown tunable kernel {name!r}; choose from {', '.join(found)}") from None

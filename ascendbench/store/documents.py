@@ -11,12 +11,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
-from ascendbench.store.operators import OperatorRunResult
-from ascendbench.store.rows import BatchedScanResult, SegmentedScanResult
-from ascendbench.store.schema import HgemmRunResult, RunResult, TuningResult
-from ascendbench.store.validation import ValidationResult
+from ascendbench.store.operators import OperatorRunResult, write_operator_schema
+from ascendbench.store.rows import BatchedScanResult, SegmentedScanResult, write_row_schemas
+from ascendbench.store.schema import (
+    HGEMM_SCHEMA_PATH,
+    SCHEMA_PATH,
+    TUNING_SCHEMA_PATH,
+    HgemmRunResult,
+    RunResult,
+    TuningResult,
+    write_schema,
+)
+from ascendbench.store.validation import ValidationResult, write_validation_schema
 
-__all__ = ["RESULT_MODELS", "FigureResult", "ResultDocument", "parse_result", "result_kind"]
+__all__ = ["RESULT_MODELS", "FigureResult", "ResultDocument", "parse_result", "result_kind", "write_schemas"]
 
 
 class FigureResult(BaseModel):
@@ -92,3 +100,15 @@ def parse_result(doc: Any) -> BaseModel:
         what = f"a valid {kind} result" if kind else "a result"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ValueError(f"not {what}: {where}: {first['msg']}{more}") from None
+
+
+def write_schemas() -> None:
+    """Regenerate every shipped JSON Schema file (tests check they are up to date)."""
+    import json
+
+    write_schema(SCHEMA_PATH)
+    for path, model in ((HGEMM_SCHEMA_PATH, HgemmRunResult), (TUNING_SCHEMA_PATH, TuningResult)):
+        path.write_text(json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n")
+    write_row_schemas()
+    write_operator_schema()
+    write_validation_schema()

@@ -22,7 +22,6 @@ __all__ = [
     "TuningResult",
     "Verification",
     "json_schema",
-    "write_schemas",
 ]
 
 SCHEMA_VERSION = 1
@@ -268,18 +267,3 @@ class TuningResult(_Model):
 
 
 TUNING_SCHEMA_PATH = Path(__file__).with_name("tuning_result.schema.json")
-
-
-def write_schemas() -> None:
-    """Regenerate the shipped JSON Schema files (tests check they are up to date)."""
-    write_schema(SCHEMA_PATH)
-    HGEMM_SCHEMA_PATH.write_text(json.dumps(HgemmRunResult.model_json_schema(), indent=2, sort_keys=True) + "\n")
-    TUNING_SCHEMA_PATH.write_text(json.dumps(TuningResult.model_json_schema(), indent=2, sort_keys=True) + "\n")
-    from ascendbench.store.operators import write_operator_schema
-    from ascendbench.store.rows import write_row_schemas
-
-    write_row_schemas()
-    write_operator_schema()
-    from ascendbench.store.validation import write_validation_schema
-
-    write_validation_schema()

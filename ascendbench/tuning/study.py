@@ -47,7 +47,8 @@ from optuna.trial import TrialState
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.interrupts import note
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.tunable import Evaluation, Infeasible, get_tunable
+from ascendbench.kernels.registry import get_tunable
+from ascendbench.kernels.tunable import Evaluation, Infeasible
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.tuning.space import SearchSpace, load_space
 

@@ -23,8 +23,7 @@ from ascendbench.hardware import load_profile
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import Check, InputSpec, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.programs import copy_pass
-from ascendbench.kernels.registry import REGISTRY, get_spec
-from ascendbench.kernels.tunable import get_tunable
+from ascendbench.kernels.registry import REGISTRY, get_spec, get_tunable
 from ascendbench.sim.result import fixed_cost, sequence
 from ascendbench.store.operators import OperatorRunResult
 from ascendbench.tuning.space import load_space
@@ -73,10 +72,9 @@ def test_a_kernel_with_a_space_is_tunable_and_its_heuristic_is_on_the_grid(spec)
     space = load_space(spec.space_file())
     tunable = get_tunable(spec.space)
     space.check(tunable.check_values())  # every value of the file is one the kernel's model takes
-    problem = spec.problem_of(spec.params(SMALL[spec.name])) if spec.tunable().__class__.__name__ == \
-        "SpecTunable" else None
-    if problem is None:
-        return  # hgemm, scan, batched-scan: their own problem dicts (tests/tuning)
+    if spec.tunable_class is not None:
+        return  # hgemm, scan, batched-scan: their own problem dicts and heuristics (tests/tuning)
+    problem = spec.problem_of(spec.params(SMALL[spec.name]))
     heuristic = tunable.heuristic(problem, HW)
     assert space.to_optuna(heuristic) is not None
     times = [tunable.evaluate(problem, config, HW).time_s for config in space.grid()]

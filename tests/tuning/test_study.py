@@ -8,7 +8,8 @@ import optuna
 import pytest
 
 from ascendbench.hardware import load_profile
-from ascendbench.kernels.tunable import Infeasible, get_tunable
+from ascendbench.kernels.registry import get_tunable
+from ascendbench.kernels.tunable import Infeasible
 from ascendbench.tuning.space import load_space, space_path
 from ascendbench.tuning.study import (
     TuneError,

@@ -4,7 +4,8 @@ import pytest
 
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
-from ascendbench.kernels.tunable import Infeasible, get_tunable
+from ascendbench.kernels.registry import get_tunable
+from ascendbench.kernels.tunable import Infeasible
 
 ATLAS = load_profile("atlas-300t-a2")
 B4 = load_profile("ascend-910b4")
