@@ -10,6 +10,7 @@ from ascendbench import __version__
 from ascendbench.commands import (  # noqa: F401
     hardware,
     hgemm,
+    kernels,
     reproduce,
     results,
     run,
@@ -42,6 +43,7 @@ app.add_typer(hardware.app, name="hardware")
 app.add_typer(hgemm.app, name="hgemm")
 app.add_typer(tune.app, name="tune")
 app.add_typer(results.app, name="results")
+app.command("kernels")(kernels.kernels)
 app.command("validate")(validate.validate)
 app.command("reproduce")(reproduce.reproduce)
 

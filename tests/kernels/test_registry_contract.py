@@ -227,3 +227,14 @@ def test_a_new_kernel_is_one_class_and_one_registry_entry(reverse, tmp_path, mon
     assert problem["best"]["config"] == {"variant": "copy"}
     assert problem["exhaustive"]["optimum"]["config"] == {"variant": "copy"}
     assert problem["exhaustive"]["points"] == 2 and problem["exhaustive"]["heuristic_rank"] == 1
+
+
+def test_the_kernels_command_lists_the_registry():
+    out = CliRunner().invoke(cli_app, ["kernels", "--json"])
+    assert out.exit_code == 0, out.output
+    rows = {r["name"]: r for r in json.loads(out.stdout)}
+    assert list(rows) == list(REGISTRY)
+    assert rows["sort"]["variants"] == ["mcscan", "vector"] and rows["sort"]["tuned"] == ["variant"]
+    assert rows["hgemm"]["variants"] == ["proposed", "gemm-example"]
+    assert rows["split-values"]["run"] == "ascendbench run split --no-indices"
+    assert rows["segmented-scan"]["tuned"] == []

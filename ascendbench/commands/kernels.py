@@ -1,0 +1,47 @@
+"""`ascendbench kernels`: the registry, one row per kernel (what `run`, `tune` and `ascendbench.run` take)."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Literal
+
+from rich.table import Table
+
+from ascendbench.commands.common import JsonOption, dump_json, out_console
+
+
+def _choices(spec, field: str) -> list[Any]:
+    info = spec.Params.model_fields.get(field)
+    if info is None:
+        return []
+    annotation = info.annotation
+    if typing.get_origin(annotation) is Literal:
+        return list(typing.get_args(annotation))
+    return [c for a in typing.get_args(annotation) if typing.get_origin(a) is Literal for c in typing.get_args(a)]
+
+
+def kernels(json_out: JsonOption = False) -> None:
+    """List every kernel of the registry: its family, variants (or algorithms), tuned parameters and source."""
+    from ascendbench.kernels.registry import REGISTRY
+
+    rows = []
+    for spec in REGISTRY.values():
+        rows.append({
+            "name": spec.name, "family": spec.family, "title": spec.title, "source": spec.source,
+            "run": f"ascendbench run {spec.command or spec.name}",
+            "variants": [str(v) for v in (_choices(spec, "variant") or _choices(spec, "algorithm"))],
+            "tuned": list(spec.tuned()), "parameters": list(spec.Params.model_fields),
+        })
+    if json_out:
+        out_console.file.write(dump_json(rows) + "\n")
+        return
+    t = Table(title="kernels (ascendbench run <name>, ascendbench tune <name>, ascendbench.run(name, ...))",
+              title_justify="left")
+    t.add_column("name", no_wrap=True)
+    t.add_column("what")
+    t.add_column("variants / algorithms")
+    t.add_column("tuned")
+    for r in rows:
+        t.add_row(r["name"], f"{r['title']} [dim]({r['source']})[/]", ", ".join(r["variants"]) or "-",
+                  ", ".join(r["tuned"]) or "-")
+    out_console.print(t)
