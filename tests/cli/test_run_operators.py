@@ -128,3 +128,19 @@ def test_a_broken_npz_is_a_one_line_error(tmp_path, cli, op):
 def test_a_size_beyond_memory_is_refused(tmp_path, cli, op):
     out = cli(["run", *op, "--n", "1e13", "--no-save"], tmp_path)
     assert out.exit_code == 2 and "--n: a functional run of 10,000,000,000,000 elements needs about" in out.output
+
+
+@pytest.mark.parametrize("op, name", [("split", "flags"), ("compress", "mask")])
+def test_values_only_inputs_say_that_flags_were_generated(tmp_path, cli, op, name):
+    np.savez(tmp_path / "v.npz", values=np.arange(100, dtype=np.int16))
+    np.save(tmp_path / "v.npy", np.arange(100, dtype=np.int16))
+    for path in ("v.npz", "v.npy"):
+        out = cli(["run", op, "--input", path, "--seed", "5", "--json", "--no-save"], tmp_path)
+        assert out.exit_code == 0, out.output
+        doc = json.loads(out.stdout)
+        assert doc["notes"] == [f"{name}: generated (0 or 1 with probability 1/2, seed 5); give them in a .npz "
+                                "with 'values'"]
+        assert doc["problem"]["seed"] == 5 and doc["verification"]["passed"] is True
+    np.savez(tmp_path / "both.npz", values=np.arange(100, dtype=np.int16), **{name: np.ones(100, bool)})
+    doc = json.loads(cli(["run", op, "--input", "both.npz", "--json", "--no-save"], tmp_path).stdout)
+    assert doc["notes"] == [] and doc["problem"]["seed"] is None

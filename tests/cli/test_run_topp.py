@@ -105,3 +105,23 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, 
     assert len(lines) == 1 and message in lines[0], out.output
     assert "Traceback" not in out.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_p_1_keeps_every_token_even_where_an_fp16_row_sums_past_1():
+    from ascendbench.kernels.topp import top_p_draw
+
+    probs = np.array([0.5, 0.5, 2**-7, 2**-7], np.float16)  # sums to 1.015625 in fp16
+    for variant in ("radix", "baseline"):
+        res = top_p_draw(probs, 1.0, np.array([0.999]), variant=variant)
+        assert int(res.kept) == 4 and int(res.tokens) == 3  # the last token stays in the nucleus
+    assert int(top_p_draw(probs, 0.99, np.array([0.5])).kept) == 2  # below 1 the rule is Llama's: c - p <= 0.99
+
+
+def test_float32_probabilities_are_rounded_to_float16_and_said(tmp_path, cli):
+    probs = np.full((2, 4), 0.25, np.float32)
+    np.save(tmp_path / "p.npy", probs)
+    out = cli(["run", "topp", "--input", "p.npy", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["notes"][0] == "probs: float32 input rounded to float16, the kernel's dtype"
+    assert doc["verification"]["passed"] is True and doc["problem"]["n"] == 4
