@@ -225,7 +225,8 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
                                 offset_type=offset_type(n), index_type=dtypes.get("indices")),
         simulated=OperatorSimulated(
             variant=getattr(params, "variant", spec.name), time_s=sim.time_s, bandwidth_gbps=bw,
-            bandwidth_bytes=moved, phases_s=sim.phases_s, counters={k: float(v) for k, v in sorted(sim.counters.items())},
+            bandwidth_bytes=moved, phases_s=sim.phases_s,
+            counters={k: float(v) for k, v in sorted(sim.counters.items())},
             utilisation=sim.utilisation(),
             baseline=None if base is None else {"variant": base_params.variant, "time_s": base.time_s,
                                                 "speedup": base.time_s / sim.time_s if sim.time_s > 0 else None},

@@ -40,23 +40,6 @@ from ascendbench.sim.engine import BufferCapacityError
 app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
 
 _ALGORITHMS = ", ".join(SCAN_KERNELS)
-
-
-def _available_memory() -> int | None:
-    """Bytes of memory available now (None when unknown); the row-scan commands size their checks with it."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 ESTIMATE_ABOVE = 2**25  # elements above which the functional run's host time is estimated first
 NOTE_ABOVE_S = 60.0  # estimated seconds above which the command says how long and how to skip it
 REFUSE_ABOVE_S = 7 * 86400.0  # estimated seconds above which it refuses (a week: certainly not meant)

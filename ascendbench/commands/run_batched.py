@@ -30,7 +30,7 @@ from ascendbench.commands.common import (
     progress_bar,
 )
 from ascendbench.commands.operator_common import check_choice
-from ascendbench.commands.run import _available_memory, _fmt_s, app
+from ascendbench.commands.run import _fmt_s, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
 from ascendbench.kernels import ParamError
 from ascendbench.kernels.batched_scan import ALGORITHMS
@@ -44,7 +44,9 @@ def check_memory(elements: int | None, option: str, bytes_per_element: int = 16)
     if not elements:
         return
     needed = elements * bytes_per_element + 2**30  # input, output, reference and block temporaries
-    available = _available_memory()
+    from ascendbench.pipeline import available_memory
+
+    available = available_memory()
     if available is not None and needed > 0.9 * available:
         fail(
             f"--{option}: the functional run of {elements} elements needs about {needed / 2**30:.1f} GiB, "

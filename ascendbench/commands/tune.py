@@ -93,13 +93,20 @@ def common_options(spec) -> dict[str, tuple[Any, Any]]:
 
     hardware = "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE
     return {
-        "problems": (str | None, option_like(ProblemsOption, None)), "trials": (int, option_like(TrialsOption, 200)),
-        "timeout": (float | None, option_like(TimeoutOption, None)), "sampler": (str, option_like(SamplerOption, "tpe")),
-        "seed": (int, option_like(SeedOption, 0)), "seeds": (int, option_like(SeedsOption, 1)),
-        "storage": (str | None, option_like(StorageOption, None)), "study_name": (str | None, option_like(StudyOption, None)),
-        "jobs": (int, option_like(JobsOption, 1)), "exhaustive": (bool | None, option_like(ExhaustiveOption, None)),
-        "space": (Path | None, option_like(SpaceOption, None)), "hardware": (str, option_like(HardwareOption, hardware)),
-        "out": (Path | None, option_like(OutOption, None)), "no_save": (bool, option_like(NoSaveOption, False)),
+        "problems": (str | None, option_like(ProblemsOption, None)),
+        "trials": (int, option_like(TrialsOption, 200)),
+        "timeout": (float | None, option_like(TimeoutOption, None)),
+        "sampler": (str, option_like(SamplerOption, "tpe")),
+        "seed": (int, option_like(SeedOption, 0)),
+        "seeds": (int, option_like(SeedsOption, 1)),
+        "storage": (str | None, option_like(StorageOption, None)),
+        "study_name": (str | None, option_like(StudyOption, None)),
+        "jobs": (int, option_like(JobsOption, 1)),
+        "exhaustive": (bool | None, option_like(ExhaustiveOption, None)),
+        "space": (Path | None, option_like(SpaceOption, None)),
+        "hardware": (str, option_like(HardwareOption, hardware)),
+        "out": (Path | None, option_like(OutOption, None)),
+        "no_save": (bool, option_like(NoSaveOption, False)),
         "json_out": (bool, option_like(JsonOption, False)),
     }
 

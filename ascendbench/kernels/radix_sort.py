@@ -32,15 +32,7 @@ import numpy as np
 from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
-from ascendbench.kernels.contract import (
-    MAX_ELEMENTS,
-    Check,
-    InputSpec,
-    KernelParams,
-    KernelSpec,
-    Outcome,
-    generate_values,
-)
+from ascendbench.kernels import contract
 from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import copy_pass
 from ascendbench.kernels.split import index_dtype, simulate_split, split_ind, split_ind_partitioned
@@ -194,34 +186,34 @@ KeyDtype = Literal["fp16", "uint8", "uint16", "uint32", "int8", "int16", "int32"
 KEY_NAMES = ("fp16", "uint8", "uint16", "uint32", "int8", "int16", "int32")
 
 
-class SortParams(KernelParams):
+class SortParams(contract.KernelParams):
     """LSB radix sort of n keys (scan paper §5.3)."""
 
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="keys (optional with input arrays)")
+    n: contract.OptionalCount = None
     dtype: KeyDtype = Field("fp16", description="key dtype")
     descending: bool = Field(False, description="stable descending order (ties in input order, NaNs first)")
     variant: Literal["mcscan", "vector"] = Field("mcscan", description="mcscan: SplitInd with the int8 MCScan "
                                                  "(the paper's); vector: vector-only scan (the baseline)")
-    warm_l2: bool = Field(False, description="start with the keys in L2")
+    warm_l2: contract.WarmL2 = False
 
 
-class RadixSortKernel(KernelSpec):
+class RadixSortKernel(contract.KernelSpec):
     """Sort keys with their indices like torch.sort(stable=True): one SplitInd per key bit."""
 
     name = "sort"
     title = "LSB radix sort (one SplitInd per key bit)"
     source = "scan paper §5.3, §6.3, B.5"
     Params = SortParams
-    inputs = (InputSpec("values", KEY_NAMES, "(n,)", "standard normal (floats), uniform over the dtype (integers)"),)
+    inputs = (contract.values_input(KEY_NAMES),)
     variants = ("mcscan", "vector")
     space = "sort"
 
     def generate(self, params, seed):
-        return {"values": generate_values(params.n, params.dtype, np.random.default_rng(seed))}
+        return {"values": contract.generate_values(params.n, params.dtype, np.random.default_rng(seed))}
 
     def compute(self, arrays, params, seed=0):
         values, indices = radix_sort(arrays["values"], params.descending)
-        return Outcome({"values": values, "indices": indices})
+        return contract.Outcome({"values": values, "indices": indices})
 
     def verify(self, arrays, outcome, params):
         keys = arrays["values"]
@@ -230,7 +222,7 @@ class RadixSortKernel(KernelSpec):
               and np.array_equal(outcome.arrays["values"].view(np.uint8), keys[order].view(np.uint8)))
         what = ("NaNs first, then np.argsort(-keys, kind='stable')" if params.descending
                 else "np.argsort(keys, kind='stable')")
-        return Check(ok, what, None if ok else "order differs")
+        return contract.Check(ok, what, None if ok else "order differs")
 
     def simulate(self, params, hw, facts=None):
         return simulate_radix_sort(params.n, params.dtype, hw, variant=params.variant, descending=params.descending,

@@ -29,8 +29,8 @@ import numpy as np
 from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels import contract
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.partition import index_bytes, offset_dtype, offset_type
 from ascendbench.kernels.programs import Ring, aiv_groups, loop, piece_elements, split_front
 from ascendbench.sim.engine import Engine
@@ -330,19 +330,19 @@ def reference_indices(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.searchsorted(cdf, u * cdf[-1], side="right")
 
 
-class SampleParams(KernelParams):
+class SampleParams(contract.KernelParams):
     """Weighted sampling of `samples` indices from n fp16 weights (scan paper §5.6, B.3)."""
 
-    samples: int = Field(1, ge=0, le=MAX_ELEMENTS, description="indices to draw, with replacement")
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="categories (optional with input)")
+    samples: int = Field(1, ge=0, le=contract.MAX_ELEMENTS, description="indices to draw, with replacement")
+    n: contract.OptionalCount = None
     variant: Literal["scan", "baseline"] = Field("scan", description="scan: MCScan + SplitInd per sample (the "
                                                  "paper's); baseline: vector-only cumsum + binary search "
                                                  "(torch.multinomial, at most 2**24 categories)")
-    s: Literal[16, 32, 64, 128] = Field(128, description="tile side of the MCScan")
-    warm_l2: bool = Field(False, description="start with the weights in L2")
+    s: contract.TileSide = 128
+    warm_l2: contract.WarmL2 = False
 
 
-class WeightedSampleKernel(KernelSpec):
+class WeightedSampleKernel(contract.KernelSpec):
     """Draw indices with probability proportional to the weights: an inclusive scan, then the first index whose
     running sum exceeds u * total (SplitInd with that predicate)."""
 
@@ -350,7 +350,7 @@ class WeightedSampleKernel(KernelSpec):
     title = "Weighted sampling by inverse transform"
     source = "scan paper §5.6, B.3"
     Params = SampleParams
-    inputs = (InputSpec("weights", ("fp16",), "(n,)", "uniform in [0, 1) in float16; seed [seed, 1]"),)
+    inputs = (contract.InputSpec("weights", ("fp16",), "(n,)", "uniform in [0, 1) in float16; seed [seed, 1]"),)
     variants = ("scan", "baseline")
     draws = True
     space = "sample"
@@ -387,7 +387,7 @@ class WeightedSampleKernel(KernelSpec):
         u = np.random.default_rng(seed).random(params.samples)
         indices = inverse_transform(weights, u)
         shown = f"indices (first {_SHOWN})" if params.samples > _SHOWN else "indices"
-        return Outcome({"indices": indices}, {shown: indices[:_SHOWN].tolist()}, {"u": u, "total": total})
+        return contract.Outcome({"indices": indices}, {shown: indices[:_SHOWN].tolist()}, {"u": u, "total": total})
 
     def verify(self, arrays, outcome, params):
         weights, indices, u = arrays["weights"], outcome.arrays["indices"], outcome.facts["u"]
@@ -396,7 +396,7 @@ class WeightedSampleKernel(KernelSpec):
         same = bool(np.array_equal(indices, reference_indices(weights, u))) if exact else True
         what = ("one float64 running sum C of all weights (the first i with C(i) > u * C(n-1)); every index has "
                 "positive weight") if exact else "positive weight at every index (sums not exact: rule not recomputed)"
-        return Check(positive and same, what, None if positive and same else
+        return contract.Check(positive and same, what, None if positive and same else
                      ("a zero-weight index was drawn" if not positive else "indices differ from the reference"))
 
     def simulate(self, params, hw, facts=None):

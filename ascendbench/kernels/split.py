@@ -45,18 +45,8 @@ import numpy as np
 from pydantic import Field
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels import contract
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import (
-    DTYPE_NAMES,
-    MAX_ELEMENTS,
-    Check,
-    InputSpec,
-    KernelParams,
-    KernelSpec,
-    Outcome,
-    generate_values,
-    random_flags,
-)
 from ascendbench.kernels.partition import PARTITION_LIMIT, index_bytes, offset_dtype, partitions
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams, cumsum_last_axis
@@ -561,27 +551,27 @@ ValueDtype = Literal["fp16", "fp32", "int8", "uint8", "int16", "uint16", "int32"
 _FLAG_NAMES = ("bool", "int8", "uint8")
 
 
-class SplitParams(KernelParams):
+class _ValuesParams(contract.KernelParams):
+    n: contract.OptionalCount = None
+    dtype: ValueDtype = Field("fp16", description="values dtype")
+    warm_l2: contract.WarmL2 = False
+
+
+class SplitParams(_ValuesParams):
     """Split / SplitInd of n values of `dtype` by 0/1 flags (scan paper §5.1)."""
 
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input arrays)")
-    dtype: ValueDtype = Field("fp16", description="values dtype")
     variant: Literal["splitind", "vector"] = Field("splitind", description="splitind: int8 MCScan of the flags "
                                                    "(the paper's); vector: vector-only scan (the baseline)")
-    warm_l2: bool = Field(False, description="start with the values in L2")
 
 
-class CompressParams(KernelParams):
+class CompressParams(_ValuesParams):
     """Compress (masked_select) of n values of `dtype` by a 0/1 mask (scan paper §5.2)."""
 
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input arrays)")
-    dtype: ValueDtype = Field("fp16", description="values dtype")
     variant: Literal["mcscan", "scalar"] = Field("mcscan", description="mcscan: int8 MCScan of the mask and a "
                                                  "gather (the paper's); scalar: scalar-only masked_select")
-    warm_l2: bool = Field(False, description="start with the values in L2")
 
 
-class _FlagKernel(KernelSpec):
+class _FlagKernel(contract.KernelSpec):
     """Shared by split, SplitInd and compress: values and a flag array, the flags generated when only the values
     are given (said in the report)."""
 
@@ -589,8 +579,8 @@ class _FlagKernel(KernelSpec):
 
     def generate(self, params, seed):
         rng = np.random.default_rng(seed)
-        values = generate_values(params.n, params.dtype, rng)
-        return {"values": values, self.flag_name: random_flags(params.n, rng)}
+        values = contract.generate_values(params.n, params.dtype, rng)
+        return {"values": values, self.flag_name: contract.random_flags(params.n, rng)}
 
     def complete(self, arrays, params, seed):
         """The input arrays with the flags generated when only the values were given (a .npy of values)."""
@@ -600,7 +590,7 @@ class _FlagKernel(KernelSpec):
                 raise ParamError("input", f"array {self.flag_name!r} must be bool, int8 or uint8, got {flags.dtype}")
             return dict(arrays), []
         rng = np.random.default_rng(seed)
-        flags = random_flags(params.n, rng)
+        flags = contract.random_flags(params.n, rng)
         note = (f"{self.flag_name}: generated (0 or 1 with probability 1/2, seed {seed}); give them in a .npz "
                 "with 'values'")
         return {**arrays, self.flag_name: flags}, [note]
@@ -618,8 +608,8 @@ class SplitKernel(_FlagKernel):
     source = "scan paper §5.1; KERNELS.md 'Split'"
     Params = SplitParams
     flag_name = "flags"
-    inputs = (InputSpec("values", tuple(DTYPE_NAMES), "(n,)", "standard normal (floats), uniform (integers)"),
-              InputSpec("flags", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
+    inputs = (contract.values_input(tuple(contract.DTYPE_NAMES)),
+              contract.InputSpec("flags", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
     variants = ("splitind", "vector")
     with_indices: ClassVar[bool] = True
 
@@ -628,7 +618,7 @@ class SplitKernel(_FlagKernel):
         out = {"values": res.values, "n_true": np.array(res.n_true, dtype=np.int64)}
         if self.with_indices:
             out["indices"] = res.indices
-        return Outcome(out, {"n_true": res.n_true}, {"n_true": res.n_true})
+        return contract.Outcome(out, {"n_true": res.n_true}, {"n_true": res.n_true})
 
     def verify(self, arrays, outcome, params):
         values, flags = arrays["values"], arrays["flags"]
@@ -637,7 +627,7 @@ class SplitKernel(_FlagKernel):
         ok_i = not self.with_indices or np.array_equal(outcome.arrays["indices"], order)
         ok_n = outcome.outputs["n_true"] == int(np.count_nonzero(flags))
         what = "np.argsort(flags == 0, kind='stable') and values[order], bit for bit"
-        return Check(ok_i and ok_v and ok_n, what,
+        return contract.Check(ok_i and ok_v and ok_n, what,
                      None if ok_i and ok_v and ok_n else f"indices equal {ok_i}, values equal {ok_v}, "
                                                          f"n_true equal {ok_n}")
 
@@ -672,19 +662,20 @@ class CompressKernel(_FlagKernel):
     source = "scan paper §5.2"
     Params = CompressParams
     flag_name = "mask"
-    inputs = (InputSpec("values", tuple(DTYPE_NAMES), "(n,)", "standard normal (floats), uniform (integers)"),
-              InputSpec("mask", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
+    inputs = (contract.values_input(tuple(contract.DTYPE_NAMES)),
+              contract.InputSpec("mask", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
     variants = ("mcscan", "scalar")
 
     def compute(self, arrays, params, seed=0):
         selected = compress(arrays["values"], arrays["mask"])
-        return Outcome({"values": selected}, {"selected": int(selected.shape[0])}, {"n_true": int(selected.shape[0])})
+        n_true = int(selected.shape[0])
+        return contract.Outcome({"values": selected}, {"selected": n_true}, {"n_true": n_true})
 
     def verify(self, arrays, outcome, params):
         ref = arrays["values"][arrays["mask"] != 0]
         got = outcome.arrays["values"]
         ok = ref.shape == got.shape and np.array_equal(ref.view(np.uint8), got.view(np.uint8))
-        return Check(ok, "values[mask != 0], bit for bit", None if ok else "selected values differ")
+        return contract.Check(ok, "values[mask != 0], bit for bit", None if ok else "selected values differ")
 
     def simulate(self, params, hw, facts=None):
         return simulate_compress(params.n, params.dtype, hw, variant=params.variant,

@@ -13,24 +13,31 @@ from pydantic import Field, model_validator
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
-from ascendbench.kernels.contract import MAX_ELEMENTS, InputSpec, KernelParams, KernelSpec
+from ascendbench.kernels.contract import (
+    MAX_ELEMENTS,
+    InputSpec,
+    KernelParams,
+    KernelSpec,
+    OptionalCount,
+    TileSide,
+    WarmL2,
+)
 from ascendbench.kernels.scan import L2_STARTS, S_VALUES, ScanParams
 from ascendbench.kernels.tunable import BatchedScanTunable, HgemmTunable, ScanTunable
 from ascendbench.sim.result import SimResult
 
 __all__ = ["BatchedScanKernel", "HgemmKernel", "ScanKernelEntry", "SegmentedScanKernel"]
 
-S = Literal[16, 32, 64, 128]
-assert S_VALUES == (16, 32, 64, 128)
+assert S_VALUES == (16, 32, 64, 128)  # TileSide's choices
 
 
 class ScanRunParams(KernelParams):
     """A 1-D scan of n elements (scan paper §3, §4)."""
 
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input)")
+    n: OptionalCount = None
     algorithm: Literal["mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"] = Field(
         "mcscan-ul1", description="the scan kernel")
-    s: S = Field(128, description="tile side (tiles are s x s)")
+    s: TileSide = 128
     blocks: int | None = Field(None, ge=1, le=2**20, description="blocks of the multi-core scans (default: all "
                                                                  "AI cores)")
     chunk: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements per L2 chunk (None: the paper's "
@@ -76,17 +83,20 @@ class ScanKernelEntry(KernelSpec):
         return run_scan(**fields, l2=params.l2, **options)
 
 
-class BatchedRunParams(KernelParams):
+class _RowScanParams(KernelParams):
+    s: TileSide = 128
+    exclusive: bool = Field(False, description="exclusive scan")
+    dtype: Literal["fp16", "int8"] = Field("fp16", description="input dtype")
+    warm_l2: WarmL2 = False
+
+
+class BatchedRunParams(_RowScanParams):
     """A scan of every row of a (batch, length) array (scan paper appendix B.1)."""
 
     batch: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="rows (optional with input)")
     length: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements per row (optional with input)")
     algorithm: Literal["auto", "scanu", "scanul1", "vector"] = Field("auto", description="scanu, scanul1, auto "
                                                                      "(the faster by the timing model) or vector")
-    s: S = Field(128, description="tile side")
-    exclusive: bool = Field(False, description="exclusive scan of every row")
-    dtype: Literal["fp16", "int8"] = Field("fp16", description="input dtype")
-    warm_l2: bool = Field(False, description="start with the input in L2")
 
 
 class BatchedScanKernel(KernelSpec):
@@ -132,17 +142,13 @@ class BatchedScanKernel(KernelSpec):
         return run_batched_scan(**params.model_dump(), **options)
 
 
-class SegmentedRunParams(KernelParams):
+class SegmentedRunParams(_RowScanParams):
     """A segmented scan of n values with head flags (scan paper B.2)."""
 
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements (optional with input)")
+    n: OptionalCount = None
     algorithm: Literal["mcscan", "mcscan-ul1", "vector"] = Field("mcscan", description="the values' scan")
-    s: S = Field(128, description="tile side")
-    exclusive: bool = Field(False, description="exclusive scan")
-    dtype: Literal["fp16", "int8"] = Field("fp16", description="values dtype")
     segment_length: int = Field(1024, ge=1, le=MAX_ELEMENTS, description="mean segment length of generated flags")
     heads: Literal["random", "regular"] = Field("random", description="how generated flags are placed")
-    warm_l2: bool = Field(False, description="start with the input in L2")
 
 
 class SegmentedScanKernel(KernelSpec):
@@ -206,7 +212,7 @@ class HgemmRunParams(KernelParams):
     double_buffer: bool = Field(True, description="double buffering of L1/L0")
     alpha: float = Field(1.0, allow_inf_nan=False, description="the BLAS scalar alpha")
     beta: float = Field(0.0, allow_inf_nan=False, description="the BLAS scalar beta")
-    warm_l2: bool = Field(False, description="start with A, B (and C) in L2")
+    warm_l2: WarmL2 = False
     every_core: bool = Field(False, description="simulate every AI core")
 
     @model_validator(mode="after")

@@ -34,16 +34,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels import contract
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import (
-    MAX_ELEMENTS,
-    Check,
-    InputSpec,
-    KernelParams,
-    KernelSpec,
-    Outcome,
-    generate_values,
-)
 from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import (
@@ -256,16 +248,16 @@ def _final_merge(candidates: int, k: int, pair: int, hw: HardwareProfile) -> Sim
     return simulate(hw, build, 1)
 
 
-class TopkParams(KernelParams):
+class TopkParams(contract.KernelParams):
     """The k largest (or smallest) of n keys, sorted (scan paper §5.4)."""
 
-    k: int = Field(ge=0, le=MAX_ELEMENTS, description="how many elements: 0 ... n")
-    n: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="keys (optional with input arrays)")
+    k: int = Field(ge=0, le=contract.MAX_ELEMENTS, description="how many elements: 0 ... n")
+    n: contract.OptionalCount = None
     largest: bool = Field(True, description="the k largest (descending, NaNs largest) or smallest (ascending)")
     dtype: KeyDtype = Field("fp16", description="key dtype")
     variant: Literal["bisection", "vector"] = Field("bisection", description="bisection: SplitInd rounds (the "
                                                    "paper's); vector: vector-only sort-based top-k (the baseline)")
-    warm_l2: bool = Field(False, description="start with the values in L2")
+    warm_l2: contract.WarmL2 = False
 
     @model_validator(mode="after")
     def _k_at_most_n(self):
@@ -274,7 +266,7 @@ class TopkParams(KernelParams):
         return self
 
 
-class TopkKernel(KernelSpec):
+class TopkKernel(contract.KernelSpec):
     """torch.topk(sorted=True) with stable ties: bisection on the key bits by SplitInd rounds, then a radix sort
     of the k picked."""
 
@@ -282,7 +274,7 @@ class TopkKernel(KernelSpec):
     title = "Top-k by SplitInd bisection"
     source = "scan paper §5.4"
     Params = TopkParams
-    inputs = (InputSpec("values", KEY_NAMES, "(n,)", "standard normal (floats), uniform over the dtype (integers)"),)
+    inputs = (contract.values_input(KEY_NAMES),)
     variants = ("bisection", "vector")
     space = "topk"
 
@@ -296,14 +288,14 @@ class TopkKernel(KernelSpec):
             raise
 
     def generate(self, params, seed):
-        return {"values": generate_values(params.n, params.dtype, np.random.default_rng(seed))}
+        return {"values": contract.generate_values(params.n, params.dtype, np.random.default_rng(seed))}
 
     def compute(self, arrays, params, seed=0):
         keys = arrays["values"]
         picked, sizes = topk_bisection(keys, params.k, params.largest)
         _, order = radix_sort(keys[picked], descending=params.largest)
         indices = picked[order]
-        return Outcome({"values": keys[indices], "indices": indices}, {"rounds": len(sizes)},
+        return contract.Outcome({"values": keys[indices], "indices": indices}, {"rounds": len(sizes)},
                        {"active_sizes": sizes})
 
     def verify(self, arrays, outcome, params):
@@ -312,7 +304,7 @@ class TopkKernel(KernelSpec):
         ref = sort_reference(keys, params.largest)[:k] if params.largest else np.argsort(keys, kind="stable")[:k]
         ok = (np.array_equal(outcome.arrays["indices"], ref)
               and np.array_equal(outcome.arrays["values"].view(np.uint8), keys[ref].view(np.uint8)))
-        return Check(ok, "the first k of NumPy's stable " + ("descending" if params.largest else "ascending")
+        return contract.Check(ok, "the first k of NumPy's stable " + ("descending" if params.largest else "ascending")
                      + " order", None if ok else "selection differs")
 
     def simulate(self, params, hw, facts=None):

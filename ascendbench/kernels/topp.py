@@ -4,7 +4,8 @@ Per row of probabilities (float16, the key dtype of the paper's fp16 radix sort)
 
 1. sort descending, stable (ties keep index order): values s and original indices idx;
 2. inclusive cumulative sum in float32, sequentially: c[i] = fl32(c[i-1] + s[i]);
-3. mask the tokens with fl32(c[i] - s[i]) > p (p as float32);
+3. mask the tokens with fl32(c[i] - s[i]) > p (p as float32); p = 1 masks none (a float16 row can sum past 1,
+   and p = 1 asks for the whole distribution; Llama's softmax rows in float32 sum to 1 within rounding);
 4. renormalise what remains: r[i] = fl32(s[i] / S) with S = c[m-1], the float32 sum of the m kept tokens;
 5. draw one position j with probability r[j] / sum(r): the first j with R[j] > u * R[m-1], R the float64
    running sum of r, u uniform in [0, 1) (one u per row, drawn in row order);
@@ -32,8 +33,8 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels import contract
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import MAX_ELEMENTS, Check, InputSpec, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.sampling import DistributionError
 from ascendbench.sim.result import SimResult, fixed_cost, sequence
 
@@ -309,16 +310,16 @@ def generate_probs(batch: int, vocab: int, rng: np.random.Generator) -> np.ndarr
     return out
 
 
-class TopPParams(KernelParams):
+class TopPParams(contract.KernelParams):
     """Top-p sampling of one token per row of `batch` rows of `vocab` fp16 probabilities (scan paper §5.5)."""
 
     p: float = Field(0.9, description="nucleus threshold in [0, 1]")
-    vocab: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="tokens per row (optional with input)")
-    batch: int = Field(1, ge=0, le=MAX_ELEMENTS, description="rows, each sampled independently")
+    vocab: int | None = Field(None, ge=0, le=contract.MAX_ELEMENTS, description="tokens per row (optional with input)")
+    batch: int = Field(1, ge=0, le=contract.MAX_ELEMENTS, description="rows, each sampled independently")
     variant: Literal["radix", "baseline"] = Field("radix", description="radix: radix sort + MCScan (the "
                                                   "paper's); baseline: vector-only sort + vector-only cumsum")
-    s: Literal[16, 32, 64, 128] = Field(128, description="tile side of the cumsum MCScan")
-    warm_l2: bool = Field(False, description="start with the probabilities in L2")
+    s: contract.TileSide = 128
+    warm_l2: contract.WarmL2 = False
 
     @field_validator("p")
     @classmethod
@@ -328,7 +329,7 @@ class TopPParams(KernelParams):
         return p
 
 
-class TopPKernel(KernelSpec):
+class TopPKernel(contract.KernelSpec):
     """Llama 3's sample_top_p: sort descending, cumsum, mask, renormalise, sample, map back; 17 scans per fp16
     row (claim S-16)."""
 
@@ -336,7 +337,7 @@ class TopPKernel(KernelSpec):
     title = "Top-p (nucleus) sampling"
     source = "scan paper §5.5, Fig. 6.8"
     Params = TopPParams
-    inputs = (InputSpec("probs", ("fp16",), "(batch, vocab) or (vocab,)", "softmax of 3 * N(0, 1) logits, in "
+    inputs = (contract.InputSpec("probs", ("fp16",), "(batch, vocab) or (vocab,)", "softmax of 3 * N(0, 1) logits, in "
                                                                          "float16; seed [seed, 1]"),)
     variants = ("radix", "baseline")
     draws = True
@@ -397,7 +398,7 @@ class TopPKernel(KernelSpec):
         if params.batch:
             outputs["nucleus size"] = (int(kept[0]) if params.batch == 1 else
                                        f"min {int(kept.min())}, mean {kept.mean():.1f}, max {int(kept.max())}")
-        return Outcome({"tokens": res.tokens, "kept": res.kept}, outputs, {"u": u})
+        return contract.Outcome({"tokens": res.tokens, "kept": res.kept}, outputs, {"u": u})
 
     def verify(self, arrays, outcome, params):
         other = "baseline" if params.variant == "radix" else "radix"
@@ -405,7 +406,7 @@ class TopPKernel(KernelSpec):
         got = outcome.arrays
         ok = np.array_equal(got["tokens"], ref.tokens) and np.array_equal(got["kept"], ref.kept)
         differ = int((np.atleast_1d(ref.tokens) != np.atleast_1d(got["tokens"])).sum())
-        return Check(ok, "the same rule with " + ("NumPy's stable argsort" if params.variant == "radix" else
+        return contract.Check(ok, "the same rule with " + ("NumPy's stable argsort" if params.variant == "radix" else
                                                  "the radix sort") + " (same uniforms)",
                      None if ok else f"tokens differ in {differ} rows")
 

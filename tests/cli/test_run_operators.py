@@ -138,8 +138,8 @@ def test_values_only_inputs_say_that_flags_were_generated(tmp_path, cli, op, nam
         out = cli(["run", op, "--input", path, "--seed", "5", "--json", "--no-save"], tmp_path)
         assert out.exit_code == 0, out.output
         doc = json.loads(out.stdout)
-        assert doc["notes"] == [f"{name}: generated (0 or 1 with probability 1/2, seed 5); give them in a .npz "
-                                "with 'values'"]
+        note = f"{name}: generated (0 or 1 with probability 1/2, seed 5); give them in a .npz with 'values'"
+        assert doc["notes"] == [note]
         assert doc["problem"]["seed"] == 5 and doc["verification"]["passed"] is True
     np.savez(tmp_path / "both.npz", values=np.arange(100, dtype=np.int16), **{name: np.ones(100, bool)})
     doc = json.loads(cli(["run", op, "--input", "both.npz", "--json", "--no-save"], tmp_path).stdout)

@@ -21,7 +21,8 @@ HW = load_profile("ascend-910b4")
 def reference_row(row: np.ndarray, p: float, u: float) -> tuple[int, int]:
     """Straightforward transcription of Llama 3's sample_top_p for one row, in float32 scalars:
     sort descending (Python's sort is stable), running sum, mask sum - prob > p, zero the masked, divide by
-    their sum, draw by the float64 running sum of the renormalised probabilities. Returns (token, kept)."""
+    their sum, draw by the float64 running sum of the renormalised probabilities; p = 1 masks nothing (our
+    documented rule where a float16 row sums past 1). Returns (token, kept)."""
     order = sorted(range(len(row)), key=lambda i: -float(row[i]))
     s = [np.float32(row[i]) for i in order]
     c, acc = [], np.float32(0)
@@ -29,8 +30,8 @@ def reference_row(row: np.ndarray, p: float, u: float) -> tuple[int, int]:
         acc = np.float32(acc + v)
         c.append(acc)
     p32 = np.float32(p)
-    masked = [np.float32(0) if np.float32(ci - si) > p32 else si for ci, si in zip(c, s)]
-    kept = sum(1 for ci, si in zip(c, s) if not np.float32(ci - si) > p32)
+    masked = [np.float32(0) if np.float32(ci - si) > p32 and p32 < 1 else si for ci, si in zip(c, s)]
+    kept = sum(1 for ci, si in zip(c, s) if not (np.float32(ci - si) > p32 and p32 < 1))
     total = np.float32(0)
     for v in masked:
         total = np.float32(total + v)
