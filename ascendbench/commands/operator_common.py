@@ -26,6 +26,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     fail,
@@ -67,7 +68,7 @@ DTYPE_NAMES = {
     "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32,
 }
 
-NOption = Annotated[str | None, typer.Option("--n", help="Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional "
+NOption = Annotated[int | None, count_option("--n", help="Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional "
                                                          "with --input.")]
 
 
@@ -78,8 +79,9 @@ def dtype_name(dtype: np.dtype) -> str:
     return str(dtype)
 
 
-def parse_count_option(text: str | None, option: str) -> int | None:
-    """A count option's value (1e6, 2**20, ...; None stays None); a bad one fails naming --option (exit 2)."""
+def parse_count_option(text: str | int | None, option: str) -> int | None:
+    """A count's value (1e6, 2**20, ...; None stays None); a bad one fails naming --option (exit 2). Options
+    declared with count_option arrive parsed (ints pass the same range check)."""
     if text is None:
         return None
     try:

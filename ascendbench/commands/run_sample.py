@@ -10,7 +10,14 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, fail
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    count_option,
+    fail,
+)
 from ascendbench.commands.operator_common import (
     NOption,
     OperatorRun,
@@ -51,14 +58,14 @@ def reference_indices(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 @app.command("sample")
 def sample_command(
-    samples: Annotated[str, typer.Option("--samples", help="Indices to draw (with replacement), e.g. 1 or "
-                                         "1e6.")] = "1",
+    samples: Annotated[int, count_option("--samples", help="Indices to draw (with replacement), e.g. 1 or "
+                                         "1e6.")] = 1,
     n: NOption = None,
     variant: Annotated[str, typer.Option("--variant", help="scan (MCScan + SplitInd per sample, the paper's) or "
                                          "baseline (vector-only cumsum + binary search, torch.multinomial; at "
                                          "most 2**24 categories).")] = "scan",
-    s: Annotated[int, typer.Option("--s", help="Tile side of the MCScan: 16, 32, 64 or 128.")] = 128,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
+    s: Annotated[int, count_option("--s", help="Tile side of the MCScan: 16, 32, 64 or 128.")] = 128,
+    seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "weighted_sample(seed=...)); generated weights use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Weights: a 1-D float16 .npy, or a .npz with "
                                                     "an array 'weights'.")] = None,

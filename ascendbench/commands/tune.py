@@ -22,12 +22,12 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     err_console,
     fail,
     out_console,
-    parse_count,
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
@@ -55,15 +55,15 @@ app = typer.Typer(help="Search kernel configurations with Optuna on the timing m
 MAX_TRIALS = 10**9
 _HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
-TrialsOption = Annotated[int, typer.Option("--trials", help="Distinct feasible configurations each problem's "
+TrialsOption = Annotated[int, count_option("--trials", help="Distinct feasible configurations each problem's "
                                            "study should hold (infeasible points and repeats do not count; a "
                                            "resumed study runs only the missing ones).")]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Stop each problem's search after this "
                                                      "many seconds.")]
 SamplerOption = Annotated[str, typer.Option("--sampler", help="Optuna sampler: " + ", ".join(SAMPLERS) + ".")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Sampler seed (same seed, sampler and space with one job: "
+SeedOption = Annotated[int, count_option("--seed", help="Sampler seed (same seed, sampler and space with one job: "
                                          "the same trials).")]
-SeedsOption = Annotated[int, typer.Option("--seeds", help="Independent searches per problem, seeds SEED to "
+SeedsOption = Annotated[int, count_option("--seeds", help="Independent searches per problem, seeds SEED to "
                                           "SEED+N-1, each in its own study (<study>/seed-S): the report gives the "
                                           "spread over them.")]
 StorageOption = Annotated[str | None, typer.Option("--storage", help="Where studies live: an RDB URL "
@@ -71,7 +71,7 @@ StorageOption = Annotated[str | None, typer.Option("--storage", help="Where stud
                                                    "(default: results/tuning/studies.journal).")]
 StudyOption = Annotated[str | None, typer.Option("--study-name", help="Study name (default: kernel/hardware); "
                                                  "each problem's study is <name>/<problem>.")]
-JobsOption = Annotated[int, typer.Option("--jobs", help="Worker processes sharing each study.")]
+JobsOption = Annotated[int, count_option("--jobs", help="Worker processes sharing each study.")]
 ExhaustiveOption = Annotated[bool | None, typer.Option("--exhaustive/--no-exhaustive", help="Also evaluate the "
                                                        "whole grid for the true optimum, ranks and regret, and "
                                                        "keep it in results/tuning/ground-truth (default: when it "
@@ -86,10 +86,10 @@ OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path 
 
 @app.command("hgemm")
 def hgemm(
-    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B.")] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Independent GEMMs of this shape.")] = 1,
+    m: Annotated[int | None, count_option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
+    n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
+    k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B.")] = None,
+    batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
     workload: Annotated[str | None, typer.Option("--workload", help="A named workload: "
                                                  + ", ".join(list_workloads()) + ".")] = None,
     problems: ProblemsOption = None,
@@ -141,7 +141,7 @@ def hgemm(
 
 @app.command("scan")
 def scan(
-    n: Annotated[str | None, typer.Option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
+    n: Annotated[int | None, count_option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
     problems: ProblemsOption = None,
@@ -168,13 +168,9 @@ def scan(
         fail("--n: give --n or --problems, not both")
     space_obj = _space("scan", space)
     if n is not None:
-        try:
-            sizes = [parse_count(n, "n")]
-        except ValueError as exc:
-            fail(str(exc))
-        if sizes[0] < 1:
-            fail(f"--n: must be at least 1, got {sizes[0]}")
-        problem_list = [{"n": sizes[0], "dtype": dtype, "exclusive": exclusive}]
+        if n < 1:
+            fail(f"--n: must be at least 1, got {n}")
+        problem_list = [{"n": n, "dtype": dtype, "exclusive": exclusive}]
     else:
         chosen = _problem_set_entry(space_obj, problems)
         problem_list = [{"n": size, "dtype": chosen.dtype, "exclusive": chosen.exclusive} for size in chosen.n]
@@ -186,8 +182,8 @@ def scan(
 
 @app.command("batched-scan")
 def batched_scan(
-    batch: Annotated[int | None, typer.Option("--batch", help="Rows (with --length: one problem).")] = None,
-    length: Annotated[int | None, typer.Option("--length", help="Elements per row.")] = None,
+    batch: Annotated[int | None, count_option("--batch", help="Rows (with --length: one problem).")] = None,
+    length: Annotated[int | None, count_option("--length", help="Elements per row.")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
     problems: ProblemsOption = None,

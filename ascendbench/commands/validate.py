@@ -16,6 +16,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     fail,
@@ -106,7 +107,7 @@ def validate(
     quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "
                                         "calibration claims and cheap shape claims of every kernel family).")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Validation claims outside tolerance fail too.")] = False,
-    random_shapes: Annotated[int, typer.Option("--random", help="Shapes of random-5000 evaluated for G-7 "
+    random_shapes: Annotated[int, count_option("--random", help="Shapes of random-5000 evaluated for G-7 "
                                                "(1 ... 5000).")] = RANDOM_SHAPES,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,

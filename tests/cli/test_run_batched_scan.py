@@ -146,7 +146,7 @@ ERROR_CASES = [
         ["--batch", "4", "--length", "10", "--dtype", "int8", "--algorithm", "scanul1"],
         "--dtype: scanul1 supports fp16",
     ),
-    (["--batch", "4", "--length", "10", "--seed", "-1"], "--seed: must be a non-negative integer"),
+    (["--batch", "4", "--length", "10", "--seed", "-1"], "--seed: expected a non-negative integer"),
     (["--batch", "4", "--length", "10", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
     (["--batch", "4", "--length", "10", "--output-file", "y.txt"], "--output-file: must end in .npy"),
     (

@@ -182,7 +182,7 @@ def test_output_targets_are_checked_before_the_run(tmp_path, cli):
         (["--n", "1e4", "--trace", "t.npy"], "--trace: must end in .json"),
         (["--n", "1e4", "--out", "same.json", "--trace", "same.json"], "is also the --trace file"),
         (["--input", "x.npy", "--output-file", "x.npy"], "is also the --input file"),
-        (["--n", "1e4", "--seed", "-1"], "--seed: must be a non-negative integer"),
+        (["--n", "1e4", "--seed", "-1"], "--seed: expected a non-negative integer"),
     ]
     for args, message in cases:
         out = cli(["run", "scan", *args], tmp_path)

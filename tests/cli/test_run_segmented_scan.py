@@ -132,7 +132,7 @@ ERROR_CASES = [
         ["--n", "100", "--dtype", "int8", "--algorithm", "mcscan-ul1"],
         "--dtype: mcscan-ul1 supports fp16 only",
     ),
-    (["--n", "100", "--seed", "-2"], "--seed: must be a non-negative integer"),
+    (["--n", "100", "--seed", "-2"], "--seed: expected a non-negative integer"),
     (["--n", "100", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
     (["--n", "100", "--output-file", "r.txt"], "--output-file: must end in .npy"),
     (["--n", "100", "--model-only", "--output-file", "r.npy"], "--output-file: there is no output"),
