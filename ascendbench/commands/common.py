@@ -184,6 +184,7 @@ def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, 
                  else f"--{option}: folder {str(parent)!r} does not exist")
         if not os.access(parent, os.W_OK):
             fail(f"--{option}: folder {str(parent)!r} is not writable")
+        _probe_folder(parent, option)
         if len(os.fsencode(path.name)) > os.pathconf(parent, "PC_NAME_MAX"):
             fail(f"--{option}: file name too long: {str(path)!r}")
         if path.exists() and not path.is_file():
@@ -194,6 +195,20 @@ def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, 
     if key in taken:
         fail(f"--{option}: {str(path)!r} is also {taken[key]}")
     taken[key] = f"the --{option} file"
+
+
+def _probe_folder(folder: Path, option: str) -> None:
+    """Create and remove a hidden file in `folder`: os.access says yes to root on /proc and /sys, whose files
+    cannot be created (the later disk-space check would then report "0.0 GB free")."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ascendbench-", dir=folder)
+    except OSError as exc:
+        fail(f"--{option}: cannot create files in folder {str(folder)!r} ({exc.strerror or exc}); give a path on a "
+             "writable filesystem")
+    os.close(fd)
+    os.unlink(probe)
 
 
 class Outputs:

@@ -38,6 +38,7 @@ from ascendbench.commands.common import (
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
 from ascendbench.kernels.partition import offset_type
 from ascendbench.sim.result import SimResult
+from ascendbench.store.io import unreadable_npy
 from ascendbench.store.operators import (
     OperatorProblem,
     OperatorRunResult,
@@ -121,7 +122,7 @@ def read_input(path: Path) -> tuple[Any, bytes]:
         data = path.read_bytes()
         return np.load(io.BytesIO(data), allow_pickle=False), data
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
+        fail(f"--input: {path} {unreadable_npy(path, exc, '.npy or .npz file')}")
 
 
 def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict[str, np.ndarray], str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+import zipfile
 from pathlib import Path
 from typing import Annotated
 
@@ -68,7 +69,7 @@ def _header_dtype(input_file: Path | None) -> str | None:
         return None
     try:
         header = np.load(input_file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError):
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return None
     return {"float16": "fp16", "int8": "int8"}.get(str(getattr(header, "dtype", "")))
 
@@ -194,7 +195,7 @@ def scan(
         try:
             header = np.load(input_file, mmap_mode="r", allow_pickle=False)
             count_for_memory = int(np.prod(getattr(header, "shape", (0,))))
-        except (OSError, ValueError, EOFError):  # the run reports unreadable inputs with their reason
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # the run reports unreadable inputs and why
             count_for_memory = None
     else:
         count_for_memory = count

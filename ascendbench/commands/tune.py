@@ -34,6 +34,7 @@ from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.tunable import get_tunable
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
+    EMPTY_STORAGE,
     MAX_GRID_POINTS,
     SAMPLERS,
     ProblemOutcome,
@@ -243,6 +244,8 @@ def plot(
     from ascendbench.tuning.plots import FORMATS, plot_study, plot_workload
 
     formats = formats or ["png", "svg"]
+    if storage is not None and not storage.strip():
+        fail(EMPTY_STORAGE)
     for fmt in formats:
         if fmt not in FORMATS:
             fail(f"--format: must be one of {', '.join(FORMATS)}, got {fmt!r}")

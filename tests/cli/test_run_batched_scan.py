@@ -189,7 +189,7 @@ def test_input_file_errors(tmp_path, cli):
         assert out.exit_code == 2 and message in out.output, out.output
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     out = cli(["run", "batched-scan", "--input", "junk.npy"], tmp_path)
-    assert out.exit_code == 2 and "--input: junk.npy is not a readable .npy array" in out.output
+    assert out.exit_code == 2 and "--input: junk.npy is not a .npy file (bad magic" in out.output
     np.save(tmp_path / "ok.npy", np.ones((4, 100), dtype=np.float16))
     for args, message in (
         (["--batch", "3"], "--batch: 3 disagrees with the input's shape (4, 100)"),

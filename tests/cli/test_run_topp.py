@@ -80,7 +80,7 @@ ERRORS = [
     (["--input", "f32.npy"], "--input: probs must be float16"),
     (["--input", "three.npy"], "--input: probs must have shape (vocab,) or (batch, vocab)"),
     (["--input", "other.npz"], "--input: a .npz must hold one array named 'probs'"),
-    (["--input", "junk.npy"], "--input: junk.npy is not a readable .npy or .npz file"),
+    (["--input", "junk.npy"], "--input: junk.npy is not a .npy or .npz file (bad magic"),
     (["--input", "ok.npy", "--vocab", "7"], "--vocab: 7 disagrees with the input's 4 tokens per row"),
     (["--input", "ok.npy", "--batch", "3"], "--batch: 3 disagrees with the input's 2 rows"),
     (["--input", "ok.npy", "--output-file", "ok.npy"], "is also the --input file"),
