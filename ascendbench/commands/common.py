@@ -30,6 +30,7 @@ __all__ = [
     "fail",
     "out_console",
     "parse_count",
+    "whole_keys",
 ]
 
 # Wide enough for the report when stdout is a file or a pipe (rich would wrap at 80 columns); a COLUMNS the
@@ -317,6 +318,36 @@ def human_bytes(count: float) -> str:
         if count >= scale:
             return f"{count / scale:,.1f} {unit}"
     return f"{count:,.0f} B"
+
+
+SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort
+_WRAPPED = 8  # width counted for a column that wraps, when checking that the unwrapped ones fit
+
+
+def whole_keys(table, *keys: str):
+    """Keep a table's key columns (`keys`: the headers of its shape, problem or name columns) whole at any
+    terminal width: one line each, never cut with '…' (rich shrinks columns to fit and cuts their text). The
+    other columns give way: long text wraps first, short values (up to SHORT_CELLS wide) too when the terminal
+    is too narrow for them on one line, and long words fold onto the next line instead of being cut. Call
+    after the rows are added; returns the table."""
+    from rich.text import Text
+
+    short, fixed = [], 0
+    for column in table.columns:
+        cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
+        widest = max([c.cell_len for c in cells if isinstance(c, Text)] + [len(str(column.header))])
+        column.overflow = "fold"
+        if column.header in keys:
+            column.no_wrap, column.min_width = True, widest
+            fixed += widest
+        elif widest <= SHORT_CELLS:
+            short.append((column, widest))
+    # padding and a border per column, the closing border
+    rest = fixed + 3 * len(table.columns) + 1 + _WRAPPED * (len(table.columns) - len(short) - len(keys))
+    if rest + sum(width for _, width in short) <= out_console.width:
+        for column, _ in short:
+            column.no_wrap = True
+    return table
 
 
 def print_utilisation(util: dict[str, dict[str, float]]) -> None:

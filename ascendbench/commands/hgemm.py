@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ascendbench.commands.common import HardwareOption, JsonOption, count_option, dump_json, fail, out_console
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    count_option,
+    dump_json,
+    fail,
+    out_console,
+    whole_keys,
+)
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.hgemm_tiling import select_tiling
@@ -77,7 +85,7 @@ def select(
                       dash if step.m0 is None else f"{step.m0}x{step.n0}",
                       dash if step.aicore_num is None else str(step.aicore_num),
                       dash if step.acc_loop is None else str(step.acc_loop), verdict, style=style)
-    out_console.print(table)
+    out_console.print(whole_keys(table, "K0", "M0xN0"))
     out_console.print(f"M0xN0xK0 = {decision.tile}, aicore_num {decision.aicore_num}, acc_loop "
                       f"{decision.acc_loop} (source: {decision.source})", highlight=False)
     if decision.source == "fallback":

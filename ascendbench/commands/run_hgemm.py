@@ -25,6 +25,7 @@ from ascendbench.commands.common import (
     out_console,
     print_utilisation,
     progress_bar,
+    whole_keys,
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
@@ -240,7 +241,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
                 t = s.tiling
                 table.add_row(str(s.m), str(s.n), str(s.k), str(s.batch), f"{t['m0']}x{t['n0']}x{t['k0']}", t["source"],
                               _us(s.time_s), f"{s.tflops:.1f}", f"{s.fraction_of_peak * 100:.1f}", _verdict(s.verification))
-            c.print(table)
+            c.print(whole_keys(table, "M", "N", "K", "batch", "M0xN0xK0"))
         sm = r.summary
         if sm:
             c.print(f"TFLOPS: avg {sm['tflops_avg']:.2f}, max {sm['tflops_max']:.2f}, min {sm['tflops_min']:.2f}, "

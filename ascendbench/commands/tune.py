@@ -28,6 +28,7 @@ from ascendbench.commands.common import (
     err_console,
     fail,
     out_console,
+    whole_keys,
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
@@ -562,7 +563,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         tp = f"{best['throughput']:.1f}" if best.get("throughput") is not None else "-"
         table.add_row(p["key"], trials, _config_text(kernel, best.get("config")), _time(best.get("time_s")), tp,
                       _config_text(kernel, heur["config"]), _time(heur["time_s"]), rank, speed)
-    c.print(table)
+    c.print(whole_keys(table, "problem"))
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")
@@ -576,7 +577,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
                        _time(opt.get("time_s")), _rank(e.get("best_rank")), _percent(e["regret"]),
                        _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
                        str(e["trials_to_1pct"] or "not reached"), str(e["trials_to_5pct"] or "not reached"))
-        c.print(ex)
+        c.print(whole_keys(ex, "problem"))
         c.print("ranks and regrets are against the whole grid; 'to 1%': distinct configurations evaluated until "
                 "the best was within 1% of the optimum", style="dim", highlight=False)
     for p in doc["problems"]:

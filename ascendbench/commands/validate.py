@@ -22,6 +22,7 @@ from ascendbench.commands.common import (
     fail,
     out_console,
     progress_bar,
+    whole_keys,
 )
 from ascendbench.reference import RANDOM_SHAPES
 
@@ -87,7 +88,7 @@ def _print(result, saved_to: Path | None) -> None:
         sim = _fmt(r.simulated) + (unit if isinstance(r.simulated, (int, float, list)) else "")
         t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,
                   verdict)
-    c.print(t)
+    c.print(whole_keys(t, "ID"))
     s = result.summary
     c.print(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: {', '.join(s.misses) or 'none'}")
     if s.failing:
