@@ -5,11 +5,22 @@ timings; `kernels()` lists them), `run_scan` (the 1-D scans' runner with every s
 `KERNELS` (the scan algorithms by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
 
+import importlib
+
 __version__ = "0.1.0"
 
-from ascendbench.hardware import HardwareProfile, list_profiles, load_profile
-from ascendbench.kernels import KERNELS, ParamError, ScanParams, get_kernel
-from ascendbench.runner import ScanRun, run_scan
+# Imported on first use (PEP 562): `ascendbench --version` needs only __version__, not NumPy and the kernels.
+_LAZY = {
+    "HardwareProfile": "ascendbench.hardware",
+    "list_profiles": "ascendbench.hardware",
+    "load_profile": "ascendbench.hardware",
+    "KERNELS": "ascendbench.kernels",
+    "ParamError": "ascendbench.kernels",
+    "ScanParams": "ascendbench.kernels",
+    "get_kernel": "ascendbench.kernels",
+    "ScanRun": "ascendbench.runner",
+    "run_scan": "ascendbench.runner",
+}
 
 
 def run(name: str, **options):
@@ -40,3 +51,15 @@ __all__ = [
     "run",
     "run_scan",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ascendbench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,51 +1,106 @@
-"""Command-line entry point: wiring only; each command lives in ascendbench/commands/."""
+"""Command-line entry point: wiring only; each command lives in ascendbench/commands/.
+
+The command modules import NumPy, Optuna, pydantic and matplotlib; they are imported when their command runs
+(or its --help is asked for), so `ascendbench --version`, `ascendbench --help` and shell completion of the
+command names stay fast."""
 
 from __future__ import annotations
 
+import importlib
+
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ascendbench import __version__
 
-# Modules that add subcommands to `run` register themselves on import.
-from ascendbench.commands import (  # noqa: F401
-    hardware,
-    hgemm,
-    kernels,
-    reproduce,
-    results,
-    run,
-    run_batched,
-    run_compress,
-    run_hgemm,
-    run_sample,
-    run_segmented,
-    run_sort,
-    run_split,
-    run_topk,
-    run_topp,
-    tune,
-    validate,
-)
+# name: (module, attribute: a typer app or a command function, the start of its help for `ascendbench --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("ascendbench.commands.run", "app", "Run a kernel on real data through the simulated NPU and verify it."),
+    "hardware": ("ascendbench.commands.hardware", "app",
+                 "Hardware profiles of the simulated chips (constants with their sources)."),
+    "hgemm": ("ascendbench.commands.hgemm", "app", "HGEMM kernels of the HGEMM paper: tiling selection."),
+    "tune": ("ascendbench.commands.tune", "app",
+             ("Search kernel configurations with Optuna on the timing model and compare the best with the papers' "
+              "heuristics.")),
+    "results": ("ascendbench.commands.results", "app",
+                "List, show and compare result files (runs and tuning results)."),
+    "validate": ("ascendbench.commands.validate", "validate",
+                 ("Evaluate the papers' claims with the simulator: one row per claim (paper, simulated, ratio, "
+                  "tolerance, verdict).")),
+    "reproduce": ("ascendbench.commands.reproduce", "reproduce",
+                  "Redraw the scan paper's and the HGEMM paper's figures and tables from the simulator."),
+    "kernels": ("ascendbench.commands.kernels", "kernels",
+                ("List every kernel of the registry: its family, variants (or algorithms), tuned parameters and "
+                 "source.")),
+}
+# Modules that add subcommands to `run` (they register themselves on import).
+RUN_MODULES = ("run_batched", "run_compress", "run_hgemm", "run_sample", "run_segmented", "run_sort", "run_split",
+               "run_topk", "run_topp")
+
+
+def load_command(name: str):
+    """The click command of `name` (a key of COMMANDS), importing its module (and, for run, its subcommands)."""
+    module_name, attribute, _ = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    if name == "run":
+        for extra in RUN_MODULES:
+            importlib.import_module(f"ascendbench.commands.{extra}")
+    if name in ("run", "tune"):  # and `run <kernel>` / `tune <kernel>` for the registry's other kernels
+        from ascendbench.commands.generic import add_registry_commands
+
+        add_registry_commands(module.app, name)
+    target = getattr(module, attribute)
+    # Mounted on a wrapper, as add_typer would mount it on the top-level app: a typer app converted on its own
+    # would get completion options of its own.
+    wrapper = typer.Typer(add_completion=False)
+    wrapper.callback()(lambda: None)
+    if isinstance(target, typer.Typer):
+        wrapper.add_typer(target, name=name)
+    else:
+        wrapper.command(name)(target)
+    return typer.main.get_command(wrapper).commands[name]
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: a command's module is imported when the command is resolved; listings (--help,
+    completion of command names) show the help start kept in COMMANDS instead."""
+
+    listing = False
+
+    def list_commands(self, ctx) -> list[str]:
+        return [*super().list_commands(ctx), *COMMANDS]
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        if self.listing:
+            return TyperCommand(cmd_name, help=COMMANDS[cmd_name][2])
+        self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx, formatter) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+    def shell_complete(self, ctx, incomplete: str):
+        self.listing = True
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self.listing = False
+
 
 app = typer.Typer(
     name="ascendbench",
+    cls=LazyGroup,
     help="Benchmark scan and HGEMM kernels on a simulated Huawei Ascend NPU (timings from a hardware model, "
          "results checked against NumPy).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
 )
-from ascendbench.commands.generic import add_registry_commands
-
-add_registry_commands(run.app, tune.app)  # registry kernels without a command of their own
-app.add_typer(run.app, name="run")
-app.add_typer(hardware.app, name="hardware")
-app.add_typer(hgemm.app, name="hgemm")
-app.add_typer(tune.app, name="tune")
-app.add_typer(results.app, name="results")
-app.command("kernels")(kernels.kernels)
-app.command("validate")(validate.validate)
-app.command("reproduce")(reproduce.reproduce)
 
 
 def _version(value: bool) -> None:
@@ -74,7 +129,8 @@ def main() -> None:
     interrupts.install()
     try:
         # without standalone mode, click returns the exit code of typer.Exit instead of raising it
-        code = app(standalone_mode=False)
+        # prog_name: completion scripts and usage lines name the installed command, also under python -m
+        code = app(standalone_mode=False, prog_name="ascendbench")
         if interrupts.received() and code == 130:  # typer turns the KeyboardInterrupt into Exit(130)
             interrupts.exit_for_signal()
         sys.exit(code if isinstance(code, int) else 0)

@@ -46,6 +46,7 @@ from ascendbench.kernels.scan import (
 )
 from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
+from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def _load_npy(path: Path, ndim: int, axes: str = "") -> tuple[np.ndarray, str, s
     except FileNotFoundError:
         raise InputError(f"--input: file not found: {path}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--input: {path} is not a readable .npy array ({exc or 'empty file'})") from None
+        raise InputError(f"--input: {path} {unreadable_npy(path, exc)}") from None
     if not isinstance(x, np.ndarray):
         raise InputError(f"--input: {path} holds several arrays; give one {ndim}-D .npy array{axes}")
     if x.ndim != ndim:
@@ -339,9 +340,12 @@ def run_scan(
             keep_output = n * np.dtype(out_np).itemsize <= KEEP_OUTPUT_BYTES
         if output_path is not None:
             need = n * np.dtype(out_np).itemsize + 128
-            free = shutil.disk_usage(Path(output_path).resolve().parent).free
-            if need > free:
-                raise ParamError("output-file", f"the output needs {need / 1e9:.1f} GB on disk, {free / 1e9:.1f} GB free")
+            disk = shutil.disk_usage(Path(output_path).resolve().parent)
+            if disk.total == 0:  # /proc, /sys: no disk behind the folder, so "0.0 GB free" would mislead
+                raise ParamError("output-file", f"{str(Path(output_path).parent)!r} is not on a writable filesystem")
+            if need > disk.free:
+                raise ParamError("output-file", f"the output needs {need / 1e9:.1f} GB on disk, "
+                                 f"{disk.free / 1e9:.1f} GB free")
             out = npy_memmap(output_path, n, out_np)
         if out is not None:
             if out.shape != (n,) or out.dtype != out_np:
@@ -436,8 +440,8 @@ def _load_matrix(path: Path, name: str) -> tuple[np.ndarray, str]:
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"--{name}: file not found: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"--{name}: {path} is not a readable .npy array ({exc or 'empty file'})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"--{name}: {path} {unreadable_npy(path, exc)}") from None
     if not isinstance(arr, np.ndarray) or arr.ndim not in (2, 3):
         raise InputError(f"--{name}: must be a 2-D (or batch x rows x columns 3-D) array, got shape "
                          f"{getattr(arr, 'shape', '?')}")

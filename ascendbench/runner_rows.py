@@ -33,6 +33,7 @@ from ascendbench.runner import (
     generate_input,
 )
 from ascendbench.sim.result import SimResult
+from ascendbench.store.io import unreadable_npy
 from ascendbench.store.rows import BatchedProblem, BatchedScanResult, SegmentedProblem, SegmentedScanResult
 from ascendbench.store.schema import Verification
 
@@ -256,9 +257,7 @@ def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]
     except FileNotFoundError:
         raise InputError(f"--input: file not found: {path}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(
-            f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})"
-        ) from None
+        raise InputError(f"--input: {path} {unreadable_npy(path, exc, '.npy or .npz file')}") from None
     flags = None
     if isinstance(data, np.ndarray):
         values = data

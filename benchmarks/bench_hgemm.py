@@ -21,6 +21,7 @@ import time
 import _checkout  # this checkout's ascendbench, not an installed one
 import numpy as np
 
+from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels.hgemm import RUN_CACHE, GemmShape, HgemmParams, simulate_hgemm
@@ -40,7 +41,7 @@ def _cpu_ms(shape: GemmShape, params: HgemmParams, hw, repeats: int, cold: bool)
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", type=int, default=300)
+    ap.add_argument("--shapes", type=argparse_count("shapes"), default=300)
     ap.add_argument("--full", action="store_true")
     args = ap.parse_args(argv)
     hw = load_profile("atlas-300t-a2")

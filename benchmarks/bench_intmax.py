@@ -26,19 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's package, also in the child process below
 
+from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.kernels.partition import GeneratedSource, partitions
 from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
-
-
-def _count(text: str) -> int:
-    if "**" in text:
-        base, rest = text.split("**", 1)
-        exp, _, add = rest.partition("+")
-        return int(base) ** int(exp) + (int(add) if add else 0)
-    return int(float(text))
 
 
 def functional_cli(n: int) -> dict:
@@ -87,12 +80,18 @@ def model_at(n: int) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The options; --n takes the CLI's counts (1e9, 2**32+1, ...: ascendbench.commands.common.parse_count)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", default="2**32+1", help="elements of the functional scan (default 2**32+1)")
+    ap.add_argument("--n", type=argparse_count("n"), default=2**32 + 1,
+                    help="elements of the functional scan (default 2**32+1)")
     ap.add_argument("--skip-functional", action="store_true")
-    args = ap.parse_args(argv)
-    n = _count(args.n)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = arguments().parse_args(argv)
+    n = args.n
     print("timing model at n = 2**40 (ascend-910b4, fp16, defaults):")
     for row in model_at(2**40):
         print(f"  {row['kernel']:<11} host {row['host_ms']:7.1f} ms   simulated {row['simulated_s']:.3f} s")

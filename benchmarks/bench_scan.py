@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
@@ -35,9 +36,9 @@ def best_of(fn, repeat: int = 3) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=float, default=1e8)
+    ap.add_argument("--n", type=argparse_count("n"), default=10**8)
     args = ap.parse_args(argv)
-    n = int(args.n)
+    n = args.n
     rows = []
 
     t0 = time.perf_counter()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import optuna
 
+from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels.registry import get_tunable
@@ -153,9 +154,9 @@ def bookkeeping(trials: int, folder: Path) -> bool:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--budget", type=int, default=500)
-    ap.add_argument("--trials", type=int, default=500)
+    ap.add_argument("--seeds", type=argparse_count("seeds"), default=5)
+    ap.add_argument("--budget", type=argparse_count("budget"), default=500)
+    ap.add_argument("--trials", type=argparse_count("trials"), default=500)
     ap.add_argument("--skip-search", action="store_true")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ascendbench import __version__
+from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels.registry import get_tunable
@@ -79,11 +80,11 @@ def _shapes(count: int, seed: int) -> list[tuple[int, int, int]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--train", type=int, default=60)
-    ap.add_argument("--test", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train", type=argparse_count("train"), default=60)
+    ap.add_argument("--test", type=argparse_count("test"), default=40)
+    ap.add_argument("--seed", type=argparse_count("seed"), default=0)
     ap.add_argument("--hardware", default="atlas-300t-a2")
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=argparse_count("jobs"), default=2)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
     train, test = _shapes(args.train, 2 * args.seed), _shapes(args.test, 2 * args.seed + 1)

@@ -8,26 +8,29 @@ import os
 import re
 import secrets
 import sys
-import typing
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 __all__ = [
+    "CountError",
     "ExclusiveOption",
     "HardwareOption",
     "JsonOption",
     "NoSaveOption",
     "TraceOption",
+    "argparse_count",
+    "count_option",
     "default_result_path",
     "err_console",
     "fail",
     "out_console",
     "parse_count",
+    "whole_keys",
 ]
 
 # Wide enough for the report when stdout is a file or a pipe (rich would wrap at 80 columns); a COLUMNS the
@@ -54,41 +57,97 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 MAX_COUNT = 2**60
-
+COUNT_FORMS = "1000000, 1_000_000, 1e6, 2**20 or 2**32+1"
 
 _INT = r"\d+(?:_\d+)*"
-_PLAIN = re.compile(rf"^{_INT}$")
-_POWER = re.compile(rf"^({_INT})\s*\*\*\s*({_INT})$")
-_SCIENTIFIC = re.compile(rf"^{_INT}(?:\.\d*)?[eE][+-]?\d+$|^{_INT}\.\d*$")
+# a term: 2**20, 1e6, 1.5e9, 1_000_000 (the exponent's sign is part of the term: 1e+6)
+_TERM = rf"(?:{_INT}\s*\*\*\s*{_INT}|{_INT}(?:\.\d*)?(?:[eE][+-]?\d+)?)"
+_EXPR = re.compile(rf"{_TERM}(?:\s*[+-]\s*{_TERM})*")
+_SIGNED_TERM = re.compile(rf"([+-]?)\s*({_TERM})")
+_POWER = re.compile(rf"({_INT})\s*\*\*\s*({_INT})")
 
 
-def parse_count(text: str, name: str) -> int:
-    """A non-negative integer written as 100000000, 100_000_000, 1e8, 1.5e9 or 2**27 (exact; a decimal form
-    must be integral). Raises ValueError naming the argument when the text is not such a number or exceeds
-    2**60."""
-    raw = text.strip()
-    allowed = "a non-negative integer such as 100000000, 100_000_000, 1e8 or 2**27"
-    bad = ValueError(f"--{name}: expected {allowed}, got {text!r}")
-    try:
-        if _PLAIN.match(raw):
-            value = int(raw)
-        elif m := _POWER.match(raw):
-            base, exponent = int(m.group(1)), int(m.group(2))
-            if exponent > 256:
-                raise bad
-            value = base**exponent
-        elif _SCIENTIFIC.match(raw):
-            number = Decimal(raw.replace("_", ""))
-            if abs(number.adjusted()) > 256 or number != number.to_integral_value():
-                raise bad
-            value = int(number)
-        else:
-            raise bad
-    except (ValueError, InvalidOperation):
-        raise bad from None
-    if value > MAX_COUNT:
-        raise ValueError(f"--{name}: at most 2**60, got {text!r}")
-    return value
+class CountError(ValueError):
+    """A count option's bad value: str() is the one-line message naming the option; `reason` leaves it out
+    (argparse adds the option itself)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"--{name}: {reason}")
+        self.reason = reason
+
+
+def parse_count(text: str | int, name: str) -> int:
+    """A count from 0 to 2**60 written as 100000000, 100_000_000, 1e8, 1.5e9, 2**27, or a sum or difference of
+    such terms (2**32+1, 2**31-1); exact (a decimal term must be integral). An int passes through the same
+    range check (typer hands option defaults over as ints). Raises CountError (a ValueError) naming --name."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if not 0 <= text <= MAX_COUNT:
+            raise CountError(name, f"expected a non-negative integer up to 2**60, got {text}")
+        return text
+    raw = str(text).strip()
+    bad = CountError(name, f"expected a non-negative integer such as {COUNT_FORMS}, got {text!r}")
+    large = CountError(name, f"too large, got {text!r} (no count option takes more than 2**60)")
+    if not _EXPR.fullmatch(raw):
+        raise bad
+    total = 0
+    for sign, term in _SIGNED_TERM.findall(raw):
+        try:
+            value = _term(term, large)
+        except CountError:
+            raise
+        except (ValueError, InvalidOperation):  # not integral, int() of over 4300 digits
+            raise bad from None
+        total += -value if sign == "-" else value
+    if total < 0:
+        raise bad
+    if total > MAX_COUNT:
+        raise large
+    return total
+
+
+def _term(term: str, large: CountError) -> int:
+    """One term's value; a term of 2**61 or more raises `large` before it is computed (no huge powers)."""
+    if m := _POWER.fullmatch(term):
+        base, exponent = int(m.group(1)), int(m.group(2))
+        if base >= 2 and (base.bit_length() - 1) * exponent > 60:
+            raise large
+        return base**exponent if base >= 2 else base ** min(exponent, 1)
+    if re.fullmatch(_INT, term):
+        return int(term)
+    number = Decimal(term.replace("_", ""))
+    if number.adjusted() > 19:
+        raise large
+    if number != number.to_integral_value():
+        raise ValueError(term)
+    return int(number)
+
+
+def count_option(*flags: str, help: str, **kwargs):
+    """A typer.Option for a count: parse_count's forms (1e6, 2**20, 2**32+1, ...); a bad value fails at parse
+    time with parse_count's one-line message naming flags[0] (exit 2)."""
+    name = flags[0].lstrip("-")
+
+    def parse(value) -> int:
+        try:
+            return parse_count(value, name)
+        except CountError as exc:
+            fail(str(exc))
+
+    return typer.Option(*flags, parser=parse, metavar="<count>", help=help, **kwargs)
+
+
+def argparse_count(name: str):
+    """parse_count as an argparse `type=` (the benchmark scripts): argparse names the option in its message."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            return parse_count(text, name)
+        except CountError as exc:
+            raise argparse.ArgumentTypeError(exc.reason) from None
+
+    parse.__name__ = "count"
+    return parse
 
 
 def _finite(value):
@@ -126,6 +185,7 @@ def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, 
                  else f"--{option}: folder {str(parent)!r} does not exist")
         if not os.access(parent, os.W_OK):
             fail(f"--{option}: folder {str(parent)!r} is not writable")
+        _probe_folder(parent, option)
         if len(os.fsencode(path.name)) > os.pathconf(parent, "PC_NAME_MAX"):
             fail(f"--{option}: file name too long: {str(path)!r}")
         if path.exists() and not path.is_file():
@@ -136,6 +196,20 @@ def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, 
     if key in taken:
         fail(f"--{option}: {str(path)!r} is also {taken[key]}")
     taken[key] = f"the --{option} file"
+
+
+def _probe_folder(folder: Path, option: str) -> None:
+    """Create and remove a hidden file in `folder`: os.access says yes to root on /proc and /sys, whose files
+    cannot be created (the later disk-space check would then report "0.0 GB free")."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ascendbench-", dir=folder)
+    except OSError as exc:
+        fail(f"--{option}: cannot create files in folder {str(folder)!r} ({exc.strerror or exc}); give a path on a "
+             "writable filesystem")
+    os.close(fd)
+    os.unlink(probe)
 
 
 class Outputs:
@@ -246,6 +320,36 @@ def human_bytes(count: float) -> str:
     return f"{count:,.0f} B"
 
 
+SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort
+_WRAPPED = 8  # width counted for a column that wraps, when checking that the unwrapped ones fit
+
+
+def whole_keys(table, *keys: str):
+    """Keep a table's key columns (`keys`: the headers of its shape, problem or name columns) whole at any
+    terminal width: one line each, never cut with '…' (rich shrinks columns to fit and cuts their text). The
+    other columns give way: long text wraps first, short values (up to SHORT_CELLS wide) too when the terminal
+    is too narrow for them on one line, and long words fold onto the next line instead of being cut. Call
+    after the rows are added; returns the table."""
+    from rich.text import Text
+
+    short, fixed = [], 0
+    for column in table.columns:
+        cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
+        widest = max([c.cell_len for c in cells if isinstance(c, Text)] + [len(str(column.header))])
+        column.overflow = "fold"
+        if column.header in keys:
+            column.no_wrap, column.min_width = True, widest
+            fixed += widest
+        elif widest <= SHORT_CELLS:
+            short.append((column, widest))
+    # padding and a border per column, the closing border
+    rest = fixed + 3 * len(table.columns) + 1 + _WRAPPED * (len(table.columns) - len(short) - len(keys))
+    if rest + sum(width for _, width in short) <= out_console.width:
+        for column, _ in short:
+            column.no_wrap = True
+    return table
+
+
 def print_utilisation(util: dict[str, dict[str, float]]) -> None:
     """The pipe utilisation table of a report: busy fraction per unit kind (AIC, AIV) and pipe."""
     if not util:
@@ -262,11 +366,3 @@ def print_utilisation(util: dict[str, dict[str, float]]) -> None:
         if kind in util:
             table.add_row(kind.upper(), *[f"{util[kind][p] * 100:.0f}%" if p in util[kind] else "" for p in pipes])
     out_console.print(table)
-
-
-def option_like(alias: Any, default: Any) -> Any:
-    """A fresh typer.Option with the flags and help of an Annotated option alias (commands/common.py) and this
-    default, for a signature built at run time."""
-    info = typing.get_args(alias)[1]
-    decls = [d for d in (info.default, *info.param_decls) if isinstance(d, str) and d.startswith("--")]
-    return typer.Option(default, *decls, help=info.help)

@@ -13,12 +13,12 @@ import time
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic.fields import FieldInfo
 
-from ascendbench.commands.common import fail, option_like, parse_count
+from ascendbench.commands.common import count_option, fail, parse_count
 from ascendbench.kernels.contract import KernelSpec
 
 __all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands"]
@@ -32,31 +32,36 @@ def _base(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def _parameter(name: str, kind: Any, option: Any, default: Any) -> inspect.Parameter:
+    """A keyword-only parameter `name: Annotated[kind, option] = default` (no default: a required option)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind, option],
+                             default=inspect.Parameter.empty if default is ... else default)
+
+
 def _option(name: str, field: FieldInfo) -> inspect.Parameter:
-    """A typer option for one field of a Params model (int fields as text, parsed by the count parser)."""
+    """A typer option for one field of a Params model (int fields with the count parser, count_option)."""
     annotation, optional = _base(field.annotation)
     flag = "--" + name.replace("_", "-")
     help_text = (field.description or "").rstrip(".")
     required = field.is_required()
     default = None if required or optional else field.default
+    kind: Any = annotation
     if typing.get_origin(annotation) is Literal:
         choices = ", ".join(map(str, typing.get_args(annotation)))
         help_text = f"{help_text}: {choices}" if help_text else choices
-        kind: Any = str
-        default = None if default is None else str(default)
+        kind, default = str, None if default is None else str(default)
     elif annotation is bool:
-        kind, flag = bool, f"{flag}/--no-{name.replace('_', '-')}"
-    elif annotation is int:
-        kind = str
-        default = None if default is None else str(default)
-    else:
-        kind = annotation
+        flag = f"{flag}/--no-{name.replace('_', '-')}"
     if default is not None and annotation is not bool:
-        help_text += f" [default: {default}]"
-    option = typer.Option(... if required else default, flag, help=help_text.strip() + ".", show_default=False)
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
-                             annotation=kind if required or annotation is bool or default is not None
-                             else kind | None)
+        help_text += f" (default: {default})"
+    help_text = help_text[:1].upper() + help_text[1:] + "."
+    if annotation is int:
+        option = count_option(flag, help=help_text, show_default=False)
+    else:
+        option = typer.Option(flag, help=help_text, show_default=False)
+    if not (required or annotation is bool or default is not None):
+        kind = kind | None
+    return _parameter(name, kind, option, ... if required else default)
 
 
 def _values(spec: KernelSpec, names: list[str], given: dict[str, Any]) -> dict[str, Any]:
@@ -88,24 +93,26 @@ def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
     for spec in specs:
         fields = list(spec.Params.model_fields)
         common = {
-            "seed": (int, typer.Option(0, "--seed", help="Seed of the generated inputs.")),
-            "input_file": (Path | None, typer.Option(None, "--input", help="Inputs: a 1-D .npy (the first input) "
-                                                     "or a .npz with arrays " + ", ".join(
-                                                         repr(i.name) for i in spec.inputs) + ".")),
-            "output_file": (Path | None, typer.Option(None, "--output-file", help="Save the outputs as .npz.")),
-            "verify": (bool, typer.Option(True, "--verify/--no-verify", help="Compare with the NumPy reference.")),
-            "model_only": (bool, typer.Option(False, "--model-only", help="Timings and counters only, no data.")),
-            "hardware": (str, option_like(HardwareOption, DEFAULT_SCAN_HARDWARE if spec.family != "gemm"
-                                          else "atlas-300t-a2")),
-            "trace": (Path | None, option_like(TraceOption, None)),
-            "out": (Path | None, typer.Option(None, "--out", help=f"Result JSON path (default: results/runs/"
-                                              f"{spec.name}/<time>-<id>.json).")),
-            "no_save": (bool, option_like(NoSaveOption, False)),
-            "json_out": (bool, option_like(JsonOption, False)),
+            "seed": (Annotated[int, count_option("--seed", help="Seed of the generated inputs.")], 0),
+            "input_file": (Annotated[Path | None, typer.Option(
+                "--input", help="Inputs: a 1-D .npy (the first input) or a .npz with arrays "
+                + ", ".join(repr(i.name) for i in spec.inputs) + ".")], None),
+            "output_file": (Annotated[Path | None, typer.Option("--output-file", help="Save the outputs as .npz.")],
+                            None),
+            "verify": (Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the NumPy "
+                                                                                "reference.")], True),
+            "model_only": (Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no "
+                                                                             "data.")], False),
+            "hardware": (HardwareOption, DEFAULT_SCAN_HARDWARE if spec.family != "gemm" else "atlas-300t-a2"),
+            "trace": (TraceOption, None),
+            "out": (Annotated[Path | None, typer.Option("--out", help=f"Result JSON path (default: results/runs/"
+                                                                      f"{spec.name}/<time>-<id>.json).")], None),
+            "no_save": (NoSaveOption, False),
+            "json_out": (JsonOption, False),
         }
         params = [_option(name, spec.Params.model_fields[name]) for name in fields]
-        for name, (kind, option) in common.items():
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+        params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+                   for name, (kind, default) in common.items()]
 
         def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
             from ascendbench.commands.operator_common import execute, finish, load_arrays, prepare
@@ -135,8 +142,8 @@ def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
         tuned = set(spec.tuned())
         fields = [name for name in spec.Params.model_fields if name not in tuned]
         params = [_option(name, spec.Params.model_fields[name]) for name in fields]
-        for name, (kind, option) in tune_module.common_options(spec).items():
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+        params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+                   for name, (kind, default) in tune_module.common_options(spec).items()]
 
         def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
             problem = _values(_spec, _fields, options)
@@ -174,14 +181,13 @@ def _register(app: typer.Typer, spec: KernelSpec, command, params: list[inspect.
     app.command(spec.name)(entry)
 
 
-def add_registry_commands(run_app: typer.Typer, tune_app: typer.Typer) -> None:
-    """Add `run <name>` and `tune <name>` for every registry kernel that has no hand-written command (and, for
-    tune, declares a search space)."""
+def add_registry_commands(app: typer.Typer, group: str) -> None:
+    """Add to the `run` (group "run") or `tune` (group "tune") app a command for every registry kernel that has
+    none there yet (for tune: every kernel with a search space). Adding again adds nothing."""
     from ascendbench.kernels.registry import REGISTRY
 
-    def names(app: typer.Typer) -> set[str]:
-        return {c.name or c.callback.__name__ for c in app.registered_commands}
-
-    have_run, have_tune = names(run_app), names(tune_app)
-    add_run_commands(run_app, [s for s in REGISTRY.values() if s.name not in have_run and s.command is None])
-    add_tune_commands(tune_app, [s for s in REGISTRY.values() if s.space is not None and s.space not in have_tune])
+    have = {c.name or c.callback.__name__ for c in app.registered_commands}
+    if group == "run":
+        add_run_commands(app, [s for s in REGISTRY.values() if s.name not in have and s.command is None])
+    else:
+        add_tune_commands(app, [s for s in REGISTRY.values() if s.space is not None and s.space not in have])

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ascendbench.commands.common import JsonOption, dump_json, fail, out_console
+from ascendbench.commands.common import JsonOption, dump_json, fail, out_console, whole_keys
 from ascendbench.hardware import HardwareError, list_profiles, load_profile
 
 app = typer.Typer(help="Hardware profiles of the simulated chips (constants with their sources).", no_args_is_help=True)
@@ -30,7 +30,7 @@ def list_(json_out: JsonOption = False) -> None:
     for p in profiles:
         table.add_row(p.name, str(p.ai_cores), f"{p.clock_mhz:.0f} MHz", f"{p.hbm_bandwidth_gbps:.0f} GB/s",
                       f"{p.l2_cache_bytes / 2**20:.0f} MiB ({p.l2_bytes / 2**20:.0f} told to tiling)", p.description)
-    out_console.print(table)
+    out_console.print(whole_keys(table, "name"))
 
 
 @app.command("show")
@@ -54,6 +54,6 @@ def show(
         source = profile.sources.get(key, "")
         style = {"calibrated": "yellow", "derived": "cyan", "estimate": "dim"}.get(source.split(":", 1)[0])
         table.add_row(key, f"{value:g}" if isinstance(value, float) else str(value), source, style=style)
-    out_console.print(table)
+    out_console.print(whole_keys(table, "constant"))
     out_console.print(f"derived: fp16 cube peak {profile.cube_fp16_peak_tflops:.1f} TFLOPS, achievable HBM "
                       f"{profile.hbm_bandwidth_gbps * profile.hbm_efficiency:.0f} GB/s")

@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ascendbench.commands.common import HardwareOption, JsonOption, dump_json, fail, out_console
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    count_option,
+    dump_json,
+    fail,
+    out_console,
+    whole_keys,
+)
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.hgemm_tiling import select_tiling
@@ -19,10 +27,10 @@ DEFAULT_HGEMM_HARDWARE = "atlas-300t-a2"
 
 @app.command("select")
 def select(
-    m: Annotated[int, typer.Option("--m", help="Rows of A and C (M), 1 to 2**40.")],
-    n: Annotated[int, typer.Option("--n", help="Columns of B and C (N), 1 to 2**40.")],
-    k: Annotated[int, typer.Option("--k", help="Columns of A, rows of B (K, the reduction), 1 to 2**40.")],
-    batch: Annotated[int, typer.Option("--batch", help="GEMMs of this size in the batch, 1 to 2**40.")] = 1,
+    m: Annotated[int, count_option("--m", help="Rows of A and C (M), 1 to 2**40.")],
+    n: Annotated[int, count_option("--n", help="Columns of B and C (N), 1 to 2**40.")],
+    k: Annotated[int, count_option("--k", help="Columns of A, rows of B (K, the reduction), 1 to 2**40.")],
+    batch: Annotated[int, count_option("--batch", help="GEMMs of this size in the batch, 1 to 2**40.")] = 1,
     hardware: HardwareOption = DEFAULT_HGEMM_HARDWARE,
     selector: Annotated[str, typer.Option("--selector", help="paper (§4.2.3) or learned (a table learned from "
                                           "solved shapes by benchmarks/learn_selector.py).")] = "paper",
@@ -77,7 +85,7 @@ def select(
                       dash if step.m0 is None else f"{step.m0}x{step.n0}",
                       dash if step.aicore_num is None else str(step.aicore_num),
                       dash if step.acc_loop is None else str(step.acc_loop), verdict, style=style)
-    out_console.print(table)
+    out_console.print(whole_keys(table, "K0", "M0xN0"))
     out_console.print(f"M0xN0xK0 = {decision.tile}, aicore_num {decision.aicore_num}, acc_loop "
                       f"{decision.acc_loop} (source: {decision.source})", highlight=False)
     if decision.source == "fallback":

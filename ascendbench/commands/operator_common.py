@@ -21,6 +21,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     fail,
@@ -32,6 +33,7 @@ from ascendbench.commands.common import (
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import DTYPE_NAMES, dtype_name
+from ascendbench.store.io import unreadable_npy
 
 if TYPE_CHECKING:
     from ascendbench.pipeline import KernelRun
@@ -52,12 +54,13 @@ __all__ = [
     "read_input",
 ]
 
-NOption = Annotated[str | None, typer.Option("--n", help="Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional "
+NOption = Annotated[int | None, count_option("--n", help="Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional "
                                                          "with --input.")]
 
 
-def parse_count_option(text: str | None, option: str) -> int | None:
-    """A count option's value (1e6, 2**20, ...; None stays None); a bad one fails naming --option (exit 2)."""
+def parse_count_option(text: str | int | None, option: str) -> int | None:
+    """A count's value (1e6, 2**20, ...; None stays None); a bad one fails naming --option (exit 2). Options
+    declared with count_option arrive parsed (ints pass the same range check)."""
     if text is None:
         return None
     try:
@@ -102,7 +105,7 @@ def read_input(path: Path) -> tuple[Any, bytes]:
         data = path.read_bytes()
         return np.load(io.BytesIO(data), allow_pickle=False), data
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        fail(f"--input: {path} is not a readable .npy or .npz file ({exc or 'empty file'})")
+        fail(f"--input: {path} {unreadable_npy(path, exc, '.npy or .npz file')}")
 
 
 def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict[str, np.ndarray], str]:

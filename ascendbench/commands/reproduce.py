@@ -13,7 +13,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ascendbench.commands.common import JsonOption, Outputs, dump_json, err_console, fail, out_console
+from ascendbench.commands.common import (
+    JsonOption,
+    Outputs,
+    dump_json,
+    err_console,
+    fail,
+    out_console,
+    whole_keys,
+)
 from ascendbench.plotting import DEFAULT_DPI
 
 FIGURE_SCHEMA_VERSION = 1
@@ -87,7 +95,7 @@ def reproduce(
             t.add_column(col)
         for f in FIGURES.values():
             t.add_row(f.id, f.paper, f.caption, f.source)
-        out_console.print(t)
+        out_console.print(whole_keys(t, "ID"))
         return
     ids = list(FIGURES) if target == "all" else [target]
     if target != "all" and target not in FIGURES:

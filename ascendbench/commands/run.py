@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+import zipfile
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +21,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_files,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     err_console,
@@ -50,7 +52,7 @@ def _header_dtype(input_file: Path | None) -> str | None:
         return None
     try:
         header = np.load(input_file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError):
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return None
     return {"float16": "fp16", "int8": "int8"}.get(str(getattr(header, "dtype", "")))
 
@@ -101,20 +103,20 @@ def _parse_chunk(text: str | None) -> int | None:
     try:
         return parse_count(text, "chunk")
     except ValueError as exc:
-        if "at most" in str(exc):
+        if "too large" in str(exc):
             raise
         raise ValueError(f"--chunk: expected 'auto', 'off', 0 or an element count such as 2**24, got {text!r}") from None
 
 
 @app.command("scan")
 def scan(
-    n: Annotated[str | None, typer.Option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000 or 2**27. "
-                                             "Optional with --input.")] = None,
+    n: Annotated[int | None, count_option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000, 2**27 or "
+                                             "2**32+1. Optional with --input.")] = None,
     algorithm: Annotated[str | None, typer.Option("--algorithm", "-a", help=f"Scan kernel: {_ALGORITHMS} (default: "
                                                   "mcscan-ul1 where every row's fp16 sum fits its fp16 C1, else "
                                                   "mcscan, saying why; mcscan for int8).")] = None,
-    s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
-    blocks: Annotated[int | None, typer.Option("--blocks", help="Blocks of the multi-core scans "
+    s: Annotated[int, count_option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
+    blocks: Annotated[int | None, count_option("--blocks", help="Blocks of the multi-core scans "
                                                   "(default: all AI cores; more run in waves).")] = None,
     chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (default: the paper's "
                                                  "rule), 'off'/0, or a count such as 2**24.")] = None,
@@ -123,15 +125,16 @@ def scan(
                                                  "--input array's).")] = None,
     out_dtype: Annotated[str | None, typer.Option("--out-dtype", help="Output dtype: fp32 (default for fp16), fp16, "
                                                      "int32 (int8 input).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated input.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated input.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Scan this 1-D float16 or int8 .npy array "
                                                        "instead of generated data.")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the scanned array as .npy (written "
                                                         "as a memory map: any n).")] = None,
     generator: Annotated[str, typer.Option("--generator", help="Generated input: random (seeded), constant (ones) or "
                                            "counting; produced block by block, so any n streams.")] = "random",
-    partition_limit: Annotated[str | None, typer.Option("--partition-limit", help="Items per streaming partition "
-                                                           "(default 2**31 - 1; results do not depend on it).")] = None,
+    partition_limit: Annotated[int, count_option("--partition-limit", help="Items per streaming partition "
+                                                    "(default 2**31-1; results do not depend on it).")]
+    = PARTITION_LIMIT,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no functional run.")] = False,
     l2: Annotated[str | None, typer.Option("--l2", help="What L2 holds at the start: flushed (default: full of "
                                            "dirty lines, as the papers measured), clean or warm (the input "
@@ -149,10 +152,9 @@ def scan(
     """Scan an array on the simulated Ascend NPU: simulated time, bandwidth, % of peak and of memcpy,
     phases, pipe utilisation and counters, with the result checked against NumPy."""
     wall0 = time.perf_counter()
+    count, limit = n, partition_limit
     try:
-        count = parse_count(n, "n") if n is not None else None
         chunk_elems = _parse_chunk(chunk)
-        limit = parse_count(partition_limit, "partition-limit") if partition_limit is not None else PARTITION_LIMIT
     except ValueError as exc:
         fail(str(exc))
     if not 1 <= limit <= PARTITION_LIMIT:
@@ -178,7 +180,7 @@ def scan(
         try:
             header = np.load(input_file, mmap_mode="r", allow_pickle=False)
             count_for_memory = int(np.prod(getattr(header, "shape", (0,))))
-        except (OSError, ValueError, EOFError):  # the run reports unreadable inputs with their reason
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # the run reports unreadable inputs and why
             count_for_memory = None
     else:
         count_for_memory = count

@@ -20,6 +20,7 @@ from ascendbench.commands.common import (
     TraceOption,
     check_files,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     fail,
@@ -65,11 +66,11 @@ def header_elements(path: Path) -> int | None:
 @app.command("batched-scan")
 def batched_scan(
     batch: Annotated[
-        str | None, typer.Option("--batch", help="Rows (independent arrays), e.g. 40. Optional with --input.")
+        int | None, count_option("--batch", help="Rows (independent arrays), e.g. 40. Optional with --input.")
     ] = None,
     length: Annotated[
-        str | None,
-        typer.Option("--length", help="Elements per row: 65536, 64e3 or 2**16. Optional with --input."),
+        int | None,
+        count_option("--length", help="Elements per row: 65536, 64e3 or 2**16. Optional with --input."),
     ] = None,
     algorithm: Annotated[
         str,
@@ -81,7 +82,7 @@ def batched_scan(
             "or vector (vector-only baseline).",
         ),
     ] = "auto",
-    s: Annotated[int, typer.Option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
+    s: Annotated[int, count_option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
     exclusive: ExclusiveOption = False,
     dtype: Annotated[
         str | None,
@@ -91,7 +92,7 @@ def batched_scan(
             "output); default fp16 or the --input array's.",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated input.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated input.")] = 0,
     input_file: Annotated[
         Path | None,
         typer.Option("--input", help="Scan the rows of this 2-D (batch, length) float16 or int8 .npy array."),

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
 from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
@@ -30,7 +30,7 @@ def compress_command(
                                          "or scalar (scalar-only masked_select, the baseline).")] = "mcscan",
     dtype: Annotated[str | None, typer.Option("--dtype", help=f"Values dtype of generated data: {', '.join(DTYPE_NAMES)} "
                                               "(default fp16).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated values and mask.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated values and mask.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="A .npy of values (mask generated) or a .npz "
                                                     "with arrays 'values' and 'mask' (bool/int8/uint8).")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the selected values as .npy.")] = None,

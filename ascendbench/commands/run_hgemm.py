@@ -17,6 +17,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     fail,
@@ -24,6 +25,7 @@ from ascendbench.commands.common import (
     out_console,
     print_utilisation,
     progress_bar,
+    whole_keys,
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
@@ -38,26 +40,26 @@ _MANY = 12  # workloads with more shapes print a summary instead of one row per 
 
 @app.command("hgemm")
 def hgemm(
-    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C (required unless --a/--b/--c or "
+    m: Annotated[int | None, count_option("--m", help="Rows of A and C (required unless --a/--b/--c or "
                                           "--workload give the shape).")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B (the reduction).")] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Independent GEMMs of this shape.")] = 1,
+    n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
+    k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B (the reduction).")] = None,
+    batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
     workload: Annotated[str | None, typer.Option("--workload", help="A named workload instead of one shape: "
                                                     + ", ".join(list_workloads()) + ".")] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="alpha of C = alpha A B + beta C.")] = 1.0,
     beta: Annotated[float, typer.Option("--beta", help="beta (0: C is not read).")] = 0.0,
-    m0: Annotated[int | None, typer.Option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
-    n0: Annotated[int | None, typer.Option("--n0", help="Tile N0 (multiple of 16).")] = None,
-    k0: Annotated[int | None, typer.Option("--k0", help="Tile K0 (multiple of 8).")] = None,
-    split_k: Annotated[int, typer.Option("--split-k", help="Split each block's K over this many cores (SplitK).")] = 1,
+    m0: Annotated[int | None, count_option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
+    n0: Annotated[int | None, count_option("--n0", help="Tile N0 (multiple of 16).")] = None,
+    k0: Annotated[int | None, count_option("--k0", help="Tile K0 (multiple of 8).")] = None,
+    split_k: Annotated[int, count_option("--split-k", help="Split each block's K over this many cores (SplitK).")] = 1,
     shuffle_k: Annotated[bool, typer.Option("--shuffle-k/--no-shuffle-k", help="ShuffleK (§4.3.2).")] = True,
     padding: Annotated[bool, typer.Option("--padding/--no-padding", help="Pad A and B to 512-byte aligned rows.")] = True,
     double_buffer: Annotated[bool, typer.Option("--double-buffer/--no-double-buffer", help="Two slots per buffer "
                                                 "where they fit.")] = True,
     variant: Annotated[str, typer.Option("--variant", help="proposed (the HGEMM paper) or gemm-example "
                                          "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
     a_file: Annotated[Path | None, typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
     b_file: Annotated[Path | None, typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
     c_file: Annotated[Path | None, typer.Option("--c", help="C as a float16 .npy (M x N).")] = None,
@@ -71,7 +73,7 @@ def hgemm(
     every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core, not one per group "
                                              "of cores with the same task count: slower, and without the "
                                              "grouping's error (up to 14% on shapes bound by L2).")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", help="Worker processes for a workload's shapes "
+    jobs: Annotated[int | None, count_option("--jobs", help="Worker processes for a workload's shapes "
                                              "(default: the CPU count for 64 shapes or more).")] = None,
     hardware: HardwareOption = "atlas-300t-a2",
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
@@ -239,7 +241,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
                 t = s.tiling
                 table.add_row(str(s.m), str(s.n), str(s.k), str(s.batch), f"{t['m0']}x{t['n0']}x{t['k0']}", t["source"],
                               _us(s.time_s), f"{s.tflops:.1f}", f"{s.fraction_of_peak * 100:.1f}", _verdict(s.verification))
-            c.print(table)
+            c.print(whole_keys(table, "M", "N", "K", "batch", "M0xN0xK0"))
         sm = r.summary
         if sm:
             c.print(f"TFLOPS: avg {sm['tflops_avg']:.2f}, max {sm['tflops_max']:.2f}, min {sm['tflops_min']:.2f}, "

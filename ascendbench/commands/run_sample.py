@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -27,14 +27,14 @@ from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 
 @app.command("sample")
 def sample_command(
-    samples: Annotated[str, typer.Option("--samples", help="Indices to draw (with replacement), e.g. 1 or "
-                                         "1e6.")] = "1",
+    samples: Annotated[int, count_option("--samples", help="Indices to draw (with replacement), e.g. 1 or "
+                                         "1e6.")] = 1,
     n: NOption = None,
     variant: Annotated[str, typer.Option("--variant", help="scan (MCScan + SplitInd per sample, the paper's) or "
                                          "baseline (vector-only cumsum + binary search, torch.multinomial; at "
                                          "most 2**24 categories).")] = "scan",
-    s: Annotated[int, typer.Option("--s", help="Tile side of the MCScan: 16, 32, 64 or 128.")] = 128,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
+    s: Annotated[int, count_option("--s", help="Tile side of the MCScan: 16, 32, 64 or 128.")] = 128,
+    seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "weighted_sample(seed=...)); generated weights use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Weights: a 1-D float16 .npy, or a .npz with "
                                                     "an array 'weights'.")] = None,

@@ -17,6 +17,7 @@ from ascendbench.commands.common import (
     TraceOption,
     check_files,
     command_line,
+    count_option,
     fail,
     out_console,
     parse_count,
@@ -37,7 +38,7 @@ from ascendbench.kernels.segmented_scan import ALGORITHMS
 @app.command("segmented-scan")
 def segmented_scan(
     n: Annotated[
-        str | None, typer.Option("--n", help="Elements: 1000000, 1e6 or 2**20. Optional with --input.")
+        int | None, count_option("--n", help="Elements: 1000000, 1e6 or 2**20. Optional with --input.")
     ] = None,
     input_file: Annotated[
         Path | None,
@@ -49,11 +50,11 @@ def segmented_scan(
         ),
     ] = None,
     segment_length: Annotated[
-        str,
-        typer.Option(
+        int,
+        count_option(
             "--segment-length", help="Generated flags: mean (random) or exact (regular) segment length."
         ),
-    ] = "1024",
+    ] = 1024,
     heads: Annotated[
         str,
         typer.Option(
@@ -71,7 +72,7 @@ def segmented_scan(
             help="mcscan or mcscan-ul1 (on the matrix scans) or vector (vector-only baseline).",
         ),
     ] = "mcscan",
-    s: Annotated[int, typer.Option("--s", help="Tile side s of the matrix scans: 16, 32, 64 or 128.")] = 128,
+    s: Annotated[int, count_option("--s", help="Tile side s of the matrix scans: 16, 32, 64 or 128.")] = 128,
     exclusive: ExclusiveOption = False,
     dtype: Annotated[
         str | None,
@@ -80,7 +81,7 @@ def segmented_scan(
             help="Values dtype: fp16 (fp32 output) or int8 (int32 output); default fp16 or the input's.",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated values and flags.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated values and flags.")] = 0,
     output_file: Annotated[
         Path | None, typer.Option("--output-file", help="Save the result as .npy.")
     ] = None,

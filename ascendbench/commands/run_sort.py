@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -32,7 +32,7 @@ def sort(
                                               "or the --input array's).")] = None,
     variant: Annotated[str, typer.Option("--variant", help="mcscan (SplitInd with the int8 MCScan, the paper's) "
                                          "or vector (vector-only scan, the baseline).")] = "mcscan",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated keys.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated keys.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Keys as a 1-D .npy, or a .npz with an array "
                                                     "'values'.")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save 'values' and 'indices' as "

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
 from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
@@ -32,7 +32,7 @@ def split(
                                          "vector (vector-only scan, the baseline).")] = "splitind",
     dtype: Annotated[str | None, typer.Option("--dtype", help=f"Values dtype of generated data: {_DTYPES} "
                                               "(default fp16).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated values and flags.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated values and flags.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="A .npy of values (flags generated) or a .npz "
                                                     "with arrays 'values' and 'flags' (bool/int8/uint8, non-zero "
                                                     "is true).")] = None,

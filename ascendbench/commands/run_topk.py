@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -26,7 +26,7 @@ from ascendbench.kernels.radix_sort import KEY_NAMES
 
 @app.command("topk")
 def topk_command(
-    k: Annotated[str, typer.Option("--k", help="How many elements: 0 ... n (e.g. 2048 or 2**11).")],
+    k: Annotated[int, count_option("--k", help="How many elements: 0 ... n (e.g. 2048 or 2**11).")],
     n: NOption = None,
     largest: Annotated[bool, typer.Option("--largest/--smallest", help="The k largest (sorted descending, NaNs "
                                           "largest) or smallest (ascending).")] = True,
@@ -34,7 +34,7 @@ def topk_command(
                                               "fp16, or the --input array's).")] = None,
     variant: Annotated[str, typer.Option("--variant", help="bisection (SplitInd rounds, the paper's) or vector "
                                          "(vector-only sort-based top-k, the baseline).")] = "bisection",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the generated values.")] = 0,
+    seed: Annotated[int, count_option("--seed", help="Seed of the generated values.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Values as a 1-D .npy, or a .npz with an "
                                                     "array 'values'.")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save 'values' and 'indices' as "

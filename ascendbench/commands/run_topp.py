@@ -10,7 +10,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, fail
+from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, count_option, fail
 from ascendbench.commands.operator_common import (
     execute,
     finish,
@@ -43,14 +43,14 @@ def load_probs(path: Path) -> tuple[np.ndarray, str]:
 def topp_command(
     p: Annotated[float, typer.Option("--p", help="Nucleus threshold in [0, 1] (Llama 3's top_p; the paper "
                                      "measured 0.1).")] = 0.9,
-    vocab: Annotated[str | None, typer.Option("--vocab", "--n", help="Tokens per row (vocabulary size), e.g. "
+    vocab: Annotated[int | None, count_option("--vocab", "--n", help="Tokens per row (vocabulary size), e.g. "
                                               "128256 or 2**17. Optional with --input.")] = None,
-    batch: Annotated[int | None, typer.Option("--batch", help="Rows, each sampled independently (default 1, or "
+    batch: Annotated[int | None, count_option("--batch", help="Rows, each sampled independently (default 1, or "
                                               "the --input array's).")] = None,
     variant: Annotated[str, typer.Option("--variant", help="radix (radix sort + MCScan, the paper's) or baseline "
                                          "(vector-only sort + vector-only cumsum).")] = "radix",
-    s: Annotated[int, typer.Option("--s", help="Tile side of the cumsum MCScan: 16, 32, 64 or 128.")] = 128,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
+    s: Annotated[int, count_option("--s", help="Tile side of the cumsum MCScan: 16, 32, 64 or 128.")] = 128,
+    seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "top_p_sample(seed=...)); generated rows use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Probabilities: a .npy of shape (vocab,) "
                                                     "or (batch, vocab), or a .npz with 'probs'; float16, or "

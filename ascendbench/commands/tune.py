@@ -22,13 +22,13 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     err_console,
     fail,
-    option_like,
     out_console,
-    parse_count,
+    whole_keys,
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
@@ -36,6 +36,7 @@ from ascendbench.kernels.registry import get_tunable
 from ascendbench.plotting import DEFAULT_DPI
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
+    EMPTY_STORAGE,
     MAX_GRID_POINTS,
     SAMPLERS,
     ProblemOutcome,
@@ -57,15 +58,15 @@ app = typer.Typer(help="Search kernel configurations with Optuna on the timing m
 MAX_TRIALS = 10**9
 _HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
-TrialsOption = Annotated[int, typer.Option("--trials", help="Distinct feasible configurations each problem's "
+TrialsOption = Annotated[int, count_option("--trials", help="Distinct feasible configurations each problem's "
                                            "study should hold (infeasible points and repeats do not count; a "
                                            "resumed study runs only the missing ones).")]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Stop each problem's search after this "
                                                      "many seconds.")]
 SamplerOption = Annotated[str, typer.Option("--sampler", help="Optuna sampler: " + ", ".join(SAMPLERS) + ".")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Sampler seed (same seed, sampler and space with one job: "
+SeedOption = Annotated[int, count_option("--seed", help="Sampler seed (same seed, sampler and space with one job: "
                                          "the same trials).")]
-SeedsOption = Annotated[int, typer.Option("--seeds", help="Independent searches per problem, seeds SEED to "
+SeedsOption = Annotated[int, count_option("--seeds", help="Independent searches per problem, seeds SEED to "
                                           "SEED+N-1, each in its own study (<study>/seed-S): the report gives the "
                                           "spread over them.")]
 StorageOption = Annotated[str | None, typer.Option("--storage", help="Where studies live: an RDB URL "
@@ -73,7 +74,7 @@ StorageOption = Annotated[str | None, typer.Option("--storage", help="Where stud
                                                    "(default: results/tuning/studies.journal).")]
 StudyOption = Annotated[str | None, typer.Option("--study-name", help="Study name (default: kernel/hardware); "
                                                  "each problem's study is <name>/<problem>.")]
-JobsOption = Annotated[int, typer.Option("--jobs", help="Worker processes sharing each study.")]
+JobsOption = Annotated[int, count_option("--jobs", help="Worker processes sharing each study.")]
 ExhaustiveOption = Annotated[bool | None, typer.Option("--exhaustive/--no-exhaustive", help="Also evaluate the "
                                                        "whole grid for the true optimum, ranks and regret, and "
                                                        "keep it in results/tuning/ground-truth (default: when it "
@@ -87,27 +88,17 @@ OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path 
 
 
 def common_options(spec) -> dict[str, tuple[Any, Any]]:
-    """The options every `tune <kernel>` command has, as (annotation, typer.Option) by parameter name, for the
-    commands made from the registry (commands/generic.py)."""
+    """The options every `tune <kernel>` command has, as (Annotated option type, default) by parameter name, for
+    the commands made from the registry (commands/generic.py)."""
     from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 
-    hardware = "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE
     return {
-        "problems": (str | None, option_like(ProblemsOption, None)),
-        "trials": (int, option_like(TrialsOption, 200)),
-        "timeout": (float | None, option_like(TimeoutOption, None)),
-        "sampler": (str, option_like(SamplerOption, "tpe")),
-        "seed": (int, option_like(SeedOption, 0)),
-        "seeds": (int, option_like(SeedsOption, 1)),
-        "storage": (str | None, option_like(StorageOption, None)),
-        "study_name": (str | None, option_like(StudyOption, None)),
-        "jobs": (int, option_like(JobsOption, 1)),
-        "exhaustive": (bool | None, option_like(ExhaustiveOption, None)),
-        "space": (Path | None, option_like(SpaceOption, None)),
-        "hardware": (str, option_like(HardwareOption, hardware)),
-        "out": (Path | None, option_like(OutOption, None)),
-        "no_save": (bool, option_like(NoSaveOption, False)),
-        "json_out": (bool, option_like(JsonOption, False)),
+        "problems": (ProblemsOption, None), "trials": (TrialsOption, 200), "timeout": (TimeoutOption, None),
+        "sampler": (SamplerOption, "tpe"), "seed": (SeedOption, 0), "seeds": (SeedsOption, 1),
+        "storage": (StorageOption, None), "study_name": (StudyOption, None), "jobs": (JobsOption, 1),
+        "exhaustive": (ExhaustiveOption, None), "space": (SpaceOption, None),
+        "hardware": (HardwareOption, "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE),
+        "out": (OutOption, None), "no_save": (NoSaveOption, False), "json_out": (JsonOption, False),
     }
 
 
@@ -120,10 +111,10 @@ def run_tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, op
 
 @app.command("hgemm")
 def hgemm(
-    m: Annotated[int | None, typer.Option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, typer.Option("--k", help="Columns of A, rows of B.")] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Independent GEMMs of this shape.")] = 1,
+    m: Annotated[int | None, count_option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
+    n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
+    k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B.")] = None,
+    batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
     workload: Annotated[str | None, typer.Option("--workload", help="A named workload: "
                                                  + ", ".join(list_workloads()) + ".")] = None,
     problems: ProblemsOption = None,
@@ -175,7 +166,7 @@ def hgemm(
 
 @app.command("scan")
 def scan(
-    n: Annotated[str | None, typer.Option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
+    n: Annotated[int | None, count_option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
     problems: ProblemsOption = None,
@@ -202,13 +193,9 @@ def scan(
         fail("--n: give --n or --problems, not both")
     space_obj = _space("scan", space)
     if n is not None:
-        try:
-            sizes = [parse_count(n, "n")]
-        except ValueError as exc:
-            fail(str(exc))
-        if sizes[0] < 1:
-            fail(f"--n: must be at least 1, got {sizes[0]}")
-        problem_list = [{"n": sizes[0], "dtype": dtype, "exclusive": exclusive}]
+        if n < 1:
+            fail(f"--n: must be at least 1, got {n}")
+        problem_list = [{"n": n, "dtype": dtype, "exclusive": exclusive}]
     else:
         chosen = _problem_set_entry(space_obj, problems)
         problem_list = [{"n": size, "dtype": chosen.dtype, "exclusive": chosen.exclusive} for size in chosen.n]
@@ -220,8 +207,8 @@ def scan(
 
 @app.command("batched-scan")
 def batched_scan(
-    batch: Annotated[int | None, typer.Option("--batch", help="Rows (with --length: one problem).")] = None,
-    length: Annotated[int | None, typer.Option("--length", help="Elements per row.")] = None,
+    batch: Annotated[int | None, count_option("--batch", help="Rows (with --length: one problem).")] = None,
+    length: Annotated[int | None, count_option("--length", help="Elements per row.")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
     exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
     problems: ProblemsOption = None,
@@ -283,6 +270,8 @@ def plot(
     from ascendbench.store.schema import TuningResult
     from ascendbench.tuning.plots import plot_study, plot_workload
 
+    if storage is not None and not storage.strip():
+        fail(EMPTY_STORAGE)
     try:
         formats = check_formats(formats, ("png", "svg"))
         check_dpi(dpi)
@@ -605,7 +594,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         tp = f"{best['throughput']:.1f}" if best.get("throughput") is not None else "-"
         table.add_row(p["key"], trials, _config_text(kernel, best.get("config")), _time(best.get("time_s")), tp,
                       _config_text(kernel, heur["config"]), _time(heur["time_s"]), rank, speed)
-    c.print(table)
+    c.print(whole_keys(table, "problem"))
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")
@@ -619,7 +608,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
                        _time(opt.get("time_s")), _rank(e.get("best_rank")), _percent(e["regret"]),
                        _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
                        str(e["trials_to_1pct"] or "not reached"), str(e["trials_to_5pct"] or "not reached"))
-        c.print(ex)
+        c.print(whole_keys(ex, "problem"))
         c.print("ranks and regrets are against the whole grid; 'to 1%': distinct configurations evaluated until "
                 "the best was within 1% of the optimum", style="dim", highlight=False)
     for p in doc["problems"]:

@@ -15,11 +15,13 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     fail,
     out_console,
     progress_bar,
+    whole_keys,
 )
 from ascendbench.reference import RANDOM_SHAPES
 from ascendbench.reference.validation import run_validation
@@ -50,7 +52,7 @@ def _print(result, saved_to: Path | None) -> None:
         sim = _fmt(r.simulated) + (unit if isinstance(r.simulated, (int, float, list)) else "")
         t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,
                   verdict)
-    c.print(t)
+    c.print(whole_keys(t, "ID"))
     s = result.summary
     c.print(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: {', '.join(s.misses) or 'none'}")
     if s.failing:
@@ -70,7 +72,7 @@ def validate(
     quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "
                                         "calibration claims and cheap shape claims of every kernel family).")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Validation claims outside tolerance fail too.")] = False,
-    random_shapes: Annotated[int, typer.Option("--random", help="Shapes of random-5000 evaluated for G-7 "
+    random_shapes: Annotated[int, count_option("--random", help="Shapes of random-5000 evaluated for G-7 "
                                                "(1 ... 5000).")] = RANDOM_SHAPES,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 __all__ = ["DEFAULT_SCAN_HARDWARE", "HardwareError", "HardwareProfile", "list_profiles", "load_profile"]
 
@@ -176,40 +176,64 @@ def load_profile(name_or_path: str | Path = DEFAULT_SCAN_HARDWARE) -> HardwarePr
     return _from_dict(data, label)
 
 
+def _constant_type(name: str, is_int: bool):
+    """The pydantic type of one constant: a finite number (an int or a float in TOML; a bool or a string is not
+    one) within its bounds; integers may be written 8.0."""
+    from pydantic import Field
+
+    return Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, gt=0 if name in _POSITIVE else None,
+                                  le=1 if name in _AT_MOST_ONE else _AT_MOST.get(name, _GENERAL_MAX),
+                                  multiple_of=1 if is_int else None)]
+
+
+@lru_cache(maxsize=1)
+def _file_model():
+    """The pydantic model of a profile file, built once from HardwareProfile's fields and the bounds above."""
+    from pydantic import BaseModel, StrictStr, create_model, model_validator
+
+    class ProfileFile(BaseModel):
+        name: StrictStr
+        description: StrictStr
+        sources: dict[str, str] = {}
+
+        @model_validator(mode="before")
+        @classmethod
+        def _split_sources(cls, data: Any) -> Any:
+            # `key = { value = 8, source = "..." }` or `key = 8`: the values are checked, the sources kept
+            if not isinstance(data, dict):
+                return data
+            entries = {k: v for k, v in data.items() if isinstance(v, dict)}
+            return {**data, **{k: v.get("value") for k, v in entries.items()},
+                    "sources": {k: str(v.get("source", "")) for k, v in entries.items()}}
+
+    return create_model("ProfileFile", __base__=ProfileFile,
+                        **{f.name: (_constant_type(f.name, f.name in _INT_FIELDS), ...) for f in _constant_fields()})
+
+
+def _problem(error: dict[str, Any]) -> str:
+    """One pydantic error as the rest of "field 'x' ...": what is wrong and what is allowed."""
+    kind, value, ctx = error["type"], error.get("input"), error.get("ctx", {})
+    if error["loc"][0] in ("name", "description"):
+        return "is missing or not a string"
+    return {
+        "missing": "is missing",
+        "finite_number": "must be finite",
+        "greater_than_equal": f"must be non-negative, got {value}",
+        "greater_than": f"must be positive, got {value}",
+        "less_than_equal": f"must be at most {ctx.get('le', 0):g}, got {value}",
+        "multiple_of": f"must be an integer, got {value}",
+    }.get(kind, f"must be a number, got {value!r}")
+
+
 def _from_dict(data: dict[str, Any], label: str) -> HardwareProfile:
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for key in ("name", "description"):
-        if not isinstance(data.get(key), str):
-            raise HardwareError(f"hardware profile {label}: field '{key}' is missing or not a string")
-        values[key] = data[key]
-    for f in _constant_fields():
-        entry = data.get(f.name)
-        if entry is None:
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' is missing")
-        if isinstance(entry, dict):
-            value, source = entry.get("value"), entry.get("source", "")
-        else:
-            value, source = entry, ""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be finite")
-        if value < 0:
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be non-negative, got {value}")
-        if f.name in _POSITIVE and value == 0:
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be positive, got 0")
-        if f.name in _AT_MOST_ONE and value > 1:
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be at most 1, got {value}")
-        limit = _AT_MOST.get(f.name, _GENERAL_MAX)
-        if value > limit:
-            raise HardwareError(f"hardware profile {label}: field '{f.name}' must be at most {limit:g}, got {value}")
-        if f.name in _INT_FIELDS:
-            if float(value) != int(value):
-                raise HardwareError(f"hardware profile {label}: field '{f.name}' must be an integer, got {value}")
-            value = int(value)
-        else:
-            value = float(value)
-        values[f.name] = value
-        sources[f.name] = str(source)
-    return HardwareProfile(**values, sources=sources, path=label)
+    from pydantic import ValidationError
+
+    try:
+        checked = _file_model().model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]  # the first field in the file's order, as a person reads it
+        raise HardwareError(f"hardware profile {label}: field '{error['loc'][0]}' {_problem(error)}") from None
+    values = {f.name: (int if f.name in _INT_FIELDS else float)(getattr(checked, f.name)) for f in _constant_fields()}
+    sources = {f.name: checked.sources.get(f.name, "") for f in _constant_fields()}
+    return HardwareProfile(name=checked.name, description=checked.description, **values, sources=sources,
+                           path=label)

@@ -6,7 +6,10 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text", "unreadable_npy"]
+
+NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
+ZIP_MAGIC = b"PK\x03\x04"  # np.load reads a file that starts so as an .npz archive
 
 
 def _umask_mode() -> int:
@@ -52,3 +55,27 @@ def atomic_save_npy(path: Path, array) -> None:
     import numpy as np
 
     _atomic(path, lambda fh: np.save(fh, array))
+
+
+def unreadable_npy(path: Path, exc: BaseException, what: str = ".npy array") -> str:
+    """Why np.load(path, allow_pickle=False) raised `exc`, as the rest of a sentence that starts with the path:
+    "is empty", "is not a .npy file (bad magic ...)", "holds Python objects ...", or "is not a readable <what>
+    (NumPy's reason)". NumPy itself calls any file without the .npy magic pickled data and suggests
+    allow_pickle, which would be wrong advice for a text file."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(NPY_MAGIC))
+    except OSError as err:
+        return f"cannot be read: {err.strerror or err}"
+    if not head:
+        return f"is empty (0 bytes), not a {what}"
+    if head.startswith(ZIP_MAGIC):
+        if ".npz" not in what:
+            return f"is not a readable {what} (it is a zip archive, as a .npz is)"
+        return f"is not a readable .npz archive ({exc or 'truncated'})"
+    if not head.startswith(NPY_MAGIC):
+        return (f"is not a {what.rsplit(' ', 1)[0]} file (bad magic: it starts with {head!r}, a .npy file with "
+                f"{NPY_MAGIC!r})")
+    if "allow_pickle" in str(exc) or "Python objects" in str(exc):  # np.load, or np.load with mmap_mode
+        return "holds Python objects (an object array), which are not loaded; save a numeric array"
+    return f"is not a readable {what} ({exc or 'truncated'})"

@@ -126,12 +126,18 @@ def _is_url(storage: str) -> bool:
     return storage.split(":", 1)[0].split("+", 1)[0] in _RDB_SCHEMES and "://" in storage
 
 
+EMPTY_STORAGE = ("--storage: must not be empty; give a journal file path (default results/tuning/studies.journal) "
+                 "or an RDB URL such as sqlite:///studies.db")
+
+
 def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
     """An Optuna storage: an RDB URL (sqlite:///..., postgresql://...) with heartbeats, so that trials of a
     killed worker are marked failed; anything else is a journal file path (created with its folder).
 
     Raises TuneError (--storage) when the database cannot be opened or the path cannot be written."""
     target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
+    if not target.strip():  # Path("") is the current folder: "'.' is not a regular file" would mislead
+        raise TuneError(EMPTY_STORAGE)
     if "://" in target and not _is_url(target):
         raise TuneError(f"--storage: unknown URL scheme {target.split('://', 1)[0]!r}; give an RDB URL "
                         "(postgresql://..., mysql://..., sqlite:///FILE) or a journal file path")

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 __all__ = ["WORKLOADS_FILE", "Workload", "list_workloads", "load_workload"]
 
@@ -92,97 +93,124 @@ def load_workload(name: str, path: str | Path | None = None) -> Workload:
 
     Raises:
         WorkloadError (a ValueError): an unknown name ("--workload: unknown workload 'x'; choose from
-            ..."), or a malformed entry, whose message names the file and the key (e.g.
-            "hgemm.toml: [fig6].shapes[1]: expected an integer >= 1, got 0").
+            ..."), or a malformed entry, whose message names the file, the key and what it allows (e.g.
+            "hgemm.toml: [fig6].shapes[1][2]: expected an integer >= 1, got 0").
     """
     label, data = _read(None if path is None else str(path))
     entry = data.get(name)
     if not isinstance(entry, dict):
         choices = ", ".join(list_workloads(path))
         raise WorkloadError(f"--workload: unknown workload {name!r}; choose from {choices}")
-    where = f"{label}: [{name}]"
-    description = _text(entry, "description", where)
-    source = _text(entry, "source", where)
-    batch = _positive(entry.get("batch", 1), f"{where}.batch")
-    unknown = sorted(set(entry) - {"description", "source", "batch", *_FORMS})
-    if unknown:
-        raise WorkloadError(f"{where}.{unknown[0]}: unknown key; expected description, source, batch and "
-                            f"one of {', '.join(_FORMS)}")
-    forms = [key for key in _FORMS if key in entry]
-    if len(forms) != 1:
-        given = ", ".join(forms) or "none"
-        raise WorkloadError(f"{where}: needs exactly one of {', '.join(_FORMS)}, got {given}")
-    form = forms[0]
-    if form == "shapes":
-        triples = _explicit(entry["shapes"], f"{where}.shapes")
-    elif form == "grid":
-        triples = _grid(entry["grid"], f"{where}.grid")
-    else:
-        triples = _random(entry["random"], f"{where}.random")
-    return Workload(name, description, source, tuple((m, n, k, batch) for m, n, k in triples))
+    try:
+        checked = _Entry.model_validate(entry)
+    except ValidationError as exc:
+        raise WorkloadError(_message(exc.errors()[0], f"{label}: [{name}]")) from None
+    return Workload(name, checked.description, checked.source,
+                    tuple((m, n, k, checked.batch) for m, n, k in checked.triples()))
 
 
-def _text(entry: dict, key: str, where: str) -> str:
-    value = entry.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise WorkloadError(f"{where}.{key}: expected a non-empty string, got {value!r}")
-    return value
+# The file's entries as pydantic models: strict types (no bool for an int, no number for a string), unknown
+# keys refused; the rules that tie several keys together are validators that name the key they are about.
+PositiveInt = Annotated[int, Field(ge=1)]
+IntList = Annotated[list[PositiveInt], Field(min_length=1)]
+Triple = Annotated[list[PositiveInt], Field(min_length=3, max_length=3)]
+NonBlank = Annotated[str, Field(pattern=r"\S")]
 
 
-def _positive(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise WorkloadError(f"{where}: expected an integer >= 1, got {value!r}")
-    return value
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _int_list(value: Any, where: str) -> list[int]:
-    if not isinstance(value, list) or not value:
-        raise WorkloadError(f"{where}: expected a non-empty list of integers >= 1, got {value!r}")
-    return [_positive(v, f"{where}[{i}]") for i, v in enumerate(value)]
+def _keyed(key: str, message: str) -> PydanticCustomError:
+    """A rule's error about one key of the model (its location then ends in .key)."""
+    return PydanticCustomError("rule", message, {"key": key})
 
 
-def _explicit(value: Any, where: str) -> list[tuple[int, int, int]]:
-    if not isinstance(value, list) or not value:
-        raise WorkloadError(f"{where}: expected a non-empty list of [M, N, K], got {value!r}")
-    triples = []
-    for i, row in enumerate(value):
-        if not isinstance(row, list) or len(row) != 3:
-            raise WorkloadError(f"{where}[{i}]: expected [M, N, K], got {row!r}")
-        m, n, k = (_positive(v, f"{where}[{i}]") for v in row)
-        triples.append((m, n, k))
-    return triples
+class _Grid(_Model):
+    m: IntList | None = None
+    n: IntList | None = None
+    k: IntList
+    m_equals_n: IntList | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> _Grid:
+        if self.m_equals_n is not None and (self.m is not None or self.n is not None):
+            raise _keyed("m_equals_n", "give either m_equals_n or m and n, not both")
+        for key in ("m", "n"):
+            if self.m_equals_n is None and getattr(self, key) is None:
+                raise _keyed(key, "expected a non-empty list of integers >= 1, got None")
+        return self
+
+    def triples(self) -> list[tuple[int, int, int]]:
+        if self.m_equals_n is not None:
+            return [(mn, mn, k) for mn in self.m_equals_n for k in self.k]
+        return list(itertools.product(self.m, self.n, self.k))
 
 
-def _grid(value: Any, where: str) -> list[tuple[int, int, int]]:
-    if not isinstance(value, dict):
-        raise WorkloadError(f"{where}: expected a table with m, n, k (or m_equals_n, k), got {value!r}")
-    allowed = {"m", "n", "k", "m_equals_n"}
-    unknown = sorted(set(value) - allowed)
-    if unknown:
-        raise WorkloadError(f"{where}.{unknown[0]}: unknown key; expected m, n, k or m_equals_n, k")
-    k_values = _int_list(value.get("k"), f"{where}.k")
-    if "m_equals_n" in value:
-        if "m" in value or "n" in value:
-            raise WorkloadError(f"{where}.m_equals_n: give either m_equals_n or m and n, not both")
-        return [(mn, mn, k) for mn in _int_list(value["m_equals_n"], f"{where}.m_equals_n") for k in k_values]
-    m_values = _int_list(value.get("m"), f"{where}.m")
-    n_values = _int_list(value.get("n"), f"{where}.n")
-    return list(itertools.product(m_values, n_values, k_values))
+class _Random(_Model):
+    seed: Annotated[int, Field(ge=0)]
+    count: PositiveInt
+    low: PositiveInt
+    high: PositiveInt
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Random:
+        if self.high < self.low:
+            raise _keyed("high", f"must be at least low ({self.low}), got {self.high}")
+        return self
+
+    def triples(self) -> list[tuple[int, int, int]]:
+        import numpy as np
+
+        rows = np.random.default_rng(self.seed).integers(self.low, self.high + 1, size=(self.count, 3))  # inclusive
+        return [(int(m), int(n), int(k)) for m, n, k in rows.tolist()]
 
 
-def _random(value: Any, where: str) -> list[tuple[int, int, int]]:
-    if not isinstance(value, dict):
-        raise WorkloadError(f"{where}: expected a table with seed, count, low, high, got {value!r}")
-    unknown = sorted(set(value) - {"seed", "count", "low", "high"})
-    if unknown:
-        raise WorkloadError(f"{where}.{unknown[0]}: unknown key; expected seed, count, low, high")
-    seed = value.get("seed")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise WorkloadError(f"{where}.seed: expected an integer >= 0, got {seed!r}")
-    count = _positive(value.get("count"), f"{where}.count")
-    low = _positive(value.get("low"), f"{where}.low")
-    high = _positive(value.get("high"), f"{where}.high")
-    if high < low:
-        raise WorkloadError(f"{where}.high: must be at least low ({low}), got {high}")
-    rows = np.random.default_rng(seed).integers(low, high + 1, size=(count, 3))  # high inclusive
-    return [(int(m), int(n), int(k)) for m, n, k in rows.tolist()]
+class _Entry(_Model):
+    description: NonBlank
+    source: NonBlank
+    batch: PositiveInt = 1
+    shapes: Annotated[list[Triple], Field(min_length=1)] | None = None
+    grid: _Grid | None = None
+    random: _Random | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> _Entry:
+        given = [key for key in _FORMS if getattr(self, key) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError("rule", "needs exactly one of {forms}, got {given}",
+                                      {"forms": ", ".join(_FORMS), "given": ", ".join(given) or "none"})
+        return self
+
+    def triples(self) -> list[tuple[int, int, int]]:
+        if self.shapes is not None:
+            return [(m, n, k) for m, n, k in self.shapes]
+        return (self.grid or self.random).triples()
+
+
+# what each table of an entry holds (for "unknown key" and "expected a table" messages)
+_KEYS = {(): "description, source, batch and one of " + ", ".join(_FORMS), ("grid",): "m, n, k or m_equals_n, k",
+         ("random",): "seed, count, low, high"}
+
+
+def _message(error: dict[str, Any], where: str) -> str:
+    """One pydantic error as "<file>: [name].key[i]: what was expected, got what"."""
+    loc, kind = tuple(error["loc"]), error["type"]
+    value = None if kind == "missing" else error.get("input")  # a missing key reads as None, as in TOML
+    key = (error.get("ctx") or {}).get("key")
+    place = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in (*loc, *([key] if key else [])))
+    if kind == "rule":
+        return f"{place}: {error['msg']}"
+    if kind == "extra_forbidden":
+        return f"{place}: unknown key; expected {_KEYS.get(loc[:-1], '')}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{place}: expected a table with {_KEYS.get(loc, '')}, got {value!r}"
+    if loc and loc[0] in ("description", "source"):
+        return f"{place}: expected a non-empty string, got {value!r}"
+    if loc == ("shapes",):
+        return f"{place}: expected a non-empty list of [M, N, K], got {value!r}"
+    if len(loc) == 2 and loc[0] == "shapes" and kind in ("list_type", "too_short", "too_long"):
+        return f"{place}: expected [M, N, K], got {value!r}"
+    if kind in ("list_type", "too_short") or (loc[:1] == ("grid",) and len(loc) == 2):
+        return f"{place}: expected a non-empty list of integers >= 1, got {value!r}"
+    return f"{place}: expected an integer >= {0 if loc[-1] == 'seed' else 1}, got {value!r}"

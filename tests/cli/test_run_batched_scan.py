@@ -146,7 +146,7 @@ ERROR_CASES = [
         ["--batch", "4", "--length", "10", "--dtype", "int8", "--algorithm", "scanul1"],
         "--dtype: scanul1 supports fp16",
     ),
-    (["--batch", "4", "--length", "10", "--seed", "-1"], "--seed: must be a non-negative integer"),
+    (["--batch", "4", "--length", "10", "--seed", "-1"], "--seed: expected a non-negative integer"),
     (["--batch", "4", "--length", "10", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
     (["--batch", "4", "--length", "10", "--output-file", "y.txt"], "--output-file: must end in .npy"),
     (
@@ -189,7 +189,7 @@ def test_input_file_errors(tmp_path, cli):
         assert out.exit_code == 2 and message in out.output, out.output
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     out = cli(["run", "batched-scan", "--input", "junk.npy"], tmp_path)
-    assert out.exit_code == 2 and "--input: junk.npy is not a readable .npy array" in out.output
+    assert out.exit_code == 2 and "--input: junk.npy is not a .npy file (bad magic" in out.output
     np.save(tmp_path / "ok.npy", np.ones((4, 100), dtype=np.float16))
     for args, message in (
         (["--batch", "3"], "--batch: 3 disagrees with the input's shape (4, 100)"),

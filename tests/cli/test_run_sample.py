@@ -59,7 +59,7 @@ ERRORS = [
     (["--n", "100", "--samples", "lots"], "--samples: expected a non-negative integer"),
     (["--n", "100", "--variant", "alias"], "--variant: must be one of scan, baseline"),
     (["--n", "100", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
-    (["--n", "100", "--seed", "-1"], "--seed: must be a non-negative integer"),
+    (["--n", "100", "--seed", "-1"], "--seed: expected a non-negative integer"),
     (["--n", "100", "--output-file", "i.txt"], "--output-file: must end in .npy or .npz"),
     (["--n", "100", "--model-only", "--output-file", "i.npy"], "--output-file: there is no output"),
     (["--n", "100", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),

@@ -135,7 +135,7 @@ def test_input_file_errors(tmp_path, cli):
         assert out.exit_code == 2 and message in out.output, out.output
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     out = cli(["run", "scan", "--input", "junk.npy"], tmp_path)
-    assert out.exit_code == 2 and "--input: junk.npy is not a readable .npy array" in out.output
+    assert out.exit_code == 2 and "--input: junk.npy is not a .npy file (bad magic" in out.output
     _write_npy(tmp_path, "ok.npy", np.ones(100, dtype=np.float16))
     out = cli(["run", "scan", "--input", "ok.npy", "--n", "99"], tmp_path)
     assert out.exit_code == 2 and "--n: 99 disagrees with the input's length 100" in out.output
@@ -182,7 +182,7 @@ def test_output_targets_are_checked_before_the_run(tmp_path, cli):
         (["--n", "1e4", "--trace", "t.npy"], "--trace: must end in .json"),
         (["--n", "1e4", "--out", "same.json", "--trace", "same.json"], "is also the --trace file"),
         (["--input", "x.npy", "--output-file", "x.npy"], "is also the --input file"),
-        (["--n", "1e4", "--seed", "-1"], "--seed: must be a non-negative integer"),
+        (["--n", "1e4", "--seed", "-1"], "--seed: expected a non-negative integer"),
     ]
     for args, message in cases:
         out = cli(["run", "scan", *args], tmp_path)
@@ -245,7 +245,7 @@ def test_over_long_output_names_are_refused_before_the_run(tmp_path, cli):
 def test_empty_and_non_finite_inputs(tmp_path, cli):
     (tmp_path / "empty.npy").write_bytes(b"")
     out = cli(["run", "scan", "--input", "empty.npy"], tmp_path)
-    assert out.exit_code == 2 and "--input: empty.npy is not a readable .npy array" in out.output
+    assert out.exit_code == 2 and "--input: empty.npy is empty (0 bytes), not a .npy array" in out.output
     np.save(tmp_path / "nan.npy", np.array([1, np.nan, 2] * 100, np.float16))
     out = cli(["run", "scan", "--input", "nan.npy", "--algorithm", "mcscan", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 1  # verification fails, with the reason, and the JSON is still valid

@@ -132,7 +132,7 @@ ERROR_CASES = [
         ["--n", "100", "--dtype", "int8", "--algorithm", "mcscan-ul1"],
         "--dtype: mcscan-ul1 supports fp16 only",
     ),
-    (["--n", "100", "--seed", "-2"], "--seed: must be a non-negative integer"),
+    (["--n", "100", "--seed", "-2"], "--seed: expected a non-negative integer"),
     (["--n", "100", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),
     (["--n", "100", "--output-file", "r.txt"], "--output-file: must end in .npy"),
     (["--n", "100", "--model-only", "--output-file", "r.npy"], "--output-file: there is no output"),
@@ -166,7 +166,7 @@ def test_input_file_errors(tmp_path, cli):
         "f32flags.npz": "--input: flags dtype must be bool, int8 or uint8, got float32",
         "f32.npz": "--input: values dtype must be float16 or int8, got float32",
         "two_d.npy": "--input: values must be 1-D, got shape (2, 5)",
-        "junk.npz": "--input: junk.npz is not a readable .npy or .npz file",
+        "junk.npz": "--input: junk.npz is not a .npy or .npz file (bad magic",
     }
     for name, message in cases.items():
         out = cli(["run", "segmented-scan", "--input", name], tmp_path)

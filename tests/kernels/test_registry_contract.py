@@ -127,6 +127,12 @@ def test_every_streaming_kernel_runs_through_the_same_entry_point(spec):
 
 
 def test_every_kernel_appears_in_run_and_tune():
+    from ascendbench.cli import load_command
+
+    run_group, tune_group = load_command("run"), load_command("tune")  # as `ascendbench run ...` loads them
+    assert set(run_group.list_commands(None)) >= {s.command.split()[0] if s.command else s.name for s in SPECS}
+    assert set(tune_group.list_commands(None)) >= {s.space for s in SPECS if s.space}
+
     def names(app: typer.Typer) -> set[str]:
         return {c.name or c.callback.__name__ for c in app.registered_commands}
 
