@@ -47,9 +47,15 @@ WarmL2 = Annotated[bool, Field(description="start with the input in L2")]
 
 
 class KernelParams(BaseModel):
-    """Base of every kernel's parameter model: unknown fields are refused, values are immutable."""
+    """Base of every kernel's parameter model: unknown fields are refused, values are immutable and of their
+    type (strict: no "10" or True for a count; NumPy scalars are taken as the Python numbers they hold)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _python_scalars(values: Mapping[str, Any]) -> dict[str, Any]:
+    """NumPy scalars (np.int64 from a shape, np.float32, np.bool_) as the Python numbers they hold."""
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in values.items()}
 
 
 def param_error(exc: ValidationError) -> ParamError:
@@ -132,7 +138,7 @@ class KernelSpec:
         """The validated parameter model of `values` (and keyword arguments). Raises ParamError naming the first
         bad field as its option (--field-name) and what is allowed."""
         try:
-            return self.Params.model_validate({**(values or {}), **kwargs})
+            return self.Params.model_validate(_python_scalars({**(values or {}), **kwargs}))
         except ValidationError as exc:
             raise param_error(exc) from None
 
@@ -179,6 +185,15 @@ class KernelSpec:
         if main is not None and main.name not in arrays:
             raise ParamError("input", f"needs an array named {main.name!r}")
         first = arrays[main.name] if main is not None else next(iter(arrays.values()))
+        for spec in self.inputs:  # 1-D inputs: each (n,), all of one length
+            array = arrays.get(spec.name)
+            if spec.shape != "(n,)" or array is None:
+                continue
+            if array.ndim != 1:
+                raise ParamError("input", f"array {spec.name!r} must be 1-D, got shape {tuple(array.shape)}")
+            if array.shape != first.shape:
+                raise ParamError("input", f"array {spec.name!r} must have the length of {main.name!r} "
+                                          f"({first.shape[0]}), got {array.shape[0]}")
         if main is not None and dtype_name(first.dtype) not in main.dtypes:
             raise ParamError("input", f"array {main.name!r} must be one of {', '.join(main.dtypes)}, got {first.dtype}")
         changes: dict[str, Any] = {}

@@ -244,3 +244,26 @@ def test_the_kernels_command_lists_the_registry():
     assert rows["hgemm"]["variants"] == ["proposed", "gemm-example"]
     assert rows["split-values"]["run"] == "ascendbench run split --no-indices"
     assert rows["segmented-scan"]["tuned"] == []
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"n": True}, "--n: must be an integer, got True"),
+    ({"n": "10"}, "--n: must be an integer, got '10'"),
+    ({"n": 10.0}, "--n: must be an integer, got 10.0"),
+    ({"n": 10, "dtype": "float16"}, "--dtype: must be one of fp16, uint8, uint16, uint32, int8, int16, int32, "
+                                    "got 'float16'"),
+    ({"arrays": {"values": np.zeros((2, 2), np.int16)}}, "--input: array 'values' must be 1-D, got shape (2, 2)"),
+    ({"arrays": {"keys": np.zeros(3, np.int16)}}, "--input: needs an array named 'values'"),
+    ({"n": 10, "seed": -1}, "--seed: must be a non-negative integer, got -1"),
+])
+def test_the_python_api_checks_like_the_cli(values, message):
+    with pytest.raises(ParamError) as err:
+        ascendbench.run("sort", **values)
+    assert str(err.value) == message
+    assert ascendbench.run("sort", n=np.int64(10)).result.problem.n == 10  # NumPy scalars are numbers
+
+
+def test_mismatched_input_arrays_are_refused():
+    with pytest.raises(ParamError) as err:
+        ascendbench.run("split", arrays={"values": np.zeros(3, np.float16), "flags": np.zeros(4, bool)})
+    assert str(err.value) == "--input: array 'flags' must have the length of 'values' (3), got 4"
