@@ -37,7 +37,7 @@ from ascendbench.kernels.partition import (
     release_pages,
 )
 from ascendbench.kernels.scan import L2_STARTS, OUT_DTYPES, SCAN_KERNELS
-from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
+from ascendbench.kernels.scan_numerics import CheckThread, ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
 
@@ -316,23 +316,28 @@ def run_scan(
             output, kept = np.empty(n, dtype=out_np), "memory"
         else:
             kept = "discarded"
-        check = ScanVerifier(algorithm, n, params, hw)
-        done = released = 0
+        check = CheckThread(ScanVerifier(algorithm, n, params, hw))  # the check of a piece overlaps the next scan
+        done = released = reported = 0
         if progress:
             progress("scanning and verifying", 0, n)
-        for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
-            if output is not None:
-                output[lo: lo + yb.shape[0]] = yb
-                if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
-                    release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
-                    released = lo + yb.shape[0]
-            check.feed(xb, yb)
-            done += yb.shape[0]
-            if progress:
-                progress("scanning and verifying", done, n)
+        try:
+            for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
+                if output is not None:
+                    output[lo: lo + yb.shape[0]] = yb
+                    if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
+                        release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
+                        released = lo + yb.shape[0]
+                check.feed(xb, yb)
+                done += yb.shape[0]
+                if progress and (done - reported >= 1 << 22 or done == n):  # pieces are small: report less often
+                    progress("scanning and verifying", done, n)
+                    reported = done
+        except BaseException:
+            check.stop()
+            raise
+        v = check.close()
         if isinstance(output, np.memmap):
             output.flush()
-        v = check.result()
         verification = _verification(v)
         functional_s = time.perf_counter() - t1
 

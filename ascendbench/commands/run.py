@@ -211,7 +211,8 @@ def scan(
             run = run_scan(count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk_elems, exclusive=exclusive,
                            dtype=dtype, out_dtype=out_dtype, seed=seed, input_file=input_file, hardware=hardware,
                            model_only=model_only, warm_l2=warm_l2, l2=l2, command=command_line(), progress=report,
-                           generator=generator, partition_limit=limit, output_path=tmp_output)
+                           generator=generator, partition_limit=limit, output_path=tmp_output,
+                           keep_output=False)  # the command never reads the array: verified on the fly
     except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
         _drop(tmp_output)
         fail(str(exc))

@@ -54,3 +54,11 @@ def test_streaming_errors_are_one_line(tmp_path, cli):
                           (["--n", "10", "--generator", "zeros"], "--generator: must be one of")):
         out = cli(["run", "scan", *args], tmp_path)
         assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output, out.output
+
+
+def test_without_an_output_file_the_output_is_checked_on_the_fly_and_not_kept(tmp_path, cli):
+    # the command never reads the array: keeping it (400 MB at 1e8) only cost page faults
+    out = cli(["run", "scan", "--n", "70001", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["problem"]["output"] == "discarded" and doc["verification"]["passed"] is True

@@ -296,3 +296,39 @@ def test_scan_of_2_to_32_plus_1_int8_ones_streams_with_the_closed_form_at_every_
                 seen[i] = int(yb[i - lo])
     assert check.result().passed
     assert seen == {i: (i + 1 + 2**31) % 2**32 - 2**31 for i in marks}
+
+
+# ----- the streaming run's memory: small work arrays, not per-read temporaries -------------------------------
+@pytest.mark.parametrize("kernel, dtype", [("mcscan-ul1", "fp16"), ("mcscan", "fp16"), ("scanu", "int8")])
+def test_streaming_scan_and_check_hold_only_small_work_arrays(kernel, dtype):
+    import tracemalloc
+
+    n = 2**22 + 5  # one full read of the input and a bit
+    x = _data(dtype, n)
+    p = ScanParams(dtype=dtype, exclusive=True)
+    tracemalloc.start()
+    try:
+        check = ScanVerifier(kernel, n, p, HW)
+        for _, xb, yb in stream_pieces(kernel, x, p, HW):
+            check.feed(xb, yb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert check.result().passed
+    assert peak < 8 * 2**20  # 2**16-element batches and stretches (before: about 200 MB of float64 temporaries)
+
+
+def test_check_thread_gives_the_verdict_of_the_verifier_and_raises_its_errors():
+    from ascendbench.kernels.scan_numerics import CheckThread
+
+    x = _data("fp16")
+    p = ScanParams(s=S, chunk=CHUNK)
+    plain, threaded = ScanVerifier("mcscan-ul1", N, p, HW), CheckThread(ScanVerifier("mcscan-ul1", N, p, HW))
+    for _, xb, yb in stream_pieces("mcscan-ul1", x, p, HW, batch_tiles=2):
+        plain.feed(xb, yb)
+        threaded.feed(xb, yb)
+    assert threaded.close() == plain.result()
+    broken = CheckThread(ScanVerifier("mcscan-ul1", N, p, HW))
+    broken.feed(x[:10], np.zeros(3, np.float32))  # shapes disagree: the thread's error comes back here
+    with pytest.raises(ValueError):
+        broken.close()
