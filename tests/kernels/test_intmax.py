@@ -85,6 +85,27 @@ def test_generated_streams_are_reproducible_slice_by_slice(dtype):
     assert counting.tolist() == [(i % 256) - 256 if i % 256 > 127 else i % 256 for i in range(250, 260)]
 
 
+def test_tiny_partitions_generate_each_random_block_once_and_scan_the_same_values():
+    # one item per partition: the block holding it was regenerated for every item (quadratic in n)
+    p = ScanParams(s=S, dtype="int8")
+    one = GeneratedSource(3000, "int8", "random", seed=5)
+    y1 = compute("scanu", one, p, hw=HW, limit=1)
+    assert one.blocks_generated == 1
+    whole = GeneratedSource(3000, "int8", "random", seed=5)
+    np.testing.assert_array_equal(y1, compute("scanu", whole, p, hw=HW))
+    assert whole.blocks_generated == 1
+    n = 2 * 2**22 + 1000  # three blocks, 8390 partitions
+    src = GeneratedSource(n, "fp16", "random", seed=7)
+    ys = compute("mcscan-ul1", src, ScanParams(s=S), hw=HW, limit=1000)
+    assert src.blocks_generated == 3
+    np.testing.assert_array_equal(ys, compute("mcscan-ul1", GeneratedSource(n, "fp16", "random", seed=7),
+                                              ScanParams(s=S), hw=HW))
+    # the values are those of block b seeded by (seed, b), as before the block was kept
+    block1 = np.random.default_rng([7, 1]).random(2**22, dtype=np.float32).astype(np.float16)
+    np.testing.assert_array_equal(GeneratedSource(n, "fp16", "random", seed=7).read(2**22 - 3, 2**22 + 4),
+                                  np.concatenate([src.read(2**22 - 3, 2**22), block1[:4]]))
+
+
 # ----- streaming scans equal the unpartitioned path ----------------------------------------------------------
 S = 16
 L = S * S
