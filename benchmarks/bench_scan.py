@@ -49,8 +49,8 @@ def main(argv=None) -> int:
     rows = []
 
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "ascendbench.cli", "run", "scan", "--n", str(n), "--no-save"], cwd=_checkout.ROOT,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run([sys.executable, "-m", "ascendbench.cli", "run", "scan", "--n", str(n), "--no-save"],
+                          cwd=_checkout.ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     rss_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e9
     if proc.returncode != 0:

@@ -24,7 +24,8 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import Verification
 
-__all__ = ["CheckThread", "ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans", "tolerance_formula", "verify"]
+__all__ = ["CheckThread", "ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans",
+           "tolerance_formula", "verify"]
 
 _BATCH_ELEMS = 1 << 16  # elements per computed batch: its work arrays stay in the CPU cache
 _READ_ELEMS = 1 << 22  # elements per read of the input (and per verify piece): few calls, memory still flat
@@ -86,8 +87,9 @@ class ScanStream:
     unpartitioned one bit for bit. Memory: one batch (about 2**16 elements) whatever n.
 
     feed(x) returns the (lo, x[lo:hi], y[lo:hi]) pieces completed by x (new arrays; fp16 x as its exact float32
-    values, converted once for the scan and the check; y in the output dtype; exclusive scans shifted by one); finish() returns the rest. hw fixes the multi-core block and L2 chunk layout. batch_tiles:
-    tiles per batch (tests use 1 to cross many batch edges; results do not depend on it).
+    values, converted once for the scan and the check; y in the output dtype; exclusive scans shifted by one);
+    finish() returns the rest. hw fixes the multi-core block and L2 chunk layout. batch_tiles: tiles per batch
+    (tests use 1 to cross many batch edges; results do not depend on it).
     """
 
     def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None, batch_tiles: int | None = None):
@@ -163,10 +165,11 @@ class ScanStream:
         return lo, xb, y
 
     def _scan(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Tile scans of the buffered batch plus the carries: the batch's input (a new array: fp16 as its exact
-        float32 values, int8 as int8) and its inclusive scan (count,) in the accumulation type (pass 1, phase I on the cube; pass 2, the vector cores adding each unit's carry), computed in place
-        in self.work. The row scans are sequential fp32 adds (the cube's fp32 accumulation order is not public,
-        so any order is as faithful; a cumsum is the cheapest); C1 is rounded to fp16 as the FIXPIPE does."""
+        """Tile scans of the buffered batch plus the carries: the batch's input (a new array: fp16 as its exact float32
+        values, int8 as int8) and its inclusive scan (count,) in the accumulation type (pass 1, phase I on the cube;
+        pass 2, the vector cores adding each unit's carry), computed in place in self.work. The row scans are
+        sequential fp32 adds (the cube's fp32 accumulation order is not public, so any order is as faithful; a
+        cumsum is the cheapest); C1 is rounded to fp16 as the FIXPIPE does."""
         s, L, acc = self.s, self.L, self.acc
         t = math.ceil(count / L)
         self.buf[count: t * L] = 0  # zero padding of a partial last tile
@@ -370,9 +373,10 @@ def tolerance_formula(name: str, params) -> str:
 
 
 class ScanVerifier:
-    """verify() on the fly: feed consecutive (x[lo:hi], y[lo:hi]) pieces (starting at multiples of s, as
-    ScanStream emits them; fp16 x may come as its exact float32 values), read the verdict from result(). Memory: one piece; the reference is a running
-    int64 / float64 prefix carried from piece to piece, so it checks any n (see verify for the tolerance)."""
+    """verify() on the fly: feed consecutive (x[lo:hi], y[lo:hi]) pieces (starting at multiples of s, as ScanStream
+    emits them; fp16 x may come as its exact float32 values), read the verdict from result(). Memory: one piece; the
+    reference is a running int64 / float64 prefix carried from piece to piece, so it checks any n (see verify for
+    the tolerance)."""
 
     def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None):
         self.name, self.n, self.params = name, int(n), params
