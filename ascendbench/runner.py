@@ -13,6 +13,7 @@ import os
 import platform
 import shutil
 import sys
+import threading
 import time
 import zipfile
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from ascendbench.kernels.scan import (
     ul1_overflow,
     ul1_overflow_message,
 )
-from ascendbench.kernels.scan_numerics import ScanVerifier, stream_pieces
+from ascendbench.kernels.scan_numerics import CheckThread, ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
@@ -98,9 +99,33 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_npy(path: Path, ndim: int, axes: str = "") -> tuple[np.ndarray, str, str]:
+class _FileHash:
+    """The sha256 of a file, computed on a background thread (hashlib releases the GIL, so it overlaps the
+    timing model and the functional run); hexdigest() waits for it. Raises InputError naming --input when the
+    file cannot be read."""
+
+    def __init__(self, path: Path):
+        self.path, self._digest, self._error = path, None, None
+        self._thread = threading.Thread(target=self._run, name="input-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._digest = _sha256(self.path)
+        except OSError as exc:
+            self._error = exc
+
+    def hexdigest(self) -> str:
+        self._thread.join()
+        if self._error is not None:
+            raise InputError(f"--input: cannot read {self.path} ({self._error.strerror or self._error})")
+        return self._digest
+
+
+def _load_npy(path: Path, ndim: int, axes: str = "", background_hash: bool = False):
     """Memory-map an --input .npy array of `ndim` dimensions (`axes` names them in messages), float16 or int8.
-    Returns (array, dtype name, sha256 of the file); raises InputError naming --input."""
+    Returns (array, dtype name, sha256 of the file, or with background_hash a _FileHash computing it); raises
+    InputError naming --input."""
     path = Path(path)
     try:
         x = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -114,7 +139,7 @@ def _load_npy(path: Path, ndim: int, axes: str = "") -> tuple[np.ndarray, str, s
         raise InputError(f"--input: array must be {ndim}-D{axes}, got shape {tuple(x.shape)}")
     if x.dtype not in _DTYPES:
         raise InputError(f"--input: array dtype must be float16 or int8, got {x.dtype}")
-    return x, _DTYPES[x.dtype], _sha256(path)
+    return x, _DTYPES[x.dtype], (_FileHash(path) if background_hash else _sha256(path))
 
 
 def load_input(path: Path) -> tuple[np.ndarray, str, str]:
@@ -250,7 +275,7 @@ def run_scan(
         raise ParamError("algorithm", f"{algorithm} is not a scan kernel")
     sha = None
     if input_file is not None:
-        x, data_dtype, sha = load_input(input_file)
+        x, data_dtype, sha = _load_npy(input_file, 1, background_hash=True)  # sha: read before the result
     elif x is not None:
         if isinstance(x, np.ma.MaskedArray):
             raise InputError("x: masked arrays are not supported; pass x.filled(0) or the data you mean")
@@ -355,26 +380,33 @@ def run_scan(
             output, kept = np.empty(n, dtype=out_np), "memory"
         else:
             kept = "discarded"
-        check = ScanVerifier(algorithm, n, params, hw)
-        done = released = 0
+        check = CheckThread(ScanVerifier(algorithm, n, params, hw))  # the check of a piece overlaps the next scan
+        done = released = reported = 0
         if progress:
             progress("scanning and verifying", 0, n)
-        for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
-            if output is not None:
-                output[lo: lo + yb.shape[0]] = yb
-                if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
-                    release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
-                    released = lo + yb.shape[0]
-            check.feed(xb, yb)
-            done += yb.shape[0]
-            if progress:
-                progress("scanning and verifying", done, n)
+        try:
+            for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
+                if output is not None:
+                    output[lo: lo + yb.shape[0]] = yb
+                    if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
+                        release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
+                        released = lo + yb.shape[0]
+                check.feed(xb, yb)
+                done += yb.shape[0]
+                if progress and (done - reported >= 1 << 22 or done == n):  # pieces are small: report less often
+                    progress("scanning and verifying", done, n)
+                    reported = done
+        except BaseException:
+            check.stop()
+            raise
+        v = check.close()
         if isinstance(output, np.memmap):
             output.flush()
-        v = check.result()
         verification = _verification(v)
         functional_s = time.perf_counter() - t1
 
+    if isinstance(sha, _FileHash):
+        sha = sha.hexdigest()
     moved = n * (params.in_bytes + params.out_bytes)
     memcpy_bw = moved / memcpy.time_s / 1e9 if memcpy.time_s > 0 else 0.0
     phases = {name: cycles / hw.clock_hz for name, cycles in sim.phases.items()}

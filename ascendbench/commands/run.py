@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 import zipfile
 from pathlib import Path
@@ -38,6 +37,7 @@ from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
 from ascendbench.kernels.scan import L2_STARTS, S_VALUES, SCAN_KERNELS, ScanParams
 from ascendbench.runner import InputError, estimate_functional_seconds, run_scan
 from ascendbench.sim.engine import BufferCapacityError
+from ascendbench.store.io import partial_path, remove_stale_partials
 
 app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
 
@@ -190,7 +190,8 @@ def scan(
                                   chunk_elems, exclusive, dtype or _header_dtype(input_file), out_dtype, hardware)
     tmp_output = None
     if output_file is not None:
-        tmp_output = output_file.with_name(f".{output_file.name}.{secrets.token_hex(4)}.partial")
+        remove_stale_partials(output_file)  # left by runs that were killed (SIGKILL runs no clean-up)
+        tmp_output = partial_path(output_file)
 
     progress, report = progress_bar(json_out)
 
@@ -199,7 +200,8 @@ def scan(
             run = run_scan(count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk_elems, exclusive=exclusive,
                            dtype=dtype, out_dtype=out_dtype, seed=seed, input_file=input_file, hardware=hardware,
                            model_only=model_only, warm_l2=warm_l2, l2=l2, command=command_line(), progress=report,
-                           generator=generator, partition_limit=limit, output_path=tmp_output)
+                           generator=generator, partition_limit=limit, output_path=tmp_output,
+                           keep_output=False)  # the command never reads the array: verified on the fly
     except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
         _drop(tmp_output)
         fail(str(exc))

@@ -180,7 +180,8 @@ def release_pages(x: np.ndarray, lo: int, hi: int) -> None:
 
 class GeneratedSource(Source):
     """A generated input of n items, produced block by block (blocks of 2**22 items, block b seeded by
-    (seed, b)), so any slice is reproducible on its own.
+    (seed, b)), so any slice is reproducible on its own; the current block is kept (8 MB at most), so a forward
+    stream generates each block once whatever its read sizes.
 
     kind: "random" (fp16 uniform in [0, 1); int8 uniform in [-128, 127]), "constant" (every item `value`,
     default 1), "counting" (item i is i mod 2**k cast to the dtype: int8 wraps in [-128, 127], fp16 counts
@@ -196,14 +197,24 @@ class GeneratedSource(Source):
             raise ValueError(f"dtype: must be fp16 or int8, got {dtype!r}")
         self.n, self.kind, self.seed, self.value = int(n), kind, seed, value
         self.dtype = np.dtype(names[dtype])
+        self.blocks_generated = 0  # random blocks produced so far (each at most once for forward reads)
+        self._cached: tuple[int, np.ndarray] | None = None
 
     def _block(self, b: int) -> np.ndarray:
+        """Random block b (2**22 items, the last one shorter). The last block produced is kept, so reads of
+        consecutive small slices (tiny partitions) cost their own length, not a whole block each."""
+        if self._cached is not None and self._cached[0] == b:
+            return self._cached[1]
         lo = b * _BLOCK
         size = min(_BLOCK, self.n - lo)
         rng = np.random.default_rng([self.seed, b])
         if self.dtype == np.int8:
-            return rng.integers(-128, 128, size=size, dtype=np.int8)
-        return rng.random(size, dtype=np.float32).astype(np.float16)
+            block = rng.integers(-128, 128, size=size, dtype=np.int8)
+        else:
+            block = rng.random(size, dtype=np.float32).astype(np.float16)
+        self.blocks_generated += 1
+        self._cached = (b, block)
+        return block
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         lo, hi = max(0, lo), min(self.n, hi)

@@ -2,16 +2,21 @@
 
 The tiles of x are viewed as s x s row-major matrices A (zero-padded) and multiplied by the constant matrices
 of the scan paper: U_s (upper-triangular ones), L^-_s (strictly lower-triangular ones), 1_s (all ones).
-fp16 inputs are exact in float32, so float32 matrix products with float32 accumulation reproduce the cube's
-fp16 x fp16 -> fp32 arithmetic up to summation order; int8 tiles go through the same float32 products, which
-are exact because every partial sum of an s x s int8 tile is below 2^24, and are then carried in int32 with
-wrap-around as the cube's int32 accumulation does. Carries are chained in the accumulation type exactly in
-the order the vector cores chain them (sequential adds), so the rounding follows the algorithm.
+fp16 inputs are exact in float32, so float32 products with float32 accumulation reproduce the cube's
+fp16 x fp16 -> fp32 arithmetic up to summation order (which is not public; the streaming path, ScanStream,
+computes A @ U_s as sequential fp32 row scans, the cheapest order). int8 tiles are scanned in int32, exact
+because every partial sum of an s x s int8 tile is below 2^24, and carried in int32 with wrap-around as the
+cube's int32 accumulation does. The fp16 roundings of the algorithm are kept: C1 = A @ 1_s rounded to fp16 on
+its way to L1 (ScanUL1 variants), the fp16 output rounded once at the end. Carries are chained in the
+accumulation type exactly in the order the vector cores chain them (sequential adds), so the rounding follows
+the algorithm.
 """
 
 from __future__ import annotations
 
 import math
+import queue
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -19,9 +24,11 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import Verification
 
-__all__ = ["ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans", "tolerance_formula", "verify"]
+__all__ = ["CheckThread", "ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans",
+           "tolerance_formula", "verify"]
 
-_BATCH_ELEMS = 1 << 22  # elements per NumPy batch: bounds temporaries and drives the progress bar
+_BATCH_ELEMS = 1 << 16  # elements per computed batch: its work arrays stay in the CPU cache
+_READ_ELEMS = 1 << 22  # elements per read of the input (and per verify piece): few calls, memory still flat
 _U32 = 2.0**-24  # unit roundoff of fp32
 _U16 = 2.0**-11  # unit roundoff of fp16
 _SQRT_STRETCH = 1 << 16  # elements that share one value of the sqrt(depth) factor in verify
@@ -73,15 +80,16 @@ class ScanStream:
     end anywhere, inside a tile or an L2 chunk), get the output in the same order.
 
     The computation is cut into batches of whole tiles at fixed positions (batch k holds tiles
-    [k * B, (k + 1) * B), B = 2**22 / s^2) whatever the pieces fed, and everything carried from one batch to the
+    [k * B, (k + 1) * B), B = 2**16 / s^2) whatever the pieces fed, and everything carried from one batch to the
     next is the algorithm's own state: the running prefix of the carry chain, and for MCScan / MCScanUL1 the
     position in the L2 chunk plan, the chunk's carry, the partial sums of the finished AIV shares and the running
     partial of the current one. So the output does not depend on where pieces end: a partitioned run equals the
-    unpartitioned one bit for bit. Memory: one batch (about 2**22 elements) whatever n.
+    unpartitioned one bit for bit. Memory: one batch (about 2**16 elements) whatever n.
 
-    feed(x) returns the (lo, x[lo:hi], y[lo:hi]) pieces completed by x (y in the output dtype; exclusive scans
-    shifted by one); finish() returns the rest. hw fixes the multi-core block and L2 chunk layout. batch_tiles:
-    tiles per batch (tests use 1 to cross many batch edges; fp16 results depend on it through BLAS).
+    feed(x) returns the (lo, x[lo:hi], y[lo:hi]) pieces completed by x (new arrays; fp16 x as its exact float32
+    values, converted once for the scan and the check; y in the output dtype; exclusive scans shifted by one);
+    finish() returns the rest. hw fixes the multi-core block and L2 chunk layout. batch_tiles: tiles per batch
+    (tests use 1 to cross many batch edges; results do not depend on it).
     """
 
     def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None, batch_tiles: int | None = None):
@@ -97,10 +105,10 @@ class ScanStream:
         self.kind = "cumsum" if name == "vec-cumsum" else "ul1" if self.ul1 else "rowscan"
         self.unit = self.L if self.ul1 else self.s
         self.batch_tiles = batch_tiles or max(1, _BATCH_ELEMS // self.L)
-        self.U, self.Lm = _constants(self.s)
         self.memcpy = name == "memcpy"
         in_np = {"fp16": np.float16, "int8": np.int8}[params.dtype]
         self.buf = np.zeros(self.batch_tiles * self.L, dtype=in_np)
+        self.work = np.empty(self.buf.shape[0], dtype=self.acc)  # the batch in the accumulation type, reused
         self.fill = 0
         self.done = 0  # elements emitted
         self.carry = self.acc(0)  # carry chain of the single-core kernels
@@ -119,8 +127,11 @@ class ScanStream:
             self.partial = self.acc(0)  # the current share's partial sum so far
 
     def feed(self, x: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        return list(self.pieces(x))
+
+    def pieces(self, x: np.ndarray):
+        """feed(x) as a generator: each piece as soon as its batch is done (memory: one piece, not all of x's)."""
         x = np.asarray(x)
-        out = []
         pos = 0
         size = self.buf.shape[0]
         while pos < x.shape[0]:
@@ -129,8 +140,7 @@ class ScanStream:
             self.fill += take
             pos += take
             if self.fill == size:
-                out.append(self._batch())
-        return out
+                yield self._batch()
 
     def finish(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
         return [self._batch()] if self.fill else []
@@ -138,43 +148,63 @@ class ScanStream:
     @np.errstate(invalid="ignore", over="ignore")  # NaN propagates; int32 wraps; fp16 output saturates
     def _batch(self) -> tuple[int, np.ndarray, np.ndarray]:
         lo, count = self.done, self.fill
-        xb = self.buf[:count].copy()
         if self.memcpy:
+            xb = self.buf[:count].copy()
             y = xb.astype(self.out_np)
         else:
-            y = self._scan(count)
+            xb, C = self._scan(count)  # C: a view of self.work, copied out before the next batch
             if self.params.exclusive:
-                last = y[-1]
-                y = np.concatenate([np.array([self.last_incl], dtype=self.acc), y[:-1]])
-                self.last_incl = last
-            y = y.astype(self.out_np, copy=False)
-        self.buf[:count] = 0  # zero padding for the next (possibly partial) batch
+                y = np.empty(count, dtype=self.out_np)
+                y[0] = self.last_incl
+                y[1:] = C[:-1]
+                self.last_incl = C[count - 1]
+            else:
+                y = C.astype(self.out_np)
         self.fill = 0
         self.done += count
         return lo, xb, y
 
-    def _scan(self, count: int) -> np.ndarray:
-        """Tile scans of the buffered batch plus the carries: the inclusive scan (count,) in the accumulation
-        type (pass 1, phase I on the cube; pass 2, the vector cores adding each unit's carry)."""
+    def _scan(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Tile scans of the buffered batch plus the carries: the batch's input (a new array: fp16 as its exact float32
+        values, int8 as int8) and its inclusive scan (count,) in the accumulation type (pass 1, phase I on the cube;
+        pass 2, the vector cores adding each unit's carry), computed in place in self.work. The row scans are
+        sequential fp32 adds (the cube's fp32 accumulation order is not public, so any order is as faithful; a
+        cumsum is the cheapest); C1 is rounded to fp16 as the FIXPIPE does."""
         s, L, acc = self.s, self.L, self.acc
         t = math.ceil(count / L)
-        A = self.buf[: t * L].astype(np.float32).reshape(t, s, s)
-        C = tile_scans(A, self.kind, self.U, self.Lm).astype(acc, copy=False)
-        totals = C[:, -1, -1].copy() if self.ul1 else C[:, :, -1].reshape(-1).copy()
+        self.buf[count: t * L] = 0  # zero padding of a partial last tile
+        W = self.work[: t * L]
+        np.copyto(W, self.buf[: t * L])  # exact: fp16 -> fp32, int8 -> int32
+        xb = W[:count].copy() if acc is np.float32 else self.buf[:count].copy()  # converted once, for the check
+        rows = W.reshape(-1, s)
+        if self.ul1:
+            c1 = rows.sum(axis=1, dtype=np.float32)  # C1 = A @ 1_s (the row sums verify uses, _row_sums_fp32)
+            if self.multi:  # phase I on the AIVs: each tile reduced (to the carry unit's sum)
+                sums = c1.reshape(t, s).sum(axis=1, dtype=np.float32)
+        elif self.multi:  # phase I on the AIVs: each row of s reduced (exact in int32 for int8)
+            sums = rows.sum(axis=1, dtype=acc)
+        np.cumsum(rows, axis=1, out=rows)  # A @ U_s: every row scanned
+        if self.ul1:
+            c1 = c1.astype(np.float16).astype(np.float32).reshape(t, s)  # FIXPIPE L0C -> L1 rounds C1 to fp16
+            # C2 += L^-_s @ C1: row k of a tile gets the C1 of its rows j < k
+            W.reshape(t, s, s)[:, 1:, :] += np.cumsum(c1, axis=1)[:, :-1, None]
+            totals = W.reshape(t, L)[:, -1].copy()
+        else:
+            totals = rows[:, -1].copy()
+        if acc is np.float32 and not np.isfinite(totals).all():
+            # NaN or inf (input, or a C1 past the fp16 range): the cube's matrix products spread it where a
+            # cumsum does not (0 x NaN = NaN over whole rows, and over whole tiles through L^-_s @ C1): redo the
+            # batch as the products themselves
+            A = self.buf[: t * L].astype(np.float32).reshape(t, s, s)
+            W[:] = tile_scans(A, self.kind).reshape(-1)
+            totals = W.reshape(t, L)[:, -1].copy() if self.ul1 else rows[:, -1].copy()
         if not self.multi:
             carries = _chain(self.carry, totals, acc)
             self.carry = acc(carries[-1] + totals[-1])
         else:
-            # Phase I on the AIVs: the input reduced per carry unit (a row of s for MCScan, a tile for MCScanUL1)
-            # and accumulated per AIV share, in the accumulation type (int32 wraps: sum in int64, then wrap).
-            flat = A.reshape(-1, self.unit)
-            if acc is np.int32:
-                sums = flat.astype(np.int64).sum(axis=1).astype(np.int32)
-            else:
-                sums = flat.sum(axis=1, dtype=np.float32)
             carries = self._multi_carries(totals, sums)
-        C.reshape(-1, self.unit)[:] += carries[:, None]
-        return C.reshape(-1)[:count]
+        W.reshape(-1, self.unit)[:] += carries[:, None]
+        return xb, W[:count]
 
     def _multi_carries(self, totals: np.ndarray, sums: np.ndarray) -> np.ndarray:
         """Carries of this batch's units from the multi-core chains (phase II of Algorithm 3): each AIV share
@@ -210,14 +240,14 @@ def stream_pieces(name: str, x, params, hw: HardwareProfile | None = None, *, li
                   batch_tiles: int | None = None):
     """Yield (lo, x[lo:hi], y[lo:hi]) of kernel `name`'s scan of x (an array, a memory map or a
     partition.Source), reading the input partition by partition (at most `limit` items each, default 2**31 - 1,
-    so offsets inside a partition fit int32) in reads of at most 2**22 items."""
+    so offsets inside a partition fit int32) in reads of at most 2**22 items, as pieces of one batch (ScanStream)."""
     from ascendbench.kernels.partition import PARTITION_LIMIT, as_source, partitions
 
     src = as_source(x)
     stream = ScanStream(name, src.n, params, hw, batch_tiles)
     for p0, p1 in partitions(src.n, PARTITION_LIMIT if limit is None else limit):
-        for r0 in range(p0, p1, _BATCH_ELEMS):
-            yield from stream.feed(src.read(r0, min(p1, r0 + _BATCH_ELEMS)))
+        for r0 in range(p0, p1, _READ_ELEMS):
+            yield from stream.pieces(src.read(r0, min(p1, r0 + _READ_ELEMS)))
     yield from stream.finish()
 
 
@@ -343,9 +373,10 @@ def tolerance_formula(name: str, params) -> str:
 
 
 class ScanVerifier:
-    """verify() on the fly: feed consecutive (x[lo:hi], y[lo:hi]) pieces (starting at multiples of s, as
-    ScanStream emits them), read the verdict from result(). Memory: one piece; the reference is a running
-    int64 / float64 prefix carried from piece to piece, so it checks any n (see verify for the tolerance)."""
+    """verify() on the fly: feed consecutive (x[lo:hi], y[lo:hi]) pieces (starting at multiples of s, as ScanStream
+    emits them; fp16 x may come as its exact float32 values), read the verdict from result(). Memory: one piece; the
+    reference is a running int64 / float64 prefix carried from piece to piece, so it checks any n (see verify for
+    the tolerance)."""
 
     def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None):
         self.name, self.n, self.params = name, int(n), params
@@ -359,6 +390,7 @@ class ScanVerifier:
         self.passed = True
         self.overflow = self.nonfinite_input = False
         self.done = 0
+        self._buffers: dict[str, np.ndarray] = {}
         self.c1 = bool(extra)
         if self.c1:
             # Rows where a chain of C1 rounding effects restarts: (first row, row count, last share of its chunk).
@@ -373,11 +405,15 @@ class ScanVerifier:
             self.seg, self.eff_cur, self.eff_base, self.eff_last = 0, 0.0, 0.0, 0.0
 
     def _c1_rows(self, x: np.ndarray, lo: int) -> np.ndarray:
-        """The C1 rounding effect (see _c1_rounding_effect) of the rows of x = input[lo:lo + len], per element."""
+        """The C1 rounding effect (see _c1_rounding_effect) of the rows of x = input[lo:lo + len], per row of s
+        (the last row may be partial), as (ceil(len / s),) float64."""
         s = self.s
         rows = math.ceil(x.shape[0] / s)
-        block = np.zeros(rows * s, dtype=np.float32)
-        block[: x.shape[0]] = x
+        if x.dtype == np.float32 and x.shape[0] == rows * s:
+            block = x  # whole rows already in float32: no copy
+        else:
+            block = np.zeros(rows * s, dtype=np.float32)
+            block[: x.shape[0]] = x
         sums = block.reshape(rows, s).sum(axis=1, dtype=np.float32)
         delta = sums.astype(np.float16).astype(np.float64) - sums.astype(np.float64)
         r0 = lo // s
@@ -399,7 +435,7 @@ class ScanVerifier:
                 if ends_chunk:
                     self.eff_base = eff[r - 1]
                 self.seg += 1
-        return np.repeat(eff, s)[: x.shape[0]]
+        return eff
 
     def feed(self, x: np.ndarray, y: np.ndarray) -> None:
         lo, hi = self.done, self.done + x.shape[0]
@@ -414,67 +450,100 @@ class ScanVerifier:
             self.max_rel = max(self.max_rel, float((diff / np.maximum(np.abs(ref), 1e-30)).max()))
             self.passed &= err == 0.0 or (self.params.out == "fp16" and err <= _U16 * float(np.abs(ref).max()))
             return
-        if self.int8:
-            run = np.cumsum(x, dtype=np.int64)
-            run += self.prefix
-            absrun = np.cumsum(np.abs(x.astype(np.int64)), dtype=np.int64)
-            absrun += self.abs_prefix
-        else:
-            xs64 = x.astype(np.float64)
-            run = np.cumsum(xs64)
-            run += self.prefix
-            np.abs(xs64, out=xs64)
-            absrun = np.cumsum(xs64)
-            absrun += self.abs_prefix
-            del xs64
+        if not self.int8:
+            for k in range(0, x.shape[0], _SQRT_STRETCH):  # one stretch at a time: the work arrays stay in cache
+                self._feed_fp16(x[k: k + _SQRT_STRETCH], y[k: k + _SQRT_STRETCH], lo + k)
+            return
+        run = np.cumsum(x, dtype=np.int64)
+        run += self.prefix
+        absrun = np.cumsum(np.abs(x.astype(np.int64)), dtype=np.int64)
+        absrun += self.abs_prefix
         before, abs_before = self.prefix, self.abs_prefix
         self.prefix, self.abs_prefix = run[-1], absrun[-1]
-        c1 = self._c1_rows(x, lo) if self.c1 else None
         if self.shift:  # exclusive: y_i is the inclusive scan up to i - 1
             run = np.concatenate([np.array([before], dtype=run.dtype), run[:-1]])
             absrun = np.concatenate([np.array([abs_before], dtype=absrun.dtype), absrun[:-1]])
-            if c1 is not None:
-                last = c1[-1]
-                c1 = np.concatenate([[self.eff_last], c1[:-1]])
-                self.eff_last = last
-        if self.int8:
-            ref = (run + 2**31) % 2**32 - 2**31
-            diff = np.abs(y.astype(np.int64) - ref)
-            err = int(diff.max())
-            self.passed &= err == 0
-            self.max_abs = max(self.max_abs, float(err))
-            self.max_rel = max(self.max_rel, float((diff / np.maximum(absrun, 1)).max()))
-            return
-        diff = y.astype(np.float64)
+        ref = (run + 2**31) % 2**32 - 2**31
+        diff = np.abs(y.astype(np.int64) - ref)
+        err = int(diff.max())
+        self.passed &= err == 0
+        self.max_abs = max(self.max_abs, float(err))
+        self.max_rel = max(self.max_rel, float((diff / np.maximum(absrun, 1)).max()))
+
+    def _work(self, name: str, size: int, dtype=np.float64) -> np.ndarray:
+        """A reusable work array of at least `size` items (no new allocation per stretch)."""
+        arr = self._buffers.get(name)
+        if arr is None or arr.shape[0] < size or arr.dtype != dtype:
+            arr = self._buffers[name] = np.empty(max(size, _SQRT_STRETCH + self.s + 1), dtype=dtype)
+        return arr
+
+    def _feed_fp16(self, x: np.ndarray, y: np.ndarray, lo: int) -> None:
+        """Check one stretch of at most 2^16 elements (x = input[lo:hi] as fp16 or its exact float32 values, y its
+        output; lo a multiple of s), in place in reused float64 work arrays."""
+        m, sh = x.shape[0], self.shift
+        hi = lo + m
+        X = self._work("x", m)[:m]
+        np.copyto(X, x)
+        eff = self._c1_rows(x, lo) if self.c1 else None
+        nonneg = bool(X.min() >= 0)  # False with NaN
+        np.cumsum(X, out=X)
+        before, abs_before = self.prefix, self.abs_prefix
+        # the reference run[i] = prefix + cumsum(x)[i]; exclusive scans: shifted by one, `before` first
+        R = self._work("run", m + 1)
+        R[0] = before
+        np.add(X, before, out=R[sh: m + sh])
+        if nonneg and abs_before == before:
+            A = R  # no negative input so far: the running sum of |x| is the running sum
+        else:
+            A = self._work("abs", m + 1)
+            A[0] = abs_before
+            if not nonneg:
+                np.copyto(X, x)
+                np.abs(X, out=X)
+                np.cumsum(X, out=X)
+            np.add(X, abs_before, out=A[sh: m + sh])
+        self.prefix, self.abs_prefix = float(R[m + sh - 1]), float(A[m + sh - 1])
+        run, absrun = R[:m], A[:m]
+        diff = self._work("diff", m)[:m]
+        np.copyto(diff, y)
         with np.errstate(invalid="ignore"):
-            diff -= run
+            np.subtract(diff, run, out=diff)
         np.abs(diff, out=diff)
-        ref_finite = np.isfinite(run)
-        if not ref_finite.all():
+        finite = math.isfinite(run[m - 1])  # non-finite values are absorbing: the last one says if any is
+        if not finite:
             self.nonfinite_input = True
             # NaN or inf in the input: the output must carry the same non-finite values from there on
+            ref_finite = np.isfinite(run)
             yf = y.astype(np.float64)
             same = (np.isnan(run) & np.isnan(yf)) | (run == yf)
             self.passed &= bool(same[~ref_finite].all())
             diff[~ref_finite] = 0.0
+            absrun = absrun.copy()
             absrun[~np.isfinite(absrun)] = 0.0
-        if not np.isfinite(diff).all():
+        dmax = float(diff.max())  # NaN when any is NaN
+        if not math.isfinite(dmax):
             self.passed = False
             self.overflow = True
             self.max_abs = self.max_rel = math.inf
             return
-        # 4 sqrt(d_i) u32 with d_i taken at the end of each stretch of 2^16 elements (a slightly larger bound)
-        ends = np.minimum(np.arange(lo, hi, _SQRT_STRETCH, dtype=np.float64) + _SQRT_STRETCH, hi)
-        coef = 4 * _U32 * np.sqrt(self.s + 1 + ends / self.s)
-        tol = absrun * np.repeat(coef, _SQRT_STRETCH)[: hi - lo]
-        if c1 is not None:
-            tol += np.abs(c1)
+        # 4 sqrt(d_i) u32 with d_i taken at the end of the stretch (a slightly larger bound)
+        tol = self._work("tol", m)[:m]
+        np.multiply(absrun, 4 * _U32 * math.sqrt(self.s + 1 + float(hi) / self.s), out=tol)
+        if eff is not None:
+            E = self._work("c1", m + self.s + 1)
+            E[0] = abs(self.eff_last)
+            np.abs(eff[:, None], out=E[sh: sh + eff.shape[0] * self.s].reshape(-1, self.s))
+            self.eff_last = eff[(m - 1) // self.s]
+            tol += E[:m]
         if self.params.out == "fp16":
             tol += _U16 * np.abs(run) + 2.0**-24
-        self.passed &= bool((diff <= tol).all())
-        self.max_abs = max(self.max_abs, float(diff.max()))
-        np.maximum(absrun, 1e-30, out=absrun)
-        diff /= absrun
+        self.passed &= bool(np.less_equal(diff, tol, out=self._work("ok", m, np.bool_)[:m]).all())
+        self.max_abs = max(self.max_abs, dmax)
+        if absrun[0] > 0 and finite:  # non-decreasing, so every entry is >= 2^-24 (the least fp16): no floor needed
+            diff /= absrun
+        else:
+            np.maximum(absrun, 1e-30, out=tol)
+            diff /= tol
         self.max_rel = max(self.max_rel, float(diff.max()))
 
     def result(self) -> Verification:
@@ -486,6 +555,47 @@ class ScanVerifier:
             limit = "65504, the fp16 maximum" if self.params.out == "fp16" else "the float32 range"
             formula += f" (the output is not finite where the reference is: it overflows past {limit})"
         return Verification(bool(self.passed), self.max_abs, self.max_rel, formula)
+
+
+class CheckThread:
+    """Feeds a ScanVerifier on a second thread, so that the check of one piece overlaps the scan of the next
+    (NumPy releases the GIL inside its loops). feed(x, y) queues a piece (at most `depth` wait, so memory stays
+    bounded); close() waits for the queued pieces and returns the verdict. An error of the check is raised by
+    the next feed or by close; close (or stop, after an error elsewhere) must be called to end the thread."""
+
+    def __init__(self, check: ScanVerifier, depth: int = 8):
+        self.check = check
+        self.error: BaseException | None = None
+        self.closed = False
+        self._queue: queue.Queue = queue.Queue(depth)
+        self._thread = threading.Thread(target=self._run, name="scan-check", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self.error is None:  # after an error, keep draining so that feed never blocks
+                try:
+                    self.check.feed(*item)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                    self.error = exc
+
+    def feed(self, x: np.ndarray, y: np.ndarray) -> None:
+        if self.error is not None:
+            raise self.error
+        self._queue.put((x, y))
+
+    def stop(self) -> None:
+        """Wait for the queued pieces and end the thread (raises nothing: for clean-up after an error)."""
+        if not self.closed:
+            self.closed = True
+            self._queue.put(None)
+            self._thread.join()
+
+    def close(self) -> Verification:
+        self.stop()
+        if self.error is not None:
+            raise self.error
+        return self.check.result()
 
 
 def verify(name: str, x: np.ndarray, y: np.ndarray, params, hw: HardwareProfile | None = None) -> Verification:
@@ -508,7 +618,7 @@ def verify(name: str, x: np.ndarray, y: np.ndarray, params, hw: HardwareProfile 
     if n == 0:
         return Verification(True, 0.0, 0.0, formula)
     check = ScanVerifier(name, n, params, hw)
-    for lo in range(0, n, _BATCH_ELEMS):
-        hi = min(n, lo + _BATCH_ELEMS)
+    for lo in range(0, n, _READ_ELEMS):
+        hi = min(n, lo + _READ_ELEMS)
         check.feed(x[lo:hi], y[lo:hi])
     return check.result()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text", "unreadable_npy"]
+__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text", "partial_path", "remove_stale_partials",
+           "unreadable_npy"]
 
 NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 ZIP_MAGIC = b"PK\x03\x04"  # np.load reads a file that starts so as an .npz archive
@@ -79,3 +82,49 @@ def unreadable_npy(path: Path, exc: BaseException, what: str = ".npy array") -> 
     if "allow_pickle" in str(exc) or "Python objects" in str(exc):  # np.load, or np.load with mmap_mode
         return "holds Python objects (an object array), which are not loaded; save a numeric array"
     return f"is not a readable {what} ({exc or 'truncated'})"
+
+
+def partial_path(target: Path) -> Path:
+    """The hidden file a large output is written to before it is renamed over `target`:
+    ``.<target name>.<pid of this process>.<8 hex digits>.partial`` beside it. The pid lets a later run tell a
+    file left by a killed writer from one still being written (remove_stale_partials)."""
+    target = Path(target)
+    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists on this host (a process of another user counts as running)."""
+    if pid <= 0:
+        return True  # not a real writer's pid: never treat the file as stale
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_partials(target: Path) -> list[Path]:
+    """Remove the partial files of `target` (exactly the partial_path pattern for its name, in its folder) whose
+    writer process no longer runs, e.g. after a SIGKILL. Files of running writers, other targets' files and
+    anything else are kept; a reused pid keeps a stale file (the safe side). Writers on other hosts sharing the
+    folder cannot be seen: their pids are taken as this host's. Returns the removed paths; errors are ignored."""
+    target = Path(target)
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.([0-9]+)\.[0-9a-f]{{8}}\.partial")
+    removed = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or _running(int(match.group(1))):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            pass
+    return removed

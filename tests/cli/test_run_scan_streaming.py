@@ -54,3 +54,38 @@ def test_streaming_errors_are_one_line(tmp_path, cli):
                           (["--n", "10", "--generator", "zeros"], "--generator: must be one of")):
         out = cli(["run", "scan", *args], tmp_path)
         assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output, out.output
+
+
+def test_without_an_output_file_the_output_is_checked_on_the_fly_and_not_kept(tmp_path, cli):
+    # the command never reads the array: keeping it (400 MB at 1e8) only cost page faults
+    out = cli(["run", "scan", "--n", "70001", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["problem"]["output"] == "discarded" and doc["verification"]["passed"] is True
+
+
+def test_a_run_removes_partial_files_of_its_target_left_by_dead_writers_only(tmp_path, cli):
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid no longer runs
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = {
+            f".y.npy.{dead.pid}.0a1b2c3d.partial": False,  # a killed writer's file: removed
+            f".y.npy.{live.pid}.0a1b2c3d.partial": True,  # a running writer's file: kept
+            f".z.npy.{dead.pid}.0a1b2c3d.partial": True,  # another target's
+            f".y.npy.{dead.pid}.0a1b2c3d.partial.bak": True,  # not the exact pattern
+            f"y.npy.{dead.pid}.0a1b2c3d.partial": True,
+            ".y.npy.0a1b2c3d.partial": True,  # no pid (older versions): its writer cannot be told
+        }
+        for name in names:
+            (tmp_path / name).write_bytes(b"x")
+        out = cli(["run", "scan", "--n", "1000", "--output-file", "y.npy", "--json", "--no-save"], tmp_path)
+        assert out.exit_code == 0, out.output
+        left = sorted(f.name for f in tmp_path.iterdir())
+        assert left == sorted(["y.npy", *(name for name, kept in names.items() if kept)])
+    finally:
+        live.kill()
+        live.wait()

@@ -85,6 +85,27 @@ def test_generated_streams_are_reproducible_slice_by_slice(dtype):
     assert counting.tolist() == [(i % 256) - 256 if i % 256 > 127 else i % 256 for i in range(250, 260)]
 
 
+def test_tiny_partitions_generate_each_random_block_once_and_scan_the_same_values():
+    # one item per partition: the block holding it was regenerated for every item (quadratic in n)
+    p = ScanParams(s=S, dtype="int8")
+    one = GeneratedSource(3000, "int8", "random", seed=5)
+    y1 = compute("scanu", one, p, hw=HW, limit=1)
+    assert one.blocks_generated == 1
+    whole = GeneratedSource(3000, "int8", "random", seed=5)
+    np.testing.assert_array_equal(y1, compute("scanu", whole, p, hw=HW))
+    assert whole.blocks_generated == 1
+    n = 2 * 2**22 + 1000  # three blocks, 8390 partitions
+    src = GeneratedSource(n, "fp16", "random", seed=7)
+    ys = compute("mcscan-ul1", src, ScanParams(s=S), hw=HW, limit=1000)
+    assert src.blocks_generated == 3
+    np.testing.assert_array_equal(ys, compute("mcscan-ul1", GeneratedSource(n, "fp16", "random", seed=7),
+                                              ScanParams(s=S), hw=HW))
+    # the values are those of block b seeded by (seed, b), as before the block was kept
+    block1 = np.random.default_rng([7, 1]).random(2**22, dtype=np.float32).astype(np.float16)
+    np.testing.assert_array_equal(GeneratedSource(n, "fp16", "random", seed=7).read(2**22 - 3, 2**22 + 4),
+                                  np.concatenate([src.read(2**22 - 3, 2**22), block1[:4]]))
+
+
 # ----- streaming scans equal the unpartitioned path ----------------------------------------------------------
 S = 16
 L = S * S
@@ -296,3 +317,39 @@ def test_scan_of_2_to_32_plus_1_int8_ones_streams_with_the_closed_form_at_every_
                 seen[i] = int(yb[i - lo])
     assert check.result().passed
     assert seen == {i: (i + 1 + 2**31) % 2**32 - 2**31 for i in marks}
+
+
+# ----- the streaming run's memory: small work arrays, not per-read temporaries -------------------------------
+@pytest.mark.parametrize("kernel, dtype", [("mcscan-ul1", "fp16"), ("mcscan", "fp16"), ("scanu", "int8")])
+def test_streaming_scan_and_check_hold_only_small_work_arrays(kernel, dtype):
+    import tracemalloc
+
+    n = 2**22 + 5  # one full read of the input and a bit
+    x = _data(dtype, n)
+    p = ScanParams(dtype=dtype, exclusive=True)
+    tracemalloc.start()
+    try:
+        check = ScanVerifier(kernel, n, p, HW)
+        for _, xb, yb in stream_pieces(kernel, x, p, HW):
+            check.feed(xb, yb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert check.result().passed
+    assert peak < 8 * 2**20  # 2**16-element batches and stretches (before: about 200 MB of float64 temporaries)
+
+
+def test_check_thread_gives_the_verdict_of_the_verifier_and_raises_its_errors():
+    from ascendbench.kernels.scan_numerics import CheckThread
+
+    x = _data("fp16")
+    p = ScanParams(s=S, chunk=CHUNK)
+    plain, threaded = ScanVerifier("mcscan-ul1", N, p, HW), CheckThread(ScanVerifier("mcscan-ul1", N, p, HW))
+    for _, xb, yb in stream_pieces("mcscan-ul1", x, p, HW, batch_tiles=2):
+        plain.feed(xb, yb)
+        threaded.feed(xb, yb)
+    assert threaded.close() == plain.result()
+    broken = CheckThread(ScanVerifier("mcscan-ul1", N, p, HW))
+    broken.feed(x[:10], np.zeros(3, np.float32))  # shapes disagree: the thread's error comes back here
+    with pytest.raises(ValueError):
+        broken.close()

@@ -250,8 +250,8 @@ def test_the_kernels_command_lists_the_registry():
     ({"n": True}, "--n: must be an integer, got True"),
     ({"n": "10"}, "--n: must be an integer, got '10'"),
     ({"n": 10.0}, "--n: must be an integer, got 10.0"),
-    ({"n": 10, "dtype": "float16"}, "--dtype: must be one of fp16, uint8, uint16, uint32, int8, int16, int32, "
-                                    "got 'float16'"),
+    ({"n": 10, "dtype": "float16"}, ("--dtype: must be one of fp16, uint8, uint16, uint32, int8, int16, int32, "
+                                     "got 'float16'")),
     ({"arrays": {"values": np.zeros((2, 2), np.int16)}}, "--input: array 'values' must be 1-D, got shape (2, 2)"),
     ({"arrays": {"keys": np.zeros(3, np.int16)}}, "--input: needs an array named 'values'"),
     ({"n": 10, "seed": -1}, "--seed: must be a non-negative integer, got -1"),
