@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from ascendbench.kernels.hgemm import HgemmParams
     from ascendbench.store.schema import HgemmRunResult
 
-__all__ = ["KEEP_OUTPUT_BYTES", "InputError", "ScanRun", "estimate_functional_seconds", "generate_input", "load_input",
-           "run_scan"]
+__all__ = ["GENERATORS", "KEEP_OUTPUT_BYTES", "PARTITION_LIMIT", "InputError", "ScanRun", "estimate_functional_seconds",
+           "generate_input", "load_input", "run_scan"]
 
 KEEP_OUTPUT_BYTES = 2**30  # outputs up to 1 GiB are kept in memory by default; larger ones are verified and dropped
 

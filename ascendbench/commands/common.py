@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -366,3 +366,8 @@ def print_utilisation(util: dict[str, dict[str, float]]) -> None:
         if kind in util:
             table.add_row(kind.upper(), *[f"{util[kind][p] * 100:.0f}%" if p in util[kind] else "" for p in pipes])
     out_console.print(table)
+
+
+def given(**options: Any) -> dict[str, Any]:
+    """The options the user gave (None: left out), so that the kernel's model knows which ones were set."""
+    return {k: v for k, v in options.items() if v is not None}

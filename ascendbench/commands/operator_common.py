@@ -25,6 +25,7 @@ from ascendbench.commands.common import (
     default_result_path,
     dump_json,
     fail,
+    given,
     human_bytes,
     out_console,
     parse_count,
@@ -71,11 +72,6 @@ def parse_count_option(text: str | int | None, option: str) -> int | None:
 
 def parse_n(text: str | None) -> int | None:
     return parse_count_option(text, "n")
-
-
-def given(**options: Any) -> dict[str, Any]:
-    """The options the user gave (None: left out), so that the kernel's model knows which ones were set."""
-    return {k: v for k, v in options.items() if v is not None}
 
 
 def check_choice(value, choices, option: str) -> None:

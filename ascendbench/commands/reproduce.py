@@ -16,6 +16,7 @@ from rich.table import Table
 from ascendbench.commands.common import (
     JsonOption,
     Outputs,
+    count_option,
     dump_json,
     err_console,
     fail,
@@ -68,7 +69,7 @@ def reproduce(
                                               "files (created if missing).")] = "results/figures",
     formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
                                                       "(default: png).")] = None,
-    dpi: Annotated[int, typer.Option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
+    dpi: Annotated[int, count_option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
                    ] = DEFAULT_DPI,
     json_out: JsonOption = False,
 ) -> None:

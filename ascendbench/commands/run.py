@@ -25,6 +25,7 @@ from ascendbench.commands.common import (
     dump_json,
     err_console,
     fail,
+    given,
     human_bytes,
     out_console,
     parse_count,
@@ -32,16 +33,14 @@ from ascendbench.commands.common import (
     progress_bar,
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError, load_profile
-from ascendbench.kernels import ParamError
-from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
-from ascendbench.kernels.scan import L2_STARTS, S_VALUES, SCAN_KERNELS, ScanParams
-from ascendbench.runner import InputError, estimate_functional_seconds, run_scan
-from ascendbench.sim.engine import BufferCapacityError
+from ascendbench.kernels.base import BufferCapacityError, ParamError
+from ascendbench.kernels.registry import choices, get_spec
+from ascendbench.runner import GENERATORS, PARTITION_LIMIT, InputError, estimate_functional_seconds, run_scan
 from ascendbench.store.io import partial_path, remove_stale_partials
 
 app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
 
-_ALGORITHMS = ", ".join(SCAN_KERNELS)
+_ALGORITHMS = ", ".join(choices("scan", "algorithm"))
 ESTIMATE_ABOVE = 2**25  # elements above which the functional run's host time is estimated first
 NOTE_ABOVE_S = 60.0  # estimated seconds above which the command says how long and how to skip it
 REFUSE_ABOVE_S = 7 * 86400.0  # estimated seconds above which it refuses (a week: certainly not meant)
@@ -72,11 +71,12 @@ def _announce_functional_time(count, option, algorithm, s, blocks, chunk, exclus
     say how long and how to skip it beyond NOTE_ABOVE_S."""
     try:
         hw = load_profile(hardware)
-        params = ScanParams(s=s, blocks=blocks, chunk=chunk, exclusive=exclusive, dtype=dtype or "fp16",
-                            out_dtype=out_dtype)
-        SCAN_KERNELS[algorithm].check(count, params, hw)
-        seconds = estimate_functional_seconds(count, algorithm, params, hw)
-    except (ParamError, HardwareError, BufferCapacityError, KeyError):
+        spec = get_spec("scan")
+        params = spec.params(n=count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk, exclusive=exclusive,
+                             dtype=dtype or "fp16", out_dtype=out_dtype)
+        spec.check(params, hw)
+        seconds = estimate_functional_seconds(count, algorithm, params.scan, hw)
+    except (ParamError, HardwareError, BufferCapacityError):
         return  # the run itself reports bad arguments
     if seconds > REFUSE_ABOVE_S:
         fail(f"--{option}: the functional run of {count} elements would take about {_duration(seconds)} on this host; "
@@ -163,18 +163,11 @@ def scan(
         fail(f"--generator: must be one of {', '.join(GENERATORS)}, got {generator!r}")
     if input_file is not None and generator != "random":
         fail("--generator: there is no generated input with --input; drop one of them")
-    if algorithm is not None and algorithm not in SCAN_KERNELS:
-        fail(f"--algorithm: unknown scan kernel {algorithm!r}; choose from {_ALGORITHMS}")
-    if s not in S_VALUES:
-        fail(f"--s: must be one of {', '.join(map(str, S_VALUES))}, got {s}")
-    if dtype is not None and dtype not in ("fp16", "int8"):
-        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
-    if out_dtype is not None and out_dtype not in ("fp32", "fp16", "int32"):
-        fail(f"--out-dtype: must be fp32, fp16 or int32, got {out_dtype!r}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
-    if l2 is not None and l2 not in L2_STARTS:
-        fail(f"--l2: must be one of {', '.join(L2_STARTS)}, got {l2!r}")
+    try:  # the scan's parameter model (kernels/streaming.py) checks the rest
+        get_spec("scan").params(given(algorithm=algorithm, dtype=dtype, out_dtype=out_dtype, l2=l2), s=s,
+                                blocks=blocks, chunk=chunk_elems, exclusive=exclusive)
+    except ParamError as exc:
+        fail(str(exc))
     check_files(input_file, output_file, trace, out, no_save, model_only)
     if not model_only and input_file is not None:
         try:

@@ -24,20 +24,18 @@ from ascendbench.commands.common import (
     default_result_path,
     dump_json,
     fail,
+    given,
     human_bytes,
     out_console,
     parse_count,
     print_utilisation,
     progress_bar,
 )
-from ascendbench.commands.operator_common import check_choice
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
-from ascendbench.kernels import ParamError
-from ascendbench.kernels.batched_scan import ALGORITHMS
-from ascendbench.kernels.scan import S_VALUES
+from ascendbench.kernels.base import BufferCapacityError, ParamError
+from ascendbench.kernels.registry import get_spec
 from ascendbench.runner import InputError
-from ascendbench.sim.engine import BufferCapacityError
 
 
 def check_memory(elements: int | None, option: str, bytes_per_element: int = 16) -> None:
@@ -130,7 +128,7 @@ def batched_scan(
         cols = parse_count(length, "length") if length is not None else None
     except ValueError as exc:
         fail(str(exc))
-    check_scan_options(algorithm, ALGORITHMS, s, dtype, seed)
+    check_scan_options("batched-scan", algorithm, s, dtype, seed)
     if input_file is None and (rows is None or cols is None):
         fail(f"--{'batch' if rows is None else 'length'}: is required without --input")
     check_files(input_file, output_file, trace, out, no_save, model_only)
@@ -168,12 +166,13 @@ def batched_scan(
     )
 
 
-def check_scan_options(algorithm: str, algorithms, s: int, dtype: str | None, seed: int) -> None:
-    """The option checks every row-scan command shares (one-line failures naming the option)."""
-    check_choice(algorithm, algorithms, "algorithm")
-    check_choice(s, S_VALUES, "s")
-    if dtype is not None and dtype not in ("fp16", "int8"):
-        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
+def check_scan_options(kernel: str, algorithm: str, s: int, dtype: str | None, seed: int) -> None:
+    """The option checks every row-scan command shares, by the kernel's parameter model (one-line failures
+    naming the option)."""
+    try:
+        get_spec(kernel).params(given(dtype=dtype), algorithm=algorithm, s=s)
+    except ParamError as exc:
+        fail(str(exc))
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
 

@@ -29,10 +29,9 @@ from ascendbench.commands.common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
-from ascendbench.kernels import ParamError
+from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, GemmShape, HgemmParams, row_rates
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
-from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.workloads import WorkloadError, list_workloads
 
 _MANY = 12  # workloads with more shapes print a summary instead of one row per shape

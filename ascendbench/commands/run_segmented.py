@@ -32,7 +32,6 @@ from ascendbench.commands.run_batched import (
     run_and_finish,
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.segmented_scan import ALGORITHMS
 
 
 @app.command("segmented-scan")
@@ -121,7 +120,7 @@ def segmented_scan(
         fail(f"--segment-length: must be at least 1, got {segment_length!r}")
     if heads not in ("random", "regular"):
         fail(f"--heads: must be random or regular, got {heads!r}")
-    check_scan_options(algorithm, ALGORITHMS, s, dtype, seed)
+    check_scan_options("segmented-scan", algorithm, s, dtype, seed)
     if input_file is None and count is None:
         fail("--n: is required without --input")
     if input_file is not None and input_file.suffix not in (".npz", ".npy"):

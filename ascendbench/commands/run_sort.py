@@ -20,7 +20,9 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.radix_sort import KEY_NAMES
+from ascendbench.kernels.registry import choices
+
+_KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort (and of top-k)
 
 
 @app.command("sort")
@@ -28,7 +30,7 @@ def sort(
     n: NOption = None,
     descending: Annotated[bool, typer.Option("--descending/--ascending", help="Stable descending order (ties "
                                              "in input order, NaNs first) or ascending (NaNs last).")] = False,
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {', '.join(KEY_NAMES)} (default fp16, "
+    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default fp16, "
                                               "or the --input array's).")] = None,
     variant: Annotated[str, typer.Option("--variant", help="mcscan (SplitInd with the int8 MCScan, the paper's) "
                                          "or vector (vector-only scan, the baseline).")] = "mcscan",

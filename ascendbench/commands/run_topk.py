@@ -21,7 +21,9 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.radix_sort import KEY_NAMES
+from ascendbench.kernels.registry import choices
+
+_KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort (and of top-k)
 
 
 @app.command("topk")
@@ -30,7 +32,7 @@ def topk_command(
     n: NOption = None,
     largest: Annotated[bool, typer.Option("--largest/--smallest", help="The k largest (sorted descending, NaNs "
                                           "largest) or smallest (ascending).")] = True,
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {', '.join(KEY_NAMES)} (default "
+    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default "
                                               "fp16, or the --input array's).")] = None,
     variant: Annotated[str, typer.Option("--variant", help="bisection (SplitInd rounds, the paper's) or vector "
                                          "(vector-only sort-based top-k, the baseline).")] = "bisection",

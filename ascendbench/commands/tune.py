@@ -260,7 +260,7 @@ def plot(
                                                  "results/tuning/plots/<result name>).")] = None,
     formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
                                                       "(default: png and svg).")] = None,
-    dpi: Annotated[int, typer.Option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
+    dpi: Annotated[int, count_option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
                    ] = DEFAULT_DPI,
     storage: StorageOption = None,
 ) -> None:

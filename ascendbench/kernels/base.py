@@ -9,9 +9,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile
+from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.sim.result import SimResult
 
-__all__ = ["KERNELS", "Kernel", "ParamError", "Verification", "get_kernel", "kernel_names", "register"]
+__all__ = ["KERNELS", "BufferCapacityError", "Kernel", "ParamError", "Verification", "get_kernel", "kernel_names",
+           "register"]
 
 
 class ParamError(ValueError):

@@ -7,6 +7,9 @@ KernelSpec subclass and one line in `_ENTRIES` below.
 
 from __future__ import annotations
 
+import typing
+from typing import Literal
+
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import KernelSpec
 from ascendbench.kernels.radix_sort import RadixSortKernel
@@ -17,7 +20,7 @@ from ascendbench.kernels.topk import TopkKernel
 from ascendbench.kernels.topp import TopPKernel
 from ascendbench.kernels.tunable import SpecTunable, Tunable
 
-__all__ = ["REGISTRY", "get_spec", "get_tunable", "register_spec", "spec_for_space", "spec_names", "tunables"]
+__all__ = ["REGISTRY", "choices", "get_spec", "get_tunable", "register_spec", "spec_for_space", "spec_names", "tunables"]
 
 _ENTRIES: tuple[type[KernelSpec], ...] = (
     ScanKernelEntry,
@@ -46,6 +49,14 @@ def register_spec(spec: KernelSpec) -> KernelSpec:
 
 def spec_names() -> list[str]:
     return list(REGISTRY)
+
+
+def choices(name: str, field: str) -> tuple:
+    """The values a kernel's parameter takes when they are a fixed set (its Literal), e.g. choices("sort",
+    "dtype"); () for other parameters."""
+    annotation = REGISTRY[name].Params.model_fields[field].annotation
+    options = [annotation, *typing.get_args(annotation)]
+    return next((typing.get_args(a) for a in options if typing.get_origin(a) is Literal), ())
 
 
 def spec_for_space(space: str) -> KernelSpec | None:

@@ -93,7 +93,7 @@ class ScanStream:
     """
 
     def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None, batch_tiles: int | None = None):
-        from ascendbench.kernels.scan import _CUMSUM_INFO
+        from ascendbench.kernels.scan_params import _CUMSUM_INFO
 
         self.name, self.n, self.params = name, int(n), params
         self.hw = hw or load_profile()
@@ -274,7 +274,8 @@ def _shares(n: int, params, hw: HardwareProfile, s: int, ul1: bool) -> list[list
     """The multi-core scans' carry chains: per L2 chunk, the (first unit, unit count) of each AIV's share in
     order, with units = tiles for MCScanUL1 and rows of s elements for MCScan (phase II of Algorithm 3)."""
     from ascendbench.kernels.partition import chunk_plan
-    from ascendbench.kernels.scan import _split, l2_chunk_tiles
+    from ascendbench.kernels.programs import split_front as _split
+    from ascendbench.kernels.scan_params import l2_chunk_tiles
 
     L = s * s
     tiles = math.ceil(n / L)

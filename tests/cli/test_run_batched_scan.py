@@ -140,8 +140,8 @@ ERROR_CASES = [
     (["--batch", "4"], "--length: is required without --input"),
     (["--length", "4"], "--batch: is required without --input"),
     (["--batch", "4", "--length", "10", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
-    (["--batch", "4", "--length", "10", "--algorithm", "bogo"], "--algorithm: must be one of scanu, scanul1"),
-    (["--batch", "4", "--length", "10", "--dtype", "bf16"], "--dtype: must be fp16 or int8"),
+    (["--batch", "4", "--length", "10", "--algorithm", "bogo"], "--algorithm: must be one of auto, scanu, scanul1, vector, got 'bogo'"),
+    (["--batch", "4", "--length", "10", "--dtype", "bf16"], "--dtype: must be one of fp16, int8, got 'bf16'"),
     (
         ["--batch", "4", "--length", "10", "--dtype", "int8", "--algorithm", "scanul1"],
         "--dtype: scanul1 supports fp16",

@@ -99,10 +99,11 @@ ERROR_CASES = [
     (["--n", "1.5"], "--n: expected a non-negative integer"),
     (["--n", "lots"], "--n: expected a non-negative integer"),
     (["--n", "1e5", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
-    (["--n", "1e5", "--algorithm", "bogo"], "--algorithm: unknown scan kernel"),
+    (["--n", "1e5", "--algorithm", "bogo"], "--algorithm: must be one of mcscan-ul1, mcscan, scanu, scanul1, "
+                                            "vec-cumsum, memcpy, got 'bogo'"),
     (["--n", "1e5", "--blocks", "0"], "--blocks: must be at least 1"),
     (["--n", "1e5", "--chunk", "sometimes"], "--chunk: expected 'auto', 'off'"),
-    (["--n", "1e5", "--dtype", "bf16"], "--dtype: must be fp16 or int8"),
+    (["--n", "1e5", "--dtype", "bf16"], "--dtype: must be one of fp16, int8, got 'bf16'"),
     (["--n", "1e5", "--dtype", "int8", "--out-dtype", "fp16"], "--out-dtype: for int8 input must be one of int32"),
     (["--n", "1e5", "--dtype", "int8", "--algorithm", "scanul1"], "--dtype: scanul1 supports fp16 only"),
     (["--n", "1e5", "--hardware", "tpu-v9"], "--hardware: unknown profile 'tpu-v9'"),

@@ -127,7 +127,7 @@ ERROR_CASES = [
     (["--n", "100", "--heads", "some"], "--heads: must be random or regular"),
     (["--n", "100", "--algorithm", "bogo"], "--algorithm: must be one of mcscan, mcscan-ul1, vector"),
     (["--n", "100", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
-    (["--n", "100", "--dtype", "bf16"], "--dtype: must be fp16 or int8"),
+    (["--n", "100", "--dtype", "bf16"], "--dtype: must be one of fp16, int8, got 'bf16'"),
     (
         ["--n", "100", "--dtype", "int8", "--algorithm", "mcscan-ul1"],
         "--dtype: mcscan-ul1 supports fp16 only",
