@@ -42,6 +42,7 @@ from ascendbench.kernels.scan import (
     OUT_DTYPES,
     SCAN_KERNELS,
     UL1_ALGORITHMS,
+    fp16_output_overflow,
     ul1_overflow,
     ul1_overflow_message,
 )
@@ -326,6 +327,16 @@ def run_scan(
             choice = f"{why}; ran mcscan instead (the default takes mcscan-ul1 only where every row fits)"
             algorithm, kernel = "mcscan", get_kernel("mcscan")
             kernel.check(n, params, hw)
+    if params.out == "fp16" and not model_only and n:
+        # decide before running: an fp16 output element past 65504 would be inf
+        if x is not None:
+            big = fp16_output_overflow(lambda lo, hi: x[lo:hi], n, exclusive)
+        else:
+            gen = GeneratedSource(n, dtype, generator, seed) if generator in GENERATORS else None
+            big = fp16_output_overflow(gen.read, n, exclusive) if gen is not None else None
+        if big is not None:
+            raise ParamError("out-dtype", f"the scan reaches {big[1]:,.6g} at element {big[0]:,}, past fp16's 65504: "
+                                          "the fp16 output would be inf from there; use --out-dtype fp32")
     if requested is None and choice is None:
         choice = ("mcscan-ul1: the scan paper's kernel" + (" (every row's fp16 sum fits)" if not model_only else "")
                   if algorithm == "mcscan-ul1" else "mcscan: the ScanUL1 variants are fp16 only")

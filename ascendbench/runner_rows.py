@@ -370,6 +370,16 @@ def run_segmented_scan(
         raise ParamError("n", "is required without --input")
     params = ss.SegmentedScanParams(algorithm=algorithm, s=s, exclusive=exclusive, dtype=dtype)
     ss.check(n, params)
+    if values is not None and dtype == "fp16" and not model_only:
+        # decide before running: the segments' sums are differences of global prefix sums (scan paper B.2), so
+        # an inf or NaN spoils every later segment, which a segmented scan must not do
+        for lo in range(0, n, 1 << 22):
+            bad = np.flatnonzero(~np.isfinite(values[lo: lo + (1 << 22)]))
+            if bad.size:
+                i = lo + int(bad[0])
+                raise ParamError("input", f"values[{i:,}] is {values[i]}: the segmented scan subtracts global prefix "
+                                          "sums (scan paper B.2), so a non-finite value would spoil every later "
+                                          "segment; give finite values")
     if algorithm == "mcscan-ul1" and values is not None and not model_only:
         from ascendbench.kernels.scan import ul1_overflow, ul1_overflow_message
 

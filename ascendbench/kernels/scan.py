@@ -73,6 +73,7 @@ __all__ = [
     "cumsum_last_axis",
     "expected_matmuls",
     "first_overflowing_row",
+    "fp16_output_overflow",
     "l2_chunk_tiles",
     "l2_start",
     "ul1_overflow",
@@ -912,3 +913,22 @@ def ul1_overflow_message(algorithm: str, s: int, row: int, total: float) -> str:
     return (f"{algorithm} rounds each row's sum of s = {s} inputs to fp16 (C1 = A @ 1_s on its way to L1), and row "
             f"{row:,} (elements {row * s:,} to {row * s + s - 1:,}) sums to {total:,.6g}, past fp16's 65504: its "
             "output would be NaN / inf")
+
+
+def fp16_output_overflow(read, n: int, exclusive: bool, block: int = 1 << 22) -> tuple[int, float] | None:
+    """The first output element of a scan with fp16 output that rounds to inf (|value| >= 65520, fp16's largest
+    being 65504), as (index, float64 value); None when every output fits. read(lo, hi): the input's elements
+    [lo, hi). Non-finite inputs are left to the verification (their output is not finite anyway). One pass of
+    float64 running sums, stopping at the first element that does not fit."""
+    carry = 0.0
+    for lo in range(0, n, block):
+        x = np.asarray(read(lo, min(n, lo + block)), dtype=np.float64)
+        run = np.cumsum(x) + carry
+        if not np.isfinite(run[-1]):
+            return None  # a non-finite input: the verification says so
+        out = run - x if exclusive else run  # the exclusive output is the running sum before the element
+        big = np.flatnonzero(np.abs(out) >= FP16_OVERFLOW)
+        if big.size:
+            return lo + int(big[0]), float(out[big[0]])
+        carry = float(run[-1])
+    return None

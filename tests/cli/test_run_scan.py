@@ -332,3 +332,59 @@ def test_batched_auto_leaves_out_scanul1_where_rows_overflow(tmp_path, cli):
     assert doc["model"]["algorithm_choice"].endswith("auto compared scanu only")
     out = cli(["run", "batched-scan", "--input", "rows.npy", "--algorithm", "scanul1", "--no-save"], tmp_path)
     assert out.exit_code == 2 and "past fp16's 65504" in out.output and "use --algorithm scanu" in out.output
+
+
+# ----- issue 16 item 2: no NumPy RuntimeWarning reaches a user; results that would be inf are refused first -------
+WARNING_CASES = [
+    ["run", "scan", "--input", "inf.npy"],
+    ["run", "scan", "--input", "nan.npy", "--algorithm", "scanul1"],
+    ["run", "scan", "--input", "inf.npy", "--algorithm", "mcscan", "--out-dtype", "fp16"],
+    ["run", "scan", "--input", "inf.npy", "--algorithm", "vec-cumsum"],
+    ["run", "scan", "--n", "1e5", "--generator", "counting", "--out-dtype", "fp16"],
+    ["run", "batched-scan", "--input", "inf2d.npy"],
+    ["run", "segmented-scan", "--input", "inf.npy"],
+    ["run", "sort", "--input", "inf.npy"],
+    ["run", "topk", "--input", "inf.npy", "--k", "5"],
+    ["run", "split", "--input", "inf.npy"],
+    ["run", "compress", "--input", "inf.npy"],
+    ["run", "hgemm", "--m", "16", "--n", "16", "--k", "16", "--alpha", "70000"],
+]
+
+
+@pytest.mark.parametrize("args", WARNING_CASES, ids=lambda a: " ".join(a[1:4]))
+def test_no_numpy_runtime_warning_reaches_the_user(tmp_path, cli, args):
+    import warnings
+
+    x = np.ones(5000, np.float16)
+    x[7] = np.inf
+    np.save(tmp_path / "inf.npy", x)
+    np.save(tmp_path / "inf2d.npy", x.reshape(2, 2500))
+    x[7] = np.nan
+    np.save(tmp_path / "nan.npy", x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = cli([*args, "--no-save"], tmp_path)
+    assert out.exit_code in (0, 1, 2) and "Traceback" not in out.output
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
+def test_an_fp16_output_past_65504_is_refused_before_running(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "1e6", "--out-dtype", "fp16", "--no-save"], tmp_path)  # uniform [0, 1)
+    assert out.exit_code == 2
+    x = np.random.default_rng(0).random(1_000_000, dtype=np.float32).astype(np.float16)
+    first = int(np.argmax(np.cumsum(x, dtype=np.float64) >= 65520))
+    assert out.output.strip().startswith(f"error: --out-dtype: the scan reaches ")
+    assert f" at element {first:,}, past fp16's 65504" in out.output and out.output.strip().endswith(
+        "use --out-dtype fp32")
+    out = cli(["run", "scan", "--n", "1e5", "--out-dtype", "fp16", "--json", "--no-save"], tmp_path)  # fits
+    assert out.exit_code == 0 and json.loads(out.stdout)["verification"]["passed"] is True
+
+
+def test_segmented_scan_refuses_non_finite_values_before_running(tmp_path, cli):
+    x = np.ones(3000, np.float16)
+    x[2500] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    out = cli(["run", "segmented-scan", "--input", "x.npy", "--no-save"], tmp_path)
+    assert out.exit_code == 2 and out.output.strip() == (
+        "error: --input: values[2,500] is nan: the segmented scan subtracts global prefix sums (scan paper B.2), "
+        "so a non-finite value would spoil every later segment; give finite values")
