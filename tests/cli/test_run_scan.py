@@ -99,8 +99,8 @@ ERROR_CASES = [
     (["--n", "1.5"], "--n: expected a non-negative integer"),
     (["--n", "lots"], "--n: expected a non-negative integer"),
     (["--n", "1e5", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
-    (["--n", "1e5", "--algorithm", "bogo"], "--algorithm: must be one of mcscan-ul1, mcscan, scanu, scanul1, "
-                                            "vec-cumsum, memcpy, got 'bogo'"),
+    (["--n", "1e5", "--algorithm", "bogo"], ("--algorithm: must be one of mcscan-ul1, mcscan, scanu, scanul1, "
+                                             "vec-cumsum, memcpy, got 'bogo'")),
     (["--n", "1e5", "--blocks", "0"], "--blocks: must be at least 1"),
     (["--n", "1e5", "--chunk", "sometimes"], "--chunk: expected 'auto', 'off'"),
     (["--n", "1e5", "--dtype", "bf16"], "--dtype: must be one of fp16, int8, got 'bf16'"),
@@ -373,7 +373,7 @@ def test_an_fp16_output_past_65504_is_refused_before_running(tmp_path, cli):
     assert out.exit_code == 2
     x = np.random.default_rng(0).random(1_000_000, dtype=np.float32).astype(np.float16)
     first = int(np.argmax(np.cumsum(x, dtype=np.float64) >= 65520))
-    assert out.output.strip().startswith(f"error: --out-dtype: the scan reaches ")
+    assert out.output.strip().startswith("error: --out-dtype: the scan reaches ")
     assert f" at element {first:,}, past fp16's 65504" in out.output and out.output.strip().endswith(
         "use --out-dtype fp32")
     out = cli(["run", "scan", "--n", "1e5", "--out-dtype", "fp16", "--json", "--no-save"], tmp_path)  # fits
