@@ -1,7 +1,7 @@
 """ascendbench: benchmark and autotune scan kernels on a simulated Huawei Ascend NPU.
 
 Public API: `run(name, **params)` (run any kernel of the registry on real data, verified, with simulated
-timings; `kernels()` lists them), `run_scan` (the 1-D scans' runner with every streaming option), `get_kernel` /
+timings; `list_kernels()` names them), `run_scan` (the 1-D scans' runner with every streaming option), `get_kernel` /
 `KERNELS` (the scan algorithms by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
 
@@ -30,8 +30,8 @@ def run(name: str, **options):
     return _run(name, **options)
 
 
-def kernels() -> list[str]:
-    """The registry's kernel names (ascendbench.kernels.registry)."""
+def list_kernels() -> list[str]:
+    """The registry's kernel names (ascendbench.kernels.registry; `ascendbench.kernels` is the subpackage)."""
     from ascendbench.kernels.registry import spec_names
 
     return spec_names()
@@ -45,7 +45,7 @@ __all__ = [
     "ScanRun",
     "__version__",
     "get_kernel",
-    "kernels",
+    "list_kernels",
     "list_profiles",
     "load_profile",
     "run",

@@ -44,7 +44,7 @@ SMALL = {
 
 def test_the_registry_lists_every_kernel_of_the_tool():
     assert set(REGISTRY) == set(SMALL)
-    assert ascendbench.kernels() == list(REGISTRY)
+    assert ascendbench.list_kernels() == list(REGISTRY)
     scan_algorithms = typing.get_args(REGISTRY["scan"].Params.model_fields["algorithm"].annotation)
     assert set(scan_algorithms) == {"mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"}
     assert REGISTRY["hgemm"].variants == ("proposed", "gemm-example")
