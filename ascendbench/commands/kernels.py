@@ -35,13 +35,14 @@ def kernels(json_out: JsonOption = False) -> None:
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
         return
-    t = Table(title="kernels (ascendbench run <name>, ascendbench tune <name>, ascendbench.run(name, ...))",
-              title_justify="left")
+    t = Table(title="kernels: `ascendbench run <name>` (or as `run` says), `ascendbench tune <name>` where "
+                    "parameters are tuned, ascendbench.run(name, ...)", title_justify="left")
     t.add_column("name", no_wrap=True)
+    t.add_column("run")
     t.add_column("what")
     t.add_column("variants / algorithms")
     t.add_column("tuned")
     for r in rows:
-        t.add_row(r["name"], f"{r['title']} [dim]({r['source']})[/]", ", ".join(r["variants"]) or "-",
+        t.add_row(r["name"], r["run"].removeprefix("ascendbench "), f"{r['title']} [dim]({r['source']})[/]", ", ".join(r["variants"]) or "-",
                   ", ".join(r["tuned"]) or "-")
     out_console.print(t)

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from ascendbench.commands.common import JsonOption, dump_json, fail, out_console
+from ascendbench.commands.common import JsonOption, dump_json, fail, out_console, whole_keys
 
 app = typer.Typer(help="List, show and compare result files (runs and tuning results).", no_args_is_help=True)
 
@@ -224,13 +225,13 @@ def list_results(
     if not rows:
         out_console.print(f"no result files under {folder}")
         return
-    table = Table()
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
     for col in ("created (UTC)", "kind", "kernel", "problems", "file"):
         table.add_column(col, justify="right" if col == "problems" else "left")
     for r in rows:
         kind = r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]"
-        table.add_row(escape(r["created_at"]), kind, escape(r["kernel"]), str(r["problems"]), escape(r["path"]))
-    out_console.print(table)
+        table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), str(r["problems"]), escape(r["path"]))
+    out_console.print(whole_keys(table, "file"))
 
 
 @app.command("show")

@@ -605,7 +605,7 @@ class SplitKernel(_FlagKernel):
 
     name = "split"
     title = "SplitInd: stable split by flags, with indices"
-    source = "scan paper §5.1; KERNELS.md 'Split'"
+    source = "scan paper §5.1"
     Params = SplitParams
     flag_name = "flags"
     inputs = (contract.values_input(tuple(contract.DTYPE_NAMES)),

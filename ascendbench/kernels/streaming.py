@@ -59,7 +59,7 @@ class ScanKernelEntry(KernelSpec):
 
     name = "scan"
     title = "1-D scan (ScanU, ScanUL1, MCScan, MCScanUL1, vector-only CumSum, memcpy)"
-    source = "scan paper §3-§4, Algorithms 1-4; KERNELS.md"
+    source = "scan paper §3-§4, Algorithms 1-4; the authors' scan_single_core.cpp, scan_multi_core.cpp"
     family = "scan"
     Params = ScanRunParams
     inputs = (InputSpec("x", ("fp16", "int8"), "(n,)", "fp16 uniform in [0, 1), int8 uniform in [-128, 127]"),)
