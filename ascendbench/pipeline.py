@@ -31,7 +31,7 @@ import numpy as np
 
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.contract import Check, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
@@ -89,7 +89,7 @@ def _check_memory(spec: KernelSpec, params: KernelParams, generated: bool) -> No
 
 
 def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int = 0,
-        hardware: str | HardwareProfile = "ascend-910b4", verify: bool = True, model_only: bool = False,
+        hardware: str | HardwareProfile | None = None, verify: bool = True, model_only: bool = False,
         input_file: Path | None = None, input_sha256: str | None = None, command: list[str] | None = None,
         **values: Any) -> KernelRun:
     """Run registry kernel `name` (kernels/registry.py; e.g. "sort", "topk", "split") through the pipeline.
@@ -99,7 +99,8 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         arrays: the user's input arrays by name (see the kernel's `inputs`); missing ones are generated where
             the kernel allows it (said in KernelRun.notes). None: every input generated from `seed`.
         seed: seed of generated inputs and of sampling kernels' draws (>= 0).
-        hardware: profile name or TOML path, or a HardwareProfile.
+        hardware: profile name or TOML path, or a HardwareProfile (default: the kernel's paper's chip, as the
+            CLI's: ascend-910b4, atlas-300t-a2 for hgemm).
         verify: compare the outputs with the NumPy reference.
         model_only: timings and counters only, no data (arrays must be None).
         input_file, input_sha256: recorded in the document when the arrays came from a file.
@@ -116,13 +117,19 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     """
     wall0 = time.perf_counter()
     spec = get_spec(name)
+    for option, flag in (("verify", verify), ("model-only", model_only)):
+        if not isinstance(flag, bool):
+            raise ParamError(option, f"must be True or False, got {flag!r}")
+    if arrays is not None and not isinstance(arrays, Mapping):
+        raise ParamError("input", f"arrays must map names to arrays, got {type(arrays).__name__}")
+    if model_only and arrays is not None:
+        raise ParamError("input", "there is no data with --model-only; drop one of them")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ParamError("seed", f"must be a non-negative integer, got {seed!r}")
+    hardware = spec.default_hardware if hardware is None else hardware
     if spec.streaming:
         return _run_streaming(spec, arrays=arrays, seed=seed, hardware=hardware, verify=verify,
                               model_only=model_only, command=command, values=values)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ParamError("seed", f"must be a non-negative integer, got {seed!r}")
-    if model_only and arrays is not None:
-        raise ParamError("input", "there is no data with --model-only; drop one of them")
     params = spec.params(values)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     notes: list[str] = []
@@ -133,7 +140,7 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         params = spec.bind(params, arrays)
     if getattr(params, spec.size_field) is None:
         raise ParamError(spec.size_field, "is required without --input")
-    spec.check(params, hw)
+    _checked(spec.check, params, hw)
 
     outcome: Outcome | None = None
     check: Check | None = None
@@ -156,13 +163,13 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
 
     t0 = time.perf_counter()
     facts = outcome.facts if outcome is not None else None
-    sim = spec.simulate(params, hw, facts)
+    sim = _checked(spec.simulate, params, hw, facts)
     base_params = spec.baseline(params)
     base = None
     if base_params is not None:
         try:
-            spec.check(base_params, hw)
-            base = spec.simulate(base_params, hw, facts)
+            _checked(spec.check, base_params, hw)
+            base = _checked(spec.simulate, base_params, hw, facts)
         except ParamError as exc:  # the baseline refuses this problem: no baseline time, no speed-up
             notes.append(f"no baseline time ({str(exc).split(': ', 1)[1]}); no speed-up")
     notes = [*notes, *spec.notes(params, hw)]
@@ -174,6 +181,16 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
                     input_file=input_file, input_sha256=input_sha256, command=command, wall0=wall0, model_s=model_s,
                     functional_s=functional_s)
     return KernelRun(spec, params, hw, doc, sim, base, outcome.arrays if outcome is not None else None, notes)
+
+
+def _checked(step, *args):
+    """step(*args), a tile that does not fit a buffer of the hardware profile raised as a ParamError naming
+    --hardware (the kernels' tiles are fixed; only the profile can change)."""
+    try:
+        return step(*args)
+    except BufferCapacityError as exc:
+        raise ParamError("hardware", f"{exc} (a buffer of this hardware profile is too small for the kernel's "
+                                     "tiles)") from None
 
 
 def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, command, values):
@@ -191,10 +208,7 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
             raise ParamError("input", f"{spec.name} takes the arrays {', '.join(sorted(names))}" +
                              ("; give HGEMM's matrices with ascendbench.run_hgemm(a_file=..., ...)"
                               if spec.family == "gemm" else ""))
-        options |= dict(arrays)
-        for size in ("n", "batch", "length"):  # the arrays give the sizes
-            if size in spec.Params.model_fields and size not in params.model_fields_set:
-                params = spec.replace(params, **{size: None})
+        options |= dict(arrays)  # the sizes and dtype left out come from the arrays
     if spec.family == "gemm":
         options.pop("model_only")
     return spec.run_streaming(params, **options)

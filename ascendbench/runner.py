@@ -425,6 +425,8 @@ def run_scan(
         if progress:
             progress("scanning and verifying", 0, n)
         try:
+            quiet = np.errstate(invalid="ignore", over="ignore")  # NaN / inf inputs: the verdict explains them
+            quiet.__enter__()
             for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
                 if output is not None:
                     output[lo: lo + yb.shape[0]] = yb
@@ -439,6 +441,8 @@ def run_scan(
         except BaseException:
             check.stop()
             raise
+        finally:
+            quiet.__exit__(None, None, None)
         v = check.close()
         if isinstance(output, np.memmap):
             output.flush()

@@ -78,7 +78,7 @@ def param_error(exc: ValidationError) -> ParamError:
     else:
         msg = err["msg"].removeprefix("Value error, ")
         msg = msg[:1].lower() + msg[1:]
-    if "input" in err and "got" not in msg:
+    if "input" in err and "got" not in msg and err.get("loc"):  # not for a check of several fields
         msg = f"{msg}, got {err['input']!r}"
     return ParamError(name, msg)
 
@@ -132,6 +132,7 @@ class KernelSpec:
     command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
     tunable_class: ClassVar[type | None] = None  # the tuner's view when not derived from the contract (tunable.py)
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
+    default_hardware: ClassVar[str] = "ascend-910b4"  # the scan paper's chip (the CLI's default too)
 
     # ----- parameters -----------------------------------------------------------------------------------------
     def params(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> KernelParams:
@@ -182,6 +183,10 @@ class KernelSpec:
         """Params completed from the user's input arrays: the size and the dtype are the arrays' (a given one must
         agree). Raises ParamError naming the option that disagrees."""
         main = self.inputs[0] if self.inputs else None
+        unknown = sorted(set(arrays) - {spec.name for spec in self.inputs})
+        if unknown:
+            raise ParamError("input", f"unexpected array {unknown[0]!r}; allowed names: "
+                                      f"{', '.join(spec.name for spec in self.inputs)}")
         if main is not None and main.name not in arrays:
             raise ParamError("input", f"needs an array named {main.name!r}")
         first = arrays[main.name] if main is not None else next(iter(arrays.values()))

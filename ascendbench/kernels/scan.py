@@ -879,7 +879,8 @@ SCAN_KERNELS = {
 def first_overflowing_row(rows: np.ndarray) -> tuple[int, float] | None:
     """rows: (r, s) fp16 values, each row one row of an s x s tile. The first row whose float32 sum rounds to
     inf in fp16 although all its values are finite, as (row index, its sum); None when every row fits."""
-    sums = rows.sum(axis=1, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are non-finite input, not overflow
+        sums = rows.sum(axis=1, dtype=np.float32)
     if sums.size == 0 or np.abs(sums).max() < FP16_OVERFLOW:  # NaN fails the test: looked at below
         return None
     for i in np.flatnonzero(~(np.abs(sums) < FP16_OVERFLOW)):
@@ -923,7 +924,8 @@ def fp16_output_overflow(read, n: int, exclusive: bool, block: int = 1 << 22) ->
     carry = 0.0
     for lo in range(0, n, block):
         x = np.asarray(read(lo, min(n, lo + block)), dtype=np.float64)
-        run = np.cumsum(x) + carry
+        with np.errstate(invalid="ignore", over="ignore"):
+            run = np.cumsum(x) + carry
         if not np.isfinite(run[-1]):
             return None  # a non-finite input: the verification says so
         out = run - x if exclusive else run  # the exclusive output is the running sum before the element

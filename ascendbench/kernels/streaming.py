@@ -35,8 +35,9 @@ class ScanRunParams(KernelParams):
     """A 1-D scan of n elements (scan paper §3, §4)."""
 
     n: OptionalCount = None
-    algorithm: Literal["mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"] = Field(
-        "mcscan-ul1", description="the scan kernel")
+    algorithm: Literal["mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"] | None = Field(
+        None, description="the scan kernel (default: mcscan-ul1 where every row's fp16 sum fits its fp16 C1, "
+                          "else mcscan; mcscan for int8)")
     s: TileSide = 128
     blocks: int | None = Field(None, ge=1, le=2**20, description="blocks of the multi-core scans (default: all "
                                                                  "AI cores)")
@@ -67,11 +68,16 @@ class ScanKernelEntry(KernelSpec):
     streaming = True
     tunable_class = ScanTunable
 
+    @staticmethod
+    def algorithm(params) -> str:
+        """The algorithm that runs: the given one, or the default's (its choice on data is run_scan's)."""
+        return params.algorithm or ("mcscan" if params.dtype == "int8" else "mcscan-ul1")
+
     def check(self, params, hw):
-        get_kernel(params.algorithm).check(params.n, params.scan, hw)
+        get_kernel(self.algorithm(params)).check(params.n, params.scan, hw)
 
     def simulate(self, params, hw, facts=None) -> SimResult:
-        return get_kernel(params.algorithm).simulate(params.n, params.scan, hw, l2=params.l2)
+        return get_kernel(self.algorithm(params)).simulate(params.n, params.scan, hw, l2=params.l2)
 
     def bytes_moved(self, params, facts=None):
         return params.n * (params.scan.in_bytes + params.scan.out_bytes)
@@ -79,8 +85,7 @@ class ScanKernelEntry(KernelSpec):
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner import run_scan
 
-        fields = params.model_dump(exclude={"l2"})
-        return run_scan(**fields, l2=params.l2, **options)
+        return run_scan(**params.model_dump(exclude_unset=True), **options)  # run_scan's defaults for the rest
 
 
 class _RowScanParams(KernelParams):
@@ -139,7 +144,7 @@ class BatchedScanKernel(KernelSpec):
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner_rows import run_batched_scan
 
-        return run_batched_scan(**params.model_dump(), **options)
+        return run_batched_scan(**params.model_dump(exclude_unset=True), **options)
 
 
 class SegmentedRunParams(_RowScanParams):
@@ -188,7 +193,7 @@ class SegmentedScanKernel(KernelSpec):
     def run_streaming(self, params, **options: Any):
         from ascendbench.runner_rows import run_segmented_scan
 
-        return run_segmented_scan(**params.model_dump(), **options)
+        return run_segmented_scan(**params.model_dump(exclude_unset=True), **options)
 
 
 MAX_DIM = 2**40  # as kernels.hgemm.MAX_DIM
@@ -245,6 +250,7 @@ class HgemmKernel(KernelSpec):
     variants = ("proposed", "gemm-example")
     space = "hgemm"
     unit = "TFLOPS"
+    default_hardware = "atlas-300t-a2"  # the HGEMM paper's chip
     streaming = True
     tunable_class = HgemmTunable
     size_field = "m"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 import typing
 from typing import Literal
 
@@ -45,8 +46,9 @@ SMALL = {
 def test_the_registry_lists_every_kernel_of_the_tool():
     assert set(REGISTRY) == set(SMALL)
     assert ascendbench.list_kernels() == list(REGISTRY)
-    scan_algorithms = typing.get_args(REGISTRY["scan"].Params.model_fields["algorithm"].annotation)
-    assert set(scan_algorithms) == {"mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"}
+    from ascendbench.kernels.registry import choices
+
+    assert set(choices("scan", "algorithm")) == {"mcscan-ul1", "mcscan", "scanu", "scanul1", "vec-cumsum", "memcpy"}
     assert REGISTRY["hgemm"].variants == ("proposed", "gemm-example")
 
 
@@ -253,7 +255,7 @@ def test_the_kernels_command_lists_the_registry():
     ({"n": 10, "dtype": "float16"}, ("--dtype: must be one of fp16, uint8, uint16, uint32, int8, int16, int32, "
                                      "got 'float16'")),
     ({"arrays": {"values": np.zeros((2, 2), np.int16)}}, "--input: array 'values' must be 1-D, got shape (2, 2)"),
-    ({"arrays": {"keys": np.zeros(3, np.int16)}}, "--input: needs an array named 'values'"),
+    ({"arrays": {"keys": np.zeros(3, np.int16)}}, "--input: unexpected array 'keys'; allowed names: values"),
     ({"n": 10, "seed": -1}, "--seed: must be a non-negative integer, got -1"),
 ])
 def test_the_python_api_checks_like_the_cli(values, message):
@@ -267,3 +269,37 @@ def test_mismatched_input_arrays_are_refused():
     with pytest.raises(ParamError) as err:
         ascendbench.run("split", arrays={"values": np.zeros(3, np.float16), "flags": np.zeros(4, bool)})
     assert str(err.value) == "--input: array 'flags' must have the length of 'values' (3), got 4"
+
+
+def test_the_python_api_runs_as_the_cli_does():
+    # the default algorithm choice, the dtype of the arrays, the kernel's paper's chip
+    assert ascendbench.run("scan", n=1000, dtype="int8").result.kernel == "mcscan"
+    over = ascendbench.run("scan", arrays={"x": np.full(1024, 600, np.float16)}).result
+    assert over.kernel == "mcscan" and "ran mcscan instead" in over.model["algorithm_choice"]
+    assert ascendbench.run("batched-scan", arrays={"x": np.ones((2, 500), np.int8)}).result.verification.passed
+    assert ascendbench.run("hgemm", m=64, n=64, k=64).result.hardware["name"] == "atlas-300t-a2"
+
+
+@pytest.mark.parametrize("call, message", [
+    (dict(name="split", arrays={"values": np.ones(10, np.float16), "mask": np.ones(10, bool)}),
+     "--input: unexpected array 'mask'; allowed names: values, flags"),
+    (dict(name="sort", n=10, model_only="no"), "--model-only: must be True or False, got 'no'"),
+    (dict(name="sort", arrays=[1, 2]), "--input: arrays must map names to arrays, got list"),
+    (dict(name="scan", model_only=True, arrays={"x": np.ones(10, np.float16)}),
+     "--input: there is no data with --model-only; drop one of them"),
+    (dict(name="hgemm", m=64, n=64, k=64, alpha=1e300), "--alpha: must be representable in fp16 (|alpha| <= 65504)"),
+])
+def test_the_python_api_refuses_like_the_cli(call, message):
+    name = call.pop("name")
+    with pytest.raises(ParamError) as err:
+        ascendbench.run(name, **call)
+    assert str(err.value) == message
+
+
+def test_a_buffer_too_small_for_the_tiles_names_the_hardware(tmp_path):
+    text = (Path(ascendbench.__file__).parent / "hardware" / "profiles" / "ascend-910b4.toml").read_text()
+    profile = tmp_path / "tiny.toml"
+    profile.write_text(text.replace("ub_bytes = { value = 196608", "ub_bytes = { value = 16", 1))
+    with pytest.raises(ParamError) as err:
+        ascendbench.run("sort", n=1000, hardware=str(profile))
+    assert str(err.value).startswith("--hardware: UB: ") and "too small for the kernel's tiles" in str(err.value)
