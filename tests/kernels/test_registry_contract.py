@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 import typing
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -281,13 +281,13 @@ def test_the_python_api_runs_as_the_cli_does():
 
 
 @pytest.mark.parametrize("call, message", [
-    (dict(name="split", arrays={"values": np.ones(10, np.float16), "mask": np.ones(10, bool)}),
+    ({"name": "split", "arrays": {"values": np.ones(10, np.float16), "mask": np.ones(10, bool)}},
      "--input: unexpected array 'mask'; allowed names: values, flags"),
-    (dict(name="sort", n=10, model_only="no"), "--model-only: must be True or False, got 'no'"),
-    (dict(name="sort", arrays=[1, 2]), "--input: arrays must map names to arrays, got list"),
-    (dict(name="scan", model_only=True, arrays={"x": np.ones(10, np.float16)}),
+    ({"name": "sort", "n": 10, "model_only": "no"}, "--model-only: must be True or False, got 'no'"),
+    ({"name": "sort", "arrays": [1, 2]}, "--input: arrays must map names to arrays, got list"),
+    ({"name": "scan", "model_only": True, "arrays": {"x": np.ones(10, np.float16)}},
      "--input: there is no data with --model-only; drop one of them"),
-    (dict(name="hgemm", m=64, n=64, k=64, alpha=1e300), "--alpha: must be representable in fp16 (|alpha| <= 65504)"),
+    ({"name": "hgemm", "m": 64, "n": 64, "k": 64, "alpha": 1e300}, "--alpha: must be representable in fp16 (|alpha| <= 65504)"),
 ])
 def test_the_python_api_refuses_like_the_cli(call, message):
     name = call.pop("name")
