@@ -238,7 +238,8 @@ def _print(run: KernelRun, saved_to, output_file, trace) -> None:
         t.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
     v = r.verification
     if not v.performed:
-        t.add_row("verification", "[yellow]not run (--no-verify)[/]")
+        t.add_row("verification", "[yellow]not run (" + ("--model-only" if p.data == "none" else "--no-verify")
+                  + ")[/]")
     elif v.passed:
         t.add_row("verification", f"[green]passed[/]  (equal to {v.reference})")
     else:

@@ -25,6 +25,8 @@ def _read(path: Path, option: str) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         fail(f"{option}: {path} is not a JSON result file: {exc}")
+    except RecursionError:
+        fail(f"{option}: {path} is not a JSON result file: nested too deeply")
     if not isinstance(doc, dict) or "schema_version" not in doc:
         fail(f"{option}: {path} is not an ascendbench result (no schema_version)")
     return doc
@@ -63,6 +65,28 @@ def _scan_key(family: str, size: str, dtype: str, out_dtype: str | None, exclusi
     # the output dtype is named only when it is not the default one (fp16 -> fp32, int8 -> int32)
     dtypes = dtype if out_dtype in (None, _DEFAULT_OUT.get(dtype)) else f"{dtype}->{out_dtype}"
     return f"{family} {size} {dtypes} {'exclusive' if exclusive else 'inclusive'}"
+
+
+def _operator_key(problem: dict[str, Any], sim: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """An operator run's problem name, as `tune <operator>` names the same problem (the kernel's parameters that
+    its search space does not tune), and the tuned parameters it ran with (kernels/registry.py)."""
+    from ascendbench.kernels.base import ParamError
+    from ascendbench.kernels.registry import REGISTRY
+    from ascendbench.kernels.tunable import SpecTunable
+
+    spec = REGISTRY.get(problem["operator"])
+    fields = spec.Params.model_fields if spec is not None else {}
+    tuned = set(spec.tuned()) if spec is not None else set()
+    values = {k: v for k, v in problem["params"].items() if k in fields and k not in tuned}
+    if spec is not None and "dtype" in fields and spec.inputs and spec.inputs[0].name in problem["dtypes"]:
+        values["dtype"] = problem["dtypes"][spec.inputs[0].name]
+    ran = {"variant": sim["variant"], **{k: v for k, v in problem["params"].items() if k in tuned}}
+    try:
+        checked = spec.problem_of(spec.params({spec.size_field: problem["n"], **values}))
+    except (AttributeError, ParamError):  # not a registry kernel (or a document of another version)
+        dtypes = ",".join(f"{k}={v}" for k, v in sorted(problem["dtypes"].items()))
+        return f"{problem['operator']} n={problem['n']} {dtypes}", ran
+    return f"{problem['operator']} {SpecTunable(spec).problem_key(checked)}", ran
 
 
 def _gemm_key(m: int, n: int, k: int, batch: int, alpha: float = 1.0, beta: float = 0.0) -> str:
@@ -116,11 +140,8 @@ def document_entries(doc: dict[str, Any], path: str = "") -> list[Entry]:
             out.append((key, "hgemm", str(run.get("variant", "")), shape["time_s"], params, conditions))
     elif kind == "operator":
         problem, sim = doc["problem"], doc["simulated"]
-        extra = {k: v for k, v in problem["params"].items() if k != "warm_l2"}  # warm_l2 is a condition
-        dtypes = ",".join(f"{k}={v}" for k, v in sorted(problem["dtypes"].items()))
-        key = f"{problem['operator']} n={problem['n']} {dtypes}" + (
-            " " + ",".join(f"{k}={v}" for k, v in sorted(extra.items())) if extra else "")
-        out.append((key, problem["operator"], sim["variant"], sim["time_s"], {"variant": sim["variant"]},
+        key, params = _operator_key(problem, sim)
+        out.append((key, problem["operator"], sim["variant"], sim["time_s"], params,
                     {"warm_l2": bool(problem["params"].get("warm_l2", False))}))
     elif kind in ("scan", "batched-scan", "segmented-scan"):
         problem, run, model = doc["problem"], doc["params"], doc["model"]
@@ -178,7 +199,7 @@ def _scan_folder(folder: Path) -> tuple[list[tuple[Path, dict[str, Any], str | N
             continue
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             foreign += 1
             continue
         if not isinstance(doc, dict) or "schema_version" not in doc:

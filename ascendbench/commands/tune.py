@@ -191,6 +191,8 @@ def scan(
         fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if n is not None and problems is not None:
         fail("--n: give --n or --problems, not both")
+    if n is None and (dtype != "fp16" or exclusive):
+        fail("--n: is required with --dtype / --exclusive (a problem set gives its own)")
     space_obj = _space("scan", space)
     if n is not None:
         if n < 1:
@@ -238,6 +240,8 @@ def batched_scan(
             fail(f"--{name}: must be a positive integer, got {value}")
     if batch is not None and problems is not None:
         fail("--batch: give --batch/--length or --problems, not both")
+    if batch is None and (dtype != "fp16" or exclusive):
+        fail("--batch: is required with --dtype / --exclusive (a problem set gives its own)")
     space_obj = _space("batched-scan", space)
     if batch is not None:
         rows = [(batch, length)]
@@ -407,14 +411,14 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         hw = load_profile(hardware)
     except HardwareError as exc:
         fail(str(exc))
+    if exhaustive and space.grid_size > MAX_GRID_POINTS:  # before the storage is opened (which creates it)
+        fail(f"--exhaustive: the grid of {space.path} has {space.grid_size:,} points, more than "
+             f"{MAX_GRID_POINTS:,} can be evaluated; narrow the int ranges")
     try:
         make_sampler(sampler, seed, space)
         opened = open_storage(storage)  # once: every problem's study lives in it
     except TuneError as exc:
         fail(str(exc))
-    if exhaustive and space.grid_size > MAX_GRID_POINTS:
-        fail(f"--exhaustive: the grid of {space.path} has {space.grid_size:,} points, more than "
-             f"{MAX_GRID_POINTS:,} can be evaluated; narrow the int ranges")
     request = TuneRequest(kernel, space.path, hardware, sampler, seed, trials, timeout, storage, study_name, jobs,
                           exhaustive)
 

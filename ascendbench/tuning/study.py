@@ -10,7 +10,7 @@ study already holds is answered from the study (user attribute "repeat") without
 `trials` is the number of *distinct feasible configurations* the study should hold: infeasible points and
 repeats do not count, and a resumed study runs only the missing ones. Several processes (`jobs`, or other
 machines on one RDB storage) share a study; each stops when the study holds enough distinct configurations
-(or the whole grid has been seen, or MAX_IDLE_TRIALS trials in a row brought nothing new).
+(or the whole grid has been seen, or MAX_IDLE_TRIALS trials in a row brought no new feasible configuration).
 
 The default storage is an Optuna journal file (`results/tuning/studies.journal`), which takes several writer
 processes through file locks (plain SQLite does not: "database is locked").
@@ -69,7 +69,7 @@ SAMPLERS = ("tpe", "random", "gp", "grid")
 DEFAULT_STORAGE = Path("results") / "tuning" / "studies.journal"
 AUTO_EXHAUSTIVE_POINTS = 512  # spaces with at most this many grid points are evaluated whole automatically
 AUTO_EXHAUSTIVE_SECONDS = 60.0  # ... and larger ones whose whole grid is estimated to take at most this long
-MAX_IDLE_TRIALS = 200  # a sampler that proposes only known or infeasible points this many times in a row stops
+MAX_IDLE_TRIALS = 200  # a search that finds no new feasible configuration in this many trials in a row stops
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 _RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
 
@@ -495,7 +495,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     if not mirror.seen:  # a new study (workers starting together may each run the start; repeats are free)
         _enqueue_start(mirror.local, space, request.kernel, problem, hw, warm_start)
     objective = _Objective(request.kernel, space, problem, hw, request.run_id, mirror.local)
-    idle = [0, len(mirror.seen)]
+    idle = [0, len(mirror.feasible)]
     best = [min((t.value for t in mirror.local.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))),
                 default=None)]
 
@@ -514,7 +514,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         if mirror.due():
             objective.learn(mirror.flush())
         feasible, seen = len(mirror.feasible), len(mirror.seen)
-        idle[:] = [0, seen] if seen > idle[1] else [idle[0] + 1, seen]
+        # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
+        idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
         if feasible >= request.trials or seen >= space.grid_size or idle[0] >= MAX_IDLE_TRIALS:
             st.stop()
         if progress is not None:

@@ -197,10 +197,31 @@ def test_compare_folders_shape_by_shape(tmp_path, cli):
     assert doc["rows"][1]["ratio"] == 1.0 and doc["rows"][1]["verdict"] == "same"
     assert [(d["name"], d["b"]) for d in doc["rows"][0]["differences"]["params"]] == [("m0", 32), ("n0", 32)]
     assert doc["only_in_a"] == [{"problem": "scan n=1000 fp16 inclusive", "ran": "mcscan-ul1", "file": "A/s2.json"}]
-    assert doc["only_in_b"] == [{"problem": "sort n=1000 indices=int32,values=fp16 descending=False,passes=16",
-                                 "ran": "mcscan", "file": "B/o.json"}]
+    assert doc["only_in_b"] == [{"problem": "sort n=1000", "ran": "mcscan", "file": "B/o.json"}]  # as tune names it
     assert doc["skipped_b"] == [{"file": "B/broken.json", "reason": "not a valid hgemm result: tool_version: Field "
                                                                       "required (and 11 more)"}]
     text = cli(["results", "compare", "A", "B"], tmp_path).output
     assert "hgemm: B / A simulated time" in text and "scan: B / A simulated time" in text
     assert "only in A (1, not compared):\n  scan n=1000 fp16 inclusive  (mcscan-ul1; A/s2.json)" in text
+
+
+def test_operator_runs_match_by_their_problem_as_tune_names_it(tmp_path, cli):
+    for name, args in {"a.json": ["run", "topp", "--vocab", "1000", "--s", "64"],
+                       "b.json": ["run", "topp", "--vocab", "1000", "--s", "128"],
+                       "s.json": ["run", "sort", "--n", "1e4"],
+                       "t.json": ["tune", "sort", "--n", "1e4", "--trials", "2", "--storage", "st.journal"]}.items():
+        assert cli([*args, "--out", name], tmp_path).exit_code == 0, name
+    doc = json.loads(cli(["results", "compare", "a.json", "b.json", "--json"], tmp_path).stdout)
+    (row,) = doc["rows"]
+    assert row["problem"] == "topp vocab=1000" and row["differences"]["params"] == [{"name": "s", "a": 64, "b": 128}]
+    doc = json.loads(cli(["results", "compare", "s.json", "t.json", "--json"], tmp_path).stdout)
+    (row,) = doc["rows"]
+    assert row["problem"] == "sort n=10000" and row["ratio"] == 1.0  # the tuned best is the heuristic here
+
+
+def test_a_deeply_nested_file_is_not_a_result(tmp_path, cli):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    out = cli(["results", "show", "deep.json"], tmp_path)
+    assert out.exit_code == 2 and "nested too deeply" in out.output and "Traceback" not in out.output
+    out = cli(["results", "list", "."], tmp_path)
+    assert out.exit_code == 0 and "no result files under ." in out.output

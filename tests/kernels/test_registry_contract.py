@@ -303,3 +303,48 @@ def test_a_buffer_too_small_for_the_tiles_names_the_hardware(tmp_path):
     with pytest.raises(ParamError) as err:
         ascendbench.run("sort", n=1000, hardware=str(profile))
     assert str(err.value).startswith("--hardware: UB: ") and "too small for the kernel's tiles" in str(err.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tune", "topk", "--k", "10"], "error: --n: is required with the other problem options (or give --problems)"),
+    (["tune", "topp", "--vocab", "0"], "error: --vocab: must be at least 1 to tune, got 0"),
+    (["tune", "sort", "--n", "10", "--problems", "default"],
+     "error: --n: give the problem's options or --problems, not both"),
+    (["tune", "scan", "--dtype", "int8"], ("error: --n: is required with --dtype / --exclusive (a problem set gives "
+                                           "its own)")),
+])
+def test_tune_refuses_problem_options_it_would_ignore(tmp_path, args, message):
+    out = CliRunner().invoke(cli_app, [*args, "--no-save", "--storage", str(tmp_path / "s.journal")])
+    assert out.exit_code == 2 and out.output.strip() == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_space_files_bad_problem_names_the_entry(tmp_path):
+    space = tmp_path / "sort.toml"
+    space.write_text('kernel = "sort"\n[parameters.variant]\ntype = "categorical"\nchoices = ["mcscan", "vector"]\n'
+                     'default = "mcscan"\n[problems.default]\nparams = [{n = 10}, {n = 10, dtype = "fp64"}]\n'
+                     '[problems.tuned]\nparams = [{n = 10, variant = "vector"}]\n')
+    out = CliRunner().invoke(cli_app, ["tune", "sort", "--space", str(space), "--no-save"])
+    assert out.exit_code == 2 and out.output.strip() == (
+        f"error: --problems: {space}: problems.default.params[1]: dtype: must be one of fp16, uint8, uint16, "
+        "uint32, int8, int16, int32, got 'fp64'")
+    out = CliRunner().invoke(cli_app, ["tune", "sort", "--space", str(space), "--problems", "tuned", "--no-save"])
+    assert out.output.strip() == (f"error: --problems: {space}: problems.tuned.params[0]: variant is a tuned "
+                                  "parameter of sort, not part of a problem")
+
+
+def test_a_search_where_nothing_fits_stops_and_a_refused_one_opens_no_storage(tmp_path):
+    text = (Path(ascendbench.__file__).parent / "hardware" / "profiles" / "ascend-910b4.toml").read_text()
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text(text.replace("ub_bytes = { value = 196608", "ub_bytes = { value = 16", 1))
+    out = CliRunner().invoke(cli_app, ["tune", "scan", "--n", "1000", "--trials", "5", "--no-exhaustive", "--json",
+                                       "--hardware", str(tiny), "--no-save", "--storage", str(tmp_path / "a.journal")])
+    trials = json.loads(out.stdout)["problems"][0]["trials"]
+    assert trials["complete"] == 0 and trials["finished"] == 200  # MAX_IDLE_TRIALS without a feasible point
+    space = tmp_path / "big.toml"
+    space.write_text(Path(tune_commands.__file__).parent.parent.joinpath("tuning", "spaces", "scan.toml").read_text()
+                     .replace("high = 40", "high = 10000000"))
+    out = CliRunner().invoke(cli_app, ["tune", "scan", "--n", "1e6", "--space", str(space), "--exhaustive",
+                                       "--no-save", "--storage", str(tmp_path / "new.journal")])
+    assert out.exit_code == 2 and "--exhaustive: the grid of" in out.output
+    assert not (tmp_path / "new.journal").exists()
