@@ -71,8 +71,7 @@ def _operator_key(problem: dict[str, Any], sim: dict[str, Any]) -> tuple[str, di
     """An operator run's problem name, as `tune <operator>` names the same problem (the kernel's parameters that
     its search space does not tune), and the tuned parameters it ran with (kernels/registry.py)."""
     from ascendbench.kernels.base import ParamError
-    from ascendbench.kernels.registry import REGISTRY
-    from ascendbench.kernels.tunable import SpecTunable
+    from ascendbench.kernels.registry import REGISTRY, problem_name
 
     spec = REGISTRY.get(problem["operator"])
     fields = spec.Params.model_fields if spec is not None else {}
@@ -86,7 +85,7 @@ def _operator_key(problem: dict[str, Any], sim: dict[str, Any]) -> tuple[str, di
     except (AttributeError, ParamError):  # not a registry kernel (or a document of another version)
         dtypes = ",".join(f"{k}={v}" for k, v in sorted(problem["dtypes"].items()))
         return f"{problem['operator']} n={problem['n']} {dtypes}", ran
-    return f"{problem['operator']} {SpecTunable(spec).problem_key(checked)}", ran
+    return f"{problem['operator']} {problem_name(spec, checked)}", ran
 
 
 def _gemm_key(m: int, n: int, k: int, batch: int, alpha: float = 1.0, beta: float = 0.0) -> str:

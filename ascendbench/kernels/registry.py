@@ -20,7 +20,8 @@ from ascendbench.kernels.topk import TopkKernel
 from ascendbench.kernels.topp import TopPKernel
 from ascendbench.kernels.tunable import SpecTunable, Tunable
 
-__all__ = ["REGISTRY", "choices", "get_spec", "get_tunable", "register_spec", "spec_for_space", "spec_names", "tunables"]
+__all__ = ["REGISTRY", "choices", "get_spec", "get_tunable", "problem_name", "register_spec", "spec_for_space",
+           "spec_names", "tunables"]
 
 _ENTRIES: tuple[type[KernelSpec], ...] = (
     ScanKernelEntry,
@@ -57,6 +58,12 @@ def choices(name: str, field: str) -> tuple:
     annotation = REGISTRY[name].Params.model_fields[field].annotation
     options = [annotation, *typing.get_args(annotation)]
     return next((typing.get_args(a) for a in options if typing.get_origin(a) is Literal), ())
+
+
+def problem_name(spec: KernelSpec, problem: dict) -> str:
+    """A problem of a registry kernel as `tune` names it ("n=1000000 dtype=int32": the size, then the fields
+    that differ from their defaults)."""
+    return SpecTunable(spec).problem_key(problem)
 
 
 def spec_for_space(space: str) -> KernelSpec | None:
