@@ -134,37 +134,36 @@ def test_results_list_before_any_run_says_so(tmp_path, cli):
     assert missing.exit_code == 2 and "FOLDER: not a folder: elsewhere" in missing.output
 
 
-def test_compare_refuses_other_hardware_unless_allowed(two_scans, cli):
-    out = cli(["run", "scan", "--n", "1e6", "--algorithm", "mcscan-ul1", "--hardware", "atlas-300t-a2",
-               "--out", "atlas.json"], two_scans)
+def _refused_then_allowed(two_scans, cli, extra: list[str], name: str, difference: str) -> dict:
+    """Run scan n=1e6 with `extra` options into `name`, check that comparing a.json with it is refused naming
+    `difference`, and return the comparison's --allow-different JSON."""
+    out = cli(["run", "scan", "--n", "1e6", "--algorithm", "mcscan-ul1", *extra, "--out", name], two_scans)
     assert out.exit_code == 0, out.output
-    refused = cli(["results", "compare", "a.json", "atlas.json"], two_scans)
+    refused = cli(["results", "compare", "a.json", name], two_scans)
     assert refused.exit_code == 2 and refused.output == (
-        "error: A and B were not run alike: hardware: ascend-910b4 in A, atlas-300t-a2 in B (for scan n=1000000 "
-        "fp16 inclusive); give --allow-different to compare them anyway\n")
-    allowed = cli(["results", "compare", "a.json", "atlas.json", "--allow-different", "--json"], two_scans)
-    doc = json.loads(allowed.stdout)
-    assert doc["not_like_for_like"] == ["hardware: ascend-910b4 in A, atlas-300t-a2 in B"]
+        f"error: A and B were not run alike: {difference} (for scan n=1000000 fp16 inclusive); give "
+        "--allow-different to compare them anyway\n")
+    allowed = cli(["results", "compare", "a.json", name, "--allow-different", "--json"], two_scans)
+    return json.loads(allowed.stdout) | {"exit_code": allowed.exit_code}
+
+
+def test_compare_refuses_other_hardware_unless_allowed(two_scans, cli):
+    difference = "hardware: ascend-910b4 in A, atlas-300t-a2 in B"
+    doc = _refused_then_allowed(two_scans, cli, ["--hardware", "atlas-300t-a2"], "atlas.json", difference)
+    assert doc["not_like_for_like"] == [difference]
     (row,) = doc["rows"]
-    assert row["differences"] == {"hardware": "hardware: ascend-910b4 in A, atlas-300t-a2 in B", "conditions": [],
-                                  "params": []}
+    assert row["differences"] == {"hardware": difference, "conditions": [], "params": []}
     shown = cli(["results", "compare", "a.json", "atlas.json", "--allow-different"], two_scans)
-    assert shown.output.startswith("Not run alike (--allow-different), the ratios mix in these differences: "
-                                   "hardware: ascend-910b4 in A, atlas-300t-a2 in B\n")
+    assert shown.output.startswith(f"Not run alike (--allow-different), the ratios mix in these differences: "
+                                   f"{difference}\n")
 
 
 def test_compare_refuses_another_l2_start_unless_allowed(two_scans, cli):
-    out = cli(["run", "scan", "--n", "1e6", "--algorithm", "mcscan-ul1", "--l2", "warm", "--out", "warm.json"],
-              two_scans)
-    assert out.exit_code == 0, out.output
-    refused = cli(["results", "compare", "a.json", "warm.json"], two_scans)
-    assert refused.exit_code == 2 and refused.output == (
-        "error: A and B were not run alike: L2 at the start: flushed in A, warm in B (for scan n=1000000 fp16 "
-        "inclusive); give --allow-different to compare them anyway\n")
-    allowed = cli(["results", "compare", "a.json", "warm.json", "--allow-different", "--json"], two_scans)
-    (row,) = json.loads(allowed.stdout)["rows"]
+    doc = _refused_then_allowed(two_scans, cli, ["--l2", "warm"], "warm.json",
+                                "L2 at the start: flushed in A, warm in B")
+    (row,) = doc["rows"]
     assert row["differences"]["conditions"] == [{"name": "l2", "a": "flushed", "b": "warm"}]
-    assert row["verdict"] == "faster" and allowed.exit_code == 0
+    assert row["verdict"] == "faster" and doc["exit_code"] == 0
 
 
 def test_compare_names_the_parameters_that_differ(two_scans, cli):
