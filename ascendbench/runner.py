@@ -43,10 +43,9 @@ from ascendbench.kernels.scan import (
     SCAN_KERNELS,
     UL1_ALGORITHMS,
     fp16_output_overflow,
-    ul1_overflow,
     ul1_overflow_message,
 )
-from ascendbench.kernels.scan_numerics import CheckThread, ScanVerifier, stream_pieces
+from ascendbench.kernels.scan_numerics import C1Overflow, CheckThread, ScanVerifier, stream_pieces
 from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
@@ -332,22 +331,10 @@ def run_scan(
         raise
 
     choice = None
-    if algorithm in UL1_ALGORITHMS and not model_only:
-        # decide before running: an fp16 row sum past 65504 would make the ScanUL1 variants' output NaN
-        if x is not None:
-            found = ul1_overflow(lambda lo, hi: x[lo:hi], n, s)
-        elif generator == "random":
-            found = None  # uniform in [0, 1): every row sums to less than s <= 128
-        else:
-            gen = GeneratedSource(n, dtype, generator, seed) if generator in GENERATORS else None
-            found = ul1_overflow(gen.read, n, s) if gen is not None else None
-        if found is not None:
-            why = ul1_overflow_message(algorithm, s, *found)
-            if requested is not None:
-                raise ParamError("algorithm", f"{why}; use --algorithm mcscan (or scale the input)")
-            choice = f"{why}; ran mcscan instead (the default takes mcscan-ul1 only where every row fits)"
-            algorithm, kernel = "mcscan", get_kernel("mcscan")
-            kernel.check(n, params, hw)
+    # An fp16 row sum past 65504 would make the ScanUL1 variants' output NaN: the functional run stops at the
+    # first such row (C1Overflow, before any of its output is kept) and the default then runs MCScan instead.
+    # Generated random input cannot overflow (uniform in [0, 1): every row sums to less than s <= 128).
+    guard = algorithm in UL1_ALGORITHMS and not model_only and not (x is None and generator == "random")
     if params.out == "fp16" and not model_only and n:
         # decide before running: an fp16 output element past 65504 would be inf
         if x is not None:
@@ -358,9 +345,6 @@ def run_scan(
         if big is not None:
             raise ParamError("out-dtype", f"the scan reaches {big[1]:,.6g} at element {big[0]:,}, past fp16's 65504: "
                                           "the fp16 output would be inf from there; use --out-dtype fp32")
-    if requested is None and choice is None:
-        choice = ("mcscan-ul1: the scan paper's kernel" + (" (every row's fp16 sum fits)" if not model_only else "")
-                  if algorithm == "mcscan-ul1" else "mcscan: the ScanUL1 variants are fp16 only")
 
     if l2 is not None and warm_l2 and l2 != "warm":
         raise ParamError("l2", f"--warm-l2 means --l2 warm; it disagrees with --l2 {l2}")
@@ -369,7 +353,7 @@ def run_scan(
         raise ParamError("l2", f"must be one of {', '.join(L2_STARTS)}, got {start!r}")
     copy_params = ScanParams(dtype=dtype, out_dtype=params.out)
 
-    def timing_model():
+    def timing_model(kernel):
         t0 = time.perf_counter()
         sim = kernel.simulate(n, params, hw, l2=start)
         memcpy = SCAN_KERNELS["memcpy"].simulate(n, copy_params, hw, l2=start)
@@ -377,9 +361,9 @@ def run_scan(
 
     # The timing model (pure Python) runs beside the functional run (NumPy, which releases the GIL): their
     # results do not depend on each other.
-    model = _Background(timing_model) if not model_only else None
+    model = _Background(lambda k=kernel: timing_model(k)) if not model_only else None
     if model_only:
-        sim, memcpy, model_s = timing_model()
+        sim, memcpy, model_s = timing_model(kernel)
 
     output = None
     functional_s = None
@@ -420,29 +404,42 @@ def run_scan(
             output, kept = np.empty(n, dtype=out_np), "memory"
         else:
             kept = "discarded"
-        check = CheckThread(ScanVerifier(algorithm, n, params, hw))  # the check of a piece overlaps the next scan
-        done = released = reported = 0
-        if progress:
-            progress("scanning and verifying", 0, n)
-        try:
+        while True:
+            check = CheckThread(ScanVerifier(algorithm, n, params, hw))  # a piece's check overlaps the next scan
+            done = released = reported = 0
+            if progress:
+                progress("scanning and verifying", 0, n)
             quiet = np.errstate(invalid="ignore", over="ignore")  # NaN / inf inputs: the verdict explains them
             quiet.__enter__()
-            for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit):
-                if output is not None:
-                    output[lo: lo + yb.shape[0]] = yb
-                    if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
-                        release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
-                        released = lo + yb.shape[0]
-                check.feed(xb, yb)
-                done += yb.shape[0]
-                if progress and (done - reported >= 1 << 22 or done == n):  # pieces are small: report less often
-                    progress("scanning and verifying", done, n)
-                    reported = done
-        except BaseException:
-            check.stop()
-            raise
-        finally:
-            quiet.__exit__(None, None, None)
+            try:
+                for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit,
+                                                stop_on_c1_overflow=guard):
+                    if output is not None:
+                        output[lo: lo + yb.shape[0]] = yb
+                        if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
+                            release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
+                            released = lo + yb.shape[0]
+                    check.feed(xb, yb)
+                    done += yb.shape[0]
+                    if progress and (done - reported >= 1 << 22 or done == n):  # small pieces: report less often
+                        progress("scanning and verifying", done, n)
+                        reported = done
+            except C1Overflow as exc:
+                check.stop()
+                why = ul1_overflow_message(algorithm, s, exc.row, exc.total)
+                if requested is not None:
+                    raise ParamError("algorithm", f"{why}; use --algorithm mcscan (or scale the input)") from None
+                choice = f"{why}; ran mcscan instead (the default takes mcscan-ul1 only where every row fits)"
+                algorithm, kernel, guard = "mcscan", get_kernel("mcscan"), False
+                kernel.check(n, params, hw)
+                model = _Background(lambda k=kernel: timing_model(k))  # the ScanUL1 model's thread is left
+                continue  # from the start with MCScan: what was written is overwritten
+            except BaseException:
+                check.stop()
+                raise
+            finally:
+                quiet.__exit__(None, None, None)
+            break
         v = check.close()
         if isinstance(output, np.memmap):
             output.flush()
@@ -450,6 +447,9 @@ def run_scan(
         functional_s = time.perf_counter() - t1
     if model is not None:
         sim, memcpy, model_s = model.result()
+    if requested is None and choice is None:
+        choice = ("mcscan-ul1: the scan paper's kernel" + (" (every row's fp16 sum fits)" if not model_only else "")
+                  if algorithm == "mcscan-ul1" else "mcscan: the ScanUL1 variants are fp16 only")
 
     if isinstance(sha, _FileHash):
         sha = sha.hexdigest()

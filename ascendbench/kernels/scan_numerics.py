@@ -102,6 +102,7 @@ class ScanStream:
         self.s = _CUMSUM_INFO[1] if name == "vec-cumsum" else params.s
         self.L = self.s * self.s
         self.ul1 = name in ("scanul1", "mcscan-ul1")
+        self.stop_on_c1_overflow = False  # stream_pieces sets it (C1Overflow)
         self.kind = "cumsum" if name == "vec-cumsum" else "ul1" if self.ul1 else "rowscan"
         self.unit = self.L if self.ul1 else self.s
         self.batch_tiles = batch_tiles or max(1, _BATCH_ELEMS // self.L)
@@ -179,6 +180,8 @@ class ScanStream:
         rows = W.reshape(-1, s)
         if self.ul1:
             c1 = rows.sum(axis=1, dtype=np.float32)  # C1 = A @ 1_s (the row sums verify uses, _row_sums_fp32)
+            if self.stop_on_c1_overflow:
+                self._check_c1(c1, rows)
             if self.multi:  # phase I on the AIVs: each tile reduced (to the carry unit's sum)
                 sums = c1.reshape(t, s).sum(axis=1, dtype=np.float32)
         elif self.multi:  # phase I on the AIVs: each row of s reduced (exact in int32 for int8)
@@ -205,6 +208,16 @@ class ScanStream:
             carries = self._multi_carries(totals, sums)
         W.reshape(-1, self.unit)[:] += carries[:, None]
         return xb, W[:count]
+
+    def _check_c1(self, c1: np.ndarray, rows: np.ndarray) -> None:
+        """Raise C1Overflow at the batch's first row of finite inputs whose sum rounds to inf in fp16."""
+        from ascendbench.kernels.scan_params import FP16_OVERFLOW
+
+        if np.abs(c1).max() < FP16_OVERFLOW:  # NaN fails the test: looked at below
+            return
+        for r in np.flatnonzero(~(np.abs(c1) < FP16_OVERFLOW)):
+            if np.isfinite(rows[r]).all():
+                raise C1Overflow(self.done // self.s + int(r), float(c1[r]))
 
     def _multi_carries(self, totals: np.ndarray, sums: np.ndarray) -> np.ndarray:
         """Carries of this batch's units from the multi-core chains (phase II of Algorithm 3): each AIV share
@@ -236,15 +249,27 @@ class ScanStream:
         return carries
 
 
+class C1Overflow(Exception):
+    """A ScanUL1 variant met a row of s finite inputs whose sum does not fit its fp16 C1 (from a stream made with
+    stop_on_c1_overflow): `row` (elements row*s ... row*s + s - 1) and its float32 sum `total`."""
+
+    def __init__(self, row: int, total: float):
+        super().__init__(f"row {row} sums to {total}")
+        self.row, self.total = row, total
+
+
 def stream_pieces(name: str, x, params, hw: HardwareProfile | None = None, *, limit: int | None = None,
-                  batch_tiles: int | None = None):
+                  batch_tiles: int | None = None, stop_on_c1_overflow: bool = False):
     """Yield (lo, x[lo:hi], y[lo:hi]) of kernel `name`'s scan of x (an array, a memory map or a
     partition.Source), reading the input partition by partition (at most `limit` items each, default 2**31 - 1,
-    so offsets inside a partition fit int32) in reads of at most 2**22 items, as pieces of one batch (ScanStream)."""
+    so offsets inside a partition fit int32) in reads of at most 2**22 items, as pieces of one batch (ScanStream).
+    stop_on_c1_overflow: a ScanUL1 variant raises C1Overflow at the first row whose fp16 C1 overflows (its
+    output would be NaN from there), before that batch is yielded."""
     from ascendbench.kernels.partition import PARTITION_LIMIT, as_source, partitions
 
     src = as_source(x)
     stream = ScanStream(name, src.n, params, hw, batch_tiles)
+    stream.stop_on_c1_overflow = stop_on_c1_overflow
     for p0, p1 in partitions(src.n, PARTITION_LIMIT if limit is None else limit):
         for r0 in range(p0, p1, _READ_ELEMS):
             yield from stream.pieces(src.read(r0, min(p1, r0 + _READ_ELEMS)))
