@@ -33,25 +33,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 ("List every kernel of the registry: its family, variants (or algorithms), tuned parameters and "
                  "source.")),
 }
-# Modules that add subcommands to `run` (they register themselves on import).
-RUN_MODULES = ("run_batched", "run_compress", "run_hgemm", "run_sample", "run_segmented", "run_sort", "run_split",
-               "run_topk", "run_topp")
+# `run`'s subcommands and the modules that add them to its app (they register themselves on import); `run
+# <name>` imports only its own module, a listing imports them all (and the registry's other kernels').
+RUN_SUBCOMMANDS = {"scan": "run", "batched-scan": "run_batched", "compress": "run_compress", "hgemm": "run_hgemm",
+                   "sample": "run_sample", "segmented-scan": "run_segmented", "sort": "run_sort", "split": "run_split",
+                   "topk": "run_topk", "topp": "run_topp"}
+RUN_MODULES = tuple(sorted(set(RUN_SUBCOMMANDS.values()) - {"run"}))
 
 
-def load_command(name: str):
-    """The click command of `name` (a key of COMMANDS), importing its module (and, for run, its subcommands)."""
-    module_name, attribute, _ = COMMANDS[name]
-    module = importlib.import_module(module_name)
-    if name == "run":
-        for extra in RUN_MODULES:
-            importlib.import_module(f"ascendbench.commands.{extra}")
-    if name in ("run", "tune"):  # and `run <kernel>` / `tune <kernel>` for the registry's other kernels
-        from ascendbench.commands.generic import add_registry_commands
-
-        add_registry_commands(module.app, name)
-    target = getattr(module, attribute)
-    # Mounted on a wrapper, as add_typer would mount it on the top-level app: a typer app converted on its own
-    # would get completion options of its own.
+def _converted(target, name: str):
+    """The click command of a typer app or command function, mounted on a wrapper as add_typer would mount it on
+    the top-level app (a typer app converted on its own would get completion options of its own)."""
     wrapper = typer.Typer(add_completion=False)
     wrapper.callback()(lambda: None)
     if isinstance(target, typer.Typer):
@@ -59,6 +51,59 @@ def load_command(name: str):
     else:
         wrapper.command(name)(target)
     return typer.main.get_command(wrapper).commands[name]
+
+
+class LazyRunGroup(TyperGroup):
+    """`run`: a subcommand's module is imported when the subcommand is resolved; listings load them all."""
+
+    complete = False
+
+    def _load_all(self) -> None:
+        if self.complete:
+            return
+        from ascendbench.commands import run
+        from ascendbench.commands.generic import add_registry_commands
+
+        for extra in RUN_MODULES:
+            importlib.import_module(f"ascendbench.commands.{extra}")
+        add_registry_commands(run.app, "run")  # `run <kernel>` for the registry's other kernels
+        for name, command in _converted(run.app, "run").commands.items():
+            self.commands.setdefault(name, command)
+        self.complete = True
+
+    def list_commands(self, ctx) -> list[str]:
+        self._load_all()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands:
+            module = RUN_SUBCOMMANDS.get(cmd_name)
+            if module is None:
+                self._load_all()
+            else:
+                from ascendbench.commands import run
+
+                importlib.import_module(f"ascendbench.commands.{module}")
+                info = next(c for c in run.app.registered_commands if c.name == cmd_name)
+                single = typer.Typer(add_completion=False)
+                single.registered_commands.append(info)
+                single.callback()(lambda: None)
+                self.commands[cmd_name] = typer.main.get_command(single).commands[cmd_name]
+        return super().get_command(ctx, cmd_name)
+
+
+def load_command(name: str):
+    """The click command of `name` (a key of COMMANDS), importing its module (`run`: only the subcommand's)."""
+    module_name, attribute, _ = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    if name == "tune":  # and `tune <kernel>` for the registry's other kernels with a search space
+        from ascendbench.commands.generic import add_registry_commands
+
+        add_registry_commands(module.app, name)
+    command = _converted(getattr(module, attribute), name)
+    if name == "run":
+        command.__class__ = LazyRunGroup  # run.app holds `run scan` until another subcommand is asked for
+    return command
 
 
 class LazyGroup(TyperGroup):
