@@ -232,7 +232,10 @@ class Outputs:
 
     def write(self, option: str, path: Path, writer) -> None:
         # A short hidden name (the target's suffix kept: np.save appends .npy otherwise) that fits any folder.
-        stage = path.with_name(f".ascendbench-{secrets.token_hex(4)}{path.suffix}")
+        from ascendbench.store.io import remove_stale_staging, staging_prefix
+
+        remove_stale_staging(path.parent)  # those of killed runs
+        stage = path.with_name(f"{staging_prefix()}{secrets.token_hex(4)}{path.suffix}")
         try:
             writer(stage)
         except OSError as exc:

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text", "partial_path", "remove_stale_partials",
-           "unreadable_npy"]
+           "remove_stale_staging", "staging_prefix", "unreadable_npy"]
 
 NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 ZIP_MAGIC = b"PK\x03\x04"  # np.load reads a file that starts so as an .npz archive
@@ -28,7 +28,8 @@ def _atomic(path: Path, write) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # A short temporary name: one built from a long target name would exceed the file-name limit.
-    fd, tmp = tempfile.mkstemp(prefix=".ascendbench-", suffix=".tmp", dir=path.parent)
+    remove_stale_staging(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=staging_prefix(), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -105,16 +106,24 @@ def _running(pid: int) -> bool:
     return True
 
 
-def remove_stale_partials(target: Path) -> list[Path]:
-    """Remove the partial files of `target` (exactly the partial_path pattern for its name, in its folder) whose
-    writer process no longer runs, e.g. after a SIGKILL. Files of running writers, other targets' files and
-    anything else are kept; a reused pid keeps a stale file (the safe side). Writers on other hosts sharing the
-    folder cannot be seen: their pids are taken as this host's. Returns the removed paths; errors are ignored."""
-    target = Path(target)
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.([0-9]+)\.[0-9a-f]{{8}}\.partial")
+def staging_prefix() -> str:
+    """The start of this process's hidden staging files (".ascendbench-<pid>-"): the pid lets a later run tell
+    the file of a killed writer from one still being written (remove_stale_staging)."""
+    return f".ascendbench-{os.getpid()}-"
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the hidden staging files in `folder` (".ascendbench-<pid>-..." as staging_prefix names them) whose
+    writer process no longer runs, e.g. after a SIGKILL; other files are kept (see remove_stale_partials)."""
+    return _remove_dead(Path(folder), re.compile(r"\.ascendbench-([0-9]+)-[0-9a-z_]+(\.[A-Za-z0-9]+)?"))
+
+
+def _remove_dead(folder: Path, pattern: re.Pattern) -> list[Path]:
+    """Remove the regular files of `folder` whose name fully matches `pattern` (group 1: the writer's pid) and
+    whose writer no longer runs. Returns the removed paths; errors are ignored."""
     removed = []
     try:
-        entries = list(os.scandir(target.parent))
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
@@ -128,3 +137,12 @@ def remove_stale_partials(target: Path) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def remove_stale_partials(target: Path) -> list[Path]:
+    """Remove the partial files of `target` (exactly the partial_path pattern for its name, in its folder) whose
+    writer process no longer runs, e.g. after a SIGKILL. Files of running writers, other targets' files and
+    anything else are kept; a reused pid keeps a stale file (the safe side). Writers on other hosts sharing the
+    folder cannot be seen: their pids are taken as this host's. Returns the removed paths; errors are ignored."""
+    target = Path(target)
+    return _remove_dead(target.parent, re.compile(rf"\.{re.escape(target.name)}\.([0-9]+)\.[0-9a-f]{{8}}\.partial"))

@@ -145,3 +145,20 @@ def test_values_only_inputs_say_that_flags_were_generated(tmp_path, cli, op, nam
     np.savez(tmp_path / "both.npz", values=np.arange(100, dtype=np.int16), **{name: np.ones(100, bool)})
     doc = json.loads(cli(["run", op, "--input", "both.npz", "--json", "--no-save"], tmp_path).stdout)
     assert doc["notes"] == [] and doc["problem"]["seed"] is None
+
+
+def test_a_later_run_removes_staging_files_of_killed_runs_only(tmp_path, cli):
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # a process that has ended
+    stale = [tmp_path / f".ascendbench-{dead_pid}-abcd1234.npz", tmp_path / f".ascendbench-{dead_pid}-k2j8_x0q.tmp"]
+    kept = [tmp_path / f".ascendbench-{os.getpid()}-abcd1234.npz", tmp_path / ".ascendbench-abcd1234.npz",
+            tmp_path / f".ascendbench-{dead_pid}-abcd1234.npz.bak"]
+    for path in stale + kept:
+        path.write_bytes(b"left over")
+    out = cli(["run", "sort", "--n", "100", "--out", "r.json", "--output-file", "o.npz"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert [p.exists() for p in stale] == [False, False] and all(p.exists() for p in kept)
