@@ -343,8 +343,9 @@ def run_scan(
             gen = GeneratedSource(n, dtype, generator, seed) if generator in GENERATORS else None
             big = fp16_output_overflow(gen.read, n, exclusive) if gen is not None else None
         if big is not None:
+            inf = "inf" if big[1] > 0 else "-inf"
             raise ParamError("out-dtype", f"the scan reaches {big[1]:,.6g} at element {big[0]:,}, past fp16's 65504: "
-                                          "the fp16 output would be inf from there; use --out-dtype fp32")
+                                          f"the fp16 output would be {inf} from there; use --out-dtype fp32")
 
     if l2 is not None and warm_l2 and l2 != "warm":
         raise ParamError("l2", f"--warm-l2 means --l2 warm; it disagrees with --l2 {l2}")
