@@ -1,7 +1,9 @@
 """Search spaces as data: ascendbench/tuning/spaces/<kernel>.toml, validated, turned into Optuna suggestions and grids.
 
 A space file has a `kernel` name, a `description`, a `[parameters.NAME]` table per tuned parameter and named
-problem sets under `[problems.NAME]`. Parameter types:
+problem sets under `[problems.NAME]` (HGEMM: `shapes` and `workloads`; scans: `n`, `dtype`, `exclusive`; the
+registry's other kernels: `params`, a list of whole problems, each the kernel's parameters the space does not
+tune). Parameter types:
 
 - "categorical": `choices` (ints, floats, strings or booleans), unordered;
 - "ordered": `choices` (ints in increasing order, e.g. tile sizes that are not a power-of-2 range); Optuna sees
