@@ -209,8 +209,8 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
                              ("; give HGEMM's matrices with ascendbench.run_hgemm(a_file=..., ...)"
                               if spec.family == "gemm" else ""))
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
-    if spec.family == "gemm":
-        options.pop("model_only")
+    if spec.family == "gemm":  # run_hgemm always times every shape; without data there is nothing to verify
+        options["verify"] = verify and not options.pop("model_only")
     return spec.run_streaming(params, **options)
 
 

@@ -99,27 +99,41 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-class _FileHash:
+class _Background:
+    """fn() on a daemon thread; result() waits for it and returns its value or raises its exception."""
+
+    def __init__(self, fn):
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by result() in the calling thread
+            self._error = exc
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _FileHash(_Background):
     """The sha256 of a file, computed on a background thread (hashlib releases the GIL, so it overlaps the
     timing model and the functional run); hexdigest() waits for it. Raises InputError naming --input when the
     file cannot be read."""
 
     def __init__(self, path: Path):
-        self.path, self._digest, self._error = path, None, None
-        self._thread = threading.Thread(target=self._run, name="input-sha256", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._digest = _sha256(self.path)
-        except OSError as exc:
-            self._error = exc
+        self.path = path
+        super().__init__(lambda: _sha256(path))
 
     def hexdigest(self) -> str:
-        self._thread.join()
-        if self._error is not None:
-            raise InputError(f"--input: cannot read {self.path} ({self._error.strerror or self._error})")
-        return self._digest
+        try:
+            return self.result()
+        except OSError as exc:
+            raise InputError(f"--input: cannot read {self.path} ({exc.strerror or exc})") from None
 
 
 def _load_npy(path: Path, ndim: int, axes: str = "", background_hash: bool = False):
@@ -150,27 +164,6 @@ def load_input(path: Path) -> tuple[np.ndarray, str, str]:
         InputError: unreadable, not an .npy array, not 1-D, or another dtype (the message says which).
     """
     return _load_npy(path, 1)  # the memory map: read slice by slice, never whole
-
-
-class _Background:
-    """fn() on a daemon thread; result() waits for it and returns its value or raises its exception."""
-
-    def __init__(self, fn):
-        self._value = self._error = None
-        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn) -> None:
-        try:
-            self._value = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised by result() in the calling thread
-            self._error = exc
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _host(wall0: float, functional_s: float | None, model_s: float) -> Host:
@@ -335,13 +328,12 @@ def run_scan(
     # first such row (C1Overflow, before any of its output is kept) and the default then runs MCScan instead.
     # Generated random input cannot overflow (uniform in [0, 1): every row sums to less than s <= 128).
     guard = algorithm in UL1_ALGORITHMS and not model_only and not (x is None and generator == "random")
+    if generator not in GENERATORS:
+        raise ParamError("generator", f"must be one of {', '.join(GENERATORS)}, got {generator!r}")
     if params.out == "fp16" and not model_only and n:
         # decide before running: an fp16 output element past 65504 would be inf
-        if x is not None:
-            big = fp16_output_overflow(lambda lo, hi: x[lo:hi], n, exclusive)
-        else:
-            gen = GeneratedSource(n, dtype, generator, seed) if generator in GENERATORS else None
-            big = fp16_output_overflow(gen.read, n, exclusive) if gen is not None else None
+        read = (lambda lo, hi: x[lo:hi]) if x is not None else GeneratedSource(n, dtype, generator, seed).read
+        big = fp16_output_overflow(read, n, exclusive)
         if big is not None:
             inf = "inf" if big[1] > 0 else "-inf"
             raise ParamError("out-dtype", f"the scan reaches {big[1]:,.6g} at element {big[0]:,}, past fp16's 65504: "
@@ -371,8 +363,6 @@ def run_scan(
     verification = Verification(performed=False)
     data = "none"
     kept = "none"
-    if generator not in GENERATORS:
-        raise ParamError("generator", f"must be one of {', '.join(GENERATORS)}, got {generator!r}")
     _check_int("partition-limit", partition_limit, 1)
     if partition_limit > PARTITION_LIMIT:
         raise ParamError("partition-limit", f"must be in [1, 2**31 - 1], got {partition_limit}")

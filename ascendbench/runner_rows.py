@@ -21,6 +21,7 @@ import numpy as np
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.scan import ul1_overflow_message
 from ascendbench.runner import (
     _DTYPES,
     InputError,
@@ -149,9 +150,7 @@ def run_batched_scan(
         found = bs.ul1_overflow_rows(x, s)
         if found is not None:
             row, first, total = found
-            why = (f"scanul1 rounds each sum of s = {s} inputs to fp16 (C1 = A @ 1_s), and row {row:,}, elements "
-                   f"{first:,} to {first + s - 1:,}, sums to {total:,.6g}, past fp16's 65504: its output would be "
-                   "NaN / inf")
+            why = ul1_overflow_message("scanul1", s, row, total, f"row {row:,}, elements {first:,} to {first + s - 1:,},")
             if algorithm == "scanul1":
                 raise ParamError("algorithm", f"{why}; use --algorithm scanu (or auto)")
             choice = f"{why}; auto compared scanu only"
@@ -382,7 +381,7 @@ def run_segmented_scan(
                                           "sums (scan paper B.2), so a non-finite value would spoil every later "
                                           "segment; give finite values")
     if algorithm == "mcscan-ul1" and values is not None and not model_only:
-        from ascendbench.kernels.scan import ul1_overflow, ul1_overflow_message
+        from ascendbench.kernels.scan import ul1_overflow
 
         found = ul1_overflow(lambda lo, hi: values[lo:hi], n, s)
         if found is not None:  # decide before running: the output would be NaN

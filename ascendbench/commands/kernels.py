@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
-import typing
-from typing import Any, Literal
-
 from rich.table import Table
 
 from ascendbench.commands.common import JsonOption, dump_json, out_console
 
 
-def _choices(spec, field: str) -> list[Any]:
-    info = spec.Params.model_fields.get(field)
-    if info is None:
-        return []
-    annotation = info.annotation
-    if typing.get_origin(annotation) is Literal:
-        return list(typing.get_args(annotation))
-    return [c for a in typing.get_args(annotation) if typing.get_origin(a) is Literal for c in typing.get_args(a)]
-
-
 def kernels(json_out: JsonOption = False) -> None:
     """List every kernel of the registry: its family, variants (or algorithms), tuned parameters and source."""
-    from ascendbench.kernels.registry import REGISTRY
+    from ascendbench.kernels.registry import REGISTRY, choices
 
     rows = []
     for spec in REGISTRY.values():
         rows.append({
             "name": spec.name, "family": spec.family, "title": spec.title, "source": spec.source,
             "run": f"ascendbench run {spec.command or spec.name}",
-            "variants": [str(v) for v in (_choices(spec, "variant") or _choices(spec, "algorithm"))],
+            "variants": [str(v) for v in choices(spec.name, "variant") or choices(spec.name, "algorithm")],
             "tuned": list(spec.tuned()), "parameters": list(spec.Params.model_fields),
         })
     if json_out:
@@ -43,6 +30,6 @@ def kernels(json_out: JsonOption = False) -> None:
     t.add_column("variants / algorithms")
     t.add_column("tuned")
     for r in rows:
-        t.add_row(r["name"], r["run"].removeprefix("ascendbench "), f"{r['title']} [dim]({r['source']})[/]", ", ".join(r["variants"]) or "-",
-                  ", ".join(r["tuned"]) or "-")
+        t.add_row(r["name"], r["run"].removeprefix("ascendbench "), f"{r['title']} [dim]({r['source']})[/]",
+                  ", ".join(r["variants"]) or "-", ", ".join(r["tuned"]) or "-")
     out_console.print(t)

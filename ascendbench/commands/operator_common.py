@@ -28,7 +28,6 @@ from ascendbench.commands.common import (
     given,
     human_bytes,
     out_console,
-    parse_count,
     print_utilisation,
 )
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
@@ -42,42 +41,18 @@ if TYPE_CHECKING:
 __all__ = [
     "DTYPE_NAMES",
     "NOption",
-    "check_choice",
     "dtype_name",
     "execute",
     "finish",
     "given",
     "load_arrays",
     "output_suffix",
-    "parse_count_option",
-    "parse_n",
     "prepare",
     "read_input",
 ]
 
 NOption = Annotated[int | None, count_option("--n", help="Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional "
                                                          "with --input.")]
-
-
-def parse_count_option(text: str | int | None, option: str) -> int | None:
-    """A count's value (1e6, 2**20, ...; None stays None); a bad one fails naming --option (exit 2). Options
-    declared with count_option arrive parsed (ints pass the same range check)."""
-    if text is None:
-        return None
-    try:
-        return parse_count(text, option)
-    except ValueError as exc:
-        fail(str(exc))
-
-
-def parse_n(text: str | None) -> int | None:
-    return parse_count_option(text, "n")
-
-
-def check_choice(value, choices, option: str) -> None:
-    """Fail (exit 2) naming --option unless value is one of choices; None (an option left out) passes."""
-    if value is not None and value not in choices:
-        fail(f"--{option}: must be one of {', '.join(map(str, choices))}, got {value!r}")
 
 
 def output_suffix(output_file: Path | None, model_only: bool) -> str:

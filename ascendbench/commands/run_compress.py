@@ -16,7 +16,6 @@ from ascendbench.commands.operator_common import (
     finish,
     given,
     load_arrays,
-    parse_n,
     prepare,
 )
 from ascendbench.commands.run import app
@@ -50,5 +49,5 @@ def compress_command(
                  no_save=no_save, seed=seed, hardware=hardware)
     arrays, sha = load_arrays(input_file, ("values", "mask"), "values") if input_file else (None, None)
     run = execute("compress", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
-                  **given(n=parse_n(n), dtype=dtype), variant=variant, warm_l2=warm_l2)
+                  **given(n=n, dtype=dtype), variant=variant, warm_l2=warm_l2)
     finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

@@ -17,8 +17,6 @@ from ascendbench.commands.operator_common import (
     given,
     load_arrays,
     output_suffix,
-    parse_count_option,
-    parse_n,
     prepare,
 )
 from ascendbench.commands.run import app
@@ -55,10 +53,9 @@ def sample_command(
     first index whose running sum exceeds u * total (SplitInd with the predicate > u * total). A zero-weight
     category is never returned."""
     wall0 = time.perf_counter()
-    count, k = parse_n(n), parse_count_option(samples, "samples")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
                  trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
     arrays, sha = load_arrays(input_file, ("weights",), "weights") if input_file is not None else (None, None)
     run = execute("sample", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
-                  model_only=model_only, **given(n=count), samples=k, variant=variant, s=s, warm_l2=warm_l2)
+                  model_only=model_only, **given(n=n), samples=samples, variant=variant, s=s, warm_l2=warm_l2)
     finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

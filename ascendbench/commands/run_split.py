@@ -16,7 +16,6 @@ from ascendbench.commands.operator_common import (
     finish,
     given,
     load_arrays,
-    parse_n,
     prepare,
 )
 from ascendbench.commands.run import app
@@ -58,5 +57,5 @@ def split(
     arrays, sha = load_arrays(input_file, ("values", "flags"), "values") if input_file else (None, None)
     name = "split" if indices else "split-values"
     run = execute(name, arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
-                  **given(n=parse_n(n), dtype=dtype), variant=variant, warm_l2=warm_l2)
+                  **given(n=n, dtype=dtype), variant=variant, warm_l2=warm_l2)
     finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

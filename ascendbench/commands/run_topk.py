@@ -15,8 +15,6 @@ from ascendbench.commands.operator_common import (
     finish,
     given,
     load_arrays,
-    parse_count_option,
-    parse_n,
     prepare,
 )
 from ascendbench.commands.run import app
@@ -54,10 +52,9 @@ def topk_command(
     """The k largest (or smallest) values and their indices, sorted, ties in input order, like
     torch.topk(sorted=True) with stable ties (the scan paper §5.4)."""
     wall0 = time.perf_counter()
-    count, kk = parse_n(n), parse_count_option(k, "k")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npz", trace=trace, out=out,
                  no_save=no_save, seed=seed, hardware=hardware)
     arrays, sha = load_arrays(input_file, ("values",), "values") if input_file else (None, None)
     run = execute("topk", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
-                  **given(n=count, dtype=dtype), k=kk, largest=largest, variant=variant, warm_l2=warm_l2)
+                  **given(n=n, dtype=dtype), k=k, largest=largest, variant=variant, warm_l2=warm_l2)
     finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

@@ -16,7 +16,6 @@ from ascendbench.commands.operator_common import (
     finish,
     given,
     output_suffix,
-    parse_count_option,
     prepare,
     read_input,
 )
@@ -71,7 +70,6 @@ def topp_command(
     """Draw one token per row by Llama 3's sample_top_p (sort descending, cumsum, mask cumsum - prob > p,
     renormalise, sample, map back), timed on the simulated NPU: 17 scans per fp16 row (claim S-16)."""
     wall0 = time.perf_counter()
-    count = parse_count_option(vocab, "vocab")
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
                  trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
     arrays, sha = (None, None)
@@ -79,6 +77,6 @@ def topp_command(
         probs, sha = load_probs(input_file)
         arrays = {"probs": probs}
     run = execute("topp", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
-                  model_only=model_only, **given(vocab=count, batch=batch), p=p, variant=variant, s=s,
+                  model_only=model_only, **given(vocab=vocab, batch=batch), p=p, variant=variant, s=s,
                   warm_l2=warm_l2)
     finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

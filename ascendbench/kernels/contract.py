@@ -23,6 +23,7 @@ entry point.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
@@ -30,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ascendbench.hardware import HardwareProfile
+from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareProfile
 from ascendbench.kernels.base import ParamError
 from ascendbench.sim.result import SimResult
 
@@ -51,6 +52,14 @@ class KernelParams(BaseModel):
     type (strict: no "10" or True for a count; NumPy scalars are taken as the Python numbers they hold)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _space_parameters(path) -> tuple[str, ...]:
+    """The parameter names of a search space file, read once per process."""
+    from ascendbench.tuning.space import load_space
+
+    return tuple(load_space(path).parameters)
 
 
 def _python_scalars(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,7 +141,7 @@ class KernelSpec:
     command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
     tunable_class: ClassVar[type | None] = None  # the tuner's view when not derived from the contract (tunable.py)
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
-    default_hardware: ClassVar[str] = "ascend-910b4"  # the scan paper's chip (the CLI's default too)
+    default_hardware: ClassVar[str] = DEFAULT_SCAN_HARDWARE  # the scan paper's chip (the CLI's default too)
 
     # ----- parameters -----------------------------------------------------------------------------------------
     def params(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> KernelParams:
@@ -159,11 +168,7 @@ class KernelSpec:
 
     def tuned(self) -> tuple[str, ...]:
         """The fields the search space tunes (none when the kernel has no space)."""
-        if self.space is None:
-            return ()
-        from ascendbench.tuning.space import load_space
-
-        return tuple(load_space(self.space_file()).parameters)
+        return () if self.space is None else _space_parameters(self.space_file())
 
     def problem_of(self, params: KernelParams) -> dict[str, Any]:
         """The problem part of params: every field the search space does not tune (JSON-ready)."""
@@ -207,12 +212,11 @@ class KernelSpec:
             raise ParamError(self.size_field, f"{self.size(params)} disagrees with the input's length {length}; "
                                               f"drop --{self.size_field} or make them equal")
         changes[self.size_field] = length
-        if "dtype" in self.Params.model_fields and self.inputs:
-            name = dtype_name(arrays[self.inputs[0].name].dtype) if self.inputs[0].name in arrays else None
-            if name is not None:
-                if "dtype" in params.model_fields_set and params.dtype != name:
-                    raise ParamError("dtype", f"{params.dtype} disagrees with the input's {name}; drop --dtype")
-                changes["dtype"] = name
+        if "dtype" in self.Params.model_fields:
+            name = dtype_name(first.dtype)
+            if "dtype" in params.model_fields_set and params.dtype != name:
+                raise ParamError("dtype", f"{params.dtype} disagrees with the input's {name}; drop --dtype")
+            changes["dtype"] = name
         return self.replace(params, **changes)
 
     def generate(self, params: KernelParams, seed: int) -> dict[str, np.ndarray]:

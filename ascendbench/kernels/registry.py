@@ -54,8 +54,11 @@ def spec_names() -> list[str]:
 
 def choices(name: str, field: str) -> tuple:
     """The values a kernel's parameter takes when they are a fixed set (its Literal), e.g. choices("sort",
-    "dtype"); () for other parameters."""
-    annotation = REGISTRY[name].Params.model_fields[field].annotation
+    "dtype"); () for other parameters and for a parameter the kernel does not have."""
+    info = REGISTRY[name].Params.model_fields.get(field)
+    if info is None:
+        return ()
+    annotation = info.annotation
     options = [annotation, *typing.get_args(annotation)]
     return next((typing.get_args(a) for a in options if typing.get_origin(a) is Literal), ())
 

@@ -47,6 +47,7 @@ from ascendbench.kernels.scan_params import (
     ScanParams,
     auto_chunk,
     chunk_lengths,
+    first_overflowing_sum,
     l2_chunk_tiles,
 )
 from ascendbench.sim.engine import Dep, Engine, Op
@@ -880,13 +881,7 @@ def first_overflowing_row(rows: np.ndarray) -> tuple[int, float] | None:
     """rows: (r, s) fp16 values, each row one row of an s x s tile. The first row whose float32 sum rounds to
     inf in fp16 although all its values are finite, as (row index, its sum); None when every row fits."""
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf rows are non-finite input, not overflow
-        sums = rows.sum(axis=1, dtype=np.float32)
-    if sums.size == 0 or np.abs(sums).max() < FP16_OVERFLOW:  # NaN fails the test: looked at below
-        return None
-    for i in np.flatnonzero(~(np.abs(sums) < FP16_OVERFLOW)):
-        if np.isfinite(rows[i]).all():
-            return int(i), float(sums[i])
-    return None
+        return first_overflowing_sum(rows.sum(axis=1, dtype=np.float32), rows)
 
 
 def ul1_overflow(read, n: int, s: int, block: int = 1 << 22) -> tuple[int, float] | None:
@@ -909,11 +904,12 @@ def ul1_overflow(read, n: int, s: int, block: int = 1 << 22) -> tuple[int, float
     return None
 
 
-def ul1_overflow_message(algorithm: str, s: int, row: int, total: float) -> str:
-    """Why a ScanUL1 variant cannot scan this input (for errors and for the note of the default's choice)."""
-    return (f"{algorithm} rounds each row's sum of s = {s} inputs to fp16 (C1 = A @ 1_s on its way to L1), and row "
-            f"{row:,} (elements {row * s:,} to {row * s + s - 1:,}) sums to {total:,.6g}, past fp16's 65504: its "
-            "output would be NaN / inf")
+def ul1_overflow_message(algorithm: str, s: int, row: int, total: float, where: str | None = None) -> str:
+    """Why a ScanUL1 variant cannot scan this input (for errors and for the note of the default's choice); where:
+    the row's place in words (default "row R (elements a to b)" of a 1-D input)."""
+    where = where or f"row {row:,} (elements {row * s:,} to {row * s + s - 1:,})"
+    return (f"{algorithm} rounds each row's sum of s = {s} inputs to fp16 (C1 = A @ 1_s on its way to L1), and "
+            f"{where} sums to {total:,.6g}, past fp16's 65504: its output would be NaN / inf")
 
 
 def fp16_output_overflow(read, n: int, exclusive: bool, block: int = 1 << 22) -> tuple[int, float] | None:

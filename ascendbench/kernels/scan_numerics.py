@@ -211,13 +211,11 @@ class ScanStream:
 
     def _check_c1(self, c1: np.ndarray, rows: np.ndarray) -> None:
         """Raise C1Overflow at the batch's first row of finite inputs whose sum rounds to inf in fp16."""
-        from ascendbench.kernels.scan_params import FP16_OVERFLOW
+        from ascendbench.kernels.scan_params import first_overflowing_sum
 
-        if np.abs(c1).max() < FP16_OVERFLOW:  # NaN fails the test: looked at below
-            return
-        for r in np.flatnonzero(~(np.abs(c1) < FP16_OVERFLOW)):
-            if np.isfinite(rows[r]).all():
-                raise C1Overflow(self.done // self.s + int(r), float(c1[r]))
+        found = first_overflowing_sum(c1, rows)
+        if found is not None:
+            raise C1Overflow(self.done // self.s + found[0], found[1])
 
     def _multi_carries(self, totals: np.ndarray, sums: np.ndarray) -> np.ndarray:
         """Carries of this batch's units from the multi-core chains (phase II of Algorithm 3): each AIV share

@@ -145,3 +145,15 @@ def l2_chunk_tiles(n: int, params: ScanParams, hw: HardwareProfile, tile: int,
     tiles = max(1, math.ceil(n / tile))
     size, _, _ = chunk_lengths(n, params, hw, tile, limit)
     return max(1, min(tiles, size // tile if size >= tile else 1))
+
+
+def first_overflowing_sum(sums: np.ndarray, rows: np.ndarray) -> tuple[int, float] | None:
+    """sums: the float32 sums of `rows` ((r, s) inputs, each a row of an s x s tile). The first row whose sum
+    rounds to inf in fp16 (FP16_OVERFLOW) although all its inputs are finite, as (row index, its sum); None when
+    every row fits (a row holding inf or NaN is non-finite input, not an overflow)."""
+    if sums.size == 0 or np.abs(sums).max() < FP16_OVERFLOW:  # NaN fails the test: looked at below
+        return None
+    for i in np.flatnonzero(~(np.abs(sums) < FP16_OVERFLOW)):
+        if np.isfinite(rows[i]).all():
+            return int(i), float(sums[i])
+    return None

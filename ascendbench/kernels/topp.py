@@ -410,9 +410,17 @@ class TopPKernel(contract.KernelSpec):
                                                  "the radix sort") + " (same uniforms)",
                      None if ok else f"tokens differ in {differ} rows")
 
+    _last: tuple | None = None  # (params, hw, timing) of the last call: simulate, notes and outputs share it
+
     def timing(self, params, hw) -> TopPTiming:
-        return simulate_top_p(params.vocab, hw, batch=params.batch, variant=params.variant, s=params.s,
-                              warm_l2=params.warm_l2)
+        """The simulated call (simulate_top_p), computed once for the report's time, notes and outputs."""
+        last = self._last
+        if last is not None and last[0] == params and last[1] is hw:
+            return last[2]
+        timing = simulate_top_p(params.vocab, hw, batch=params.batch, variant=params.variant, s=params.s,
+                                warm_l2=params.warm_l2)
+        self._last = (params, hw, timing)
+        return timing
 
     def simulate(self, params, hw, facts=None):
         return self.timing(params, hw).sim
