@@ -232,7 +232,12 @@ def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.Ba
         # Trial 0 is the paper's heuristic, a strong start: TPE models after 5 trials instead of Optuna's 10
         # random ones (benchmarks/bench_tune.py: median trials to within 1% of the optimum on 4096^3 and
         # 2048x128x2048 fell from 242 and 84 distinct configurations to 43 and 62).
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+        # Multivariate (one model of the whole configuration: tile sizes interact through the buffers; Optuna 5's
+        # default, not 4's); no constant liar: each worker samples from its own in-memory study (_Mirror),
+        # where no other worker's trial runs, so it would only cost time.
+        with warnings.catch_warnings():  # experimental arguments in older Optuna
+            warnings.simplefilter("ignore")
+            return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, multivariate=True, constant_liar=False)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "grid":
@@ -443,9 +448,12 @@ class _Mirror:
         """A trial this worker added (the workers of one command share its run id)."""
         return trial.user_attrs.get("run") == self.run_id and trial.user_attrs.get("worker") == _WORKER
 
-    def flush(self) -> list[optuna.trial.FrozenTrial]:
-        """Add this worker's finished trials to the shared study, then pull; returns the pulled trials."""
-        todo = [t for t in self.local.get_trials(deepcopy=False, states=_FINISHED) if t.number not in self.done]
+    def flush(self, trials: Sequence[optuna.trial.FrozenTrial] | None = None) -> list[optuna.trial.FrozenTrial]:
+        """Add this worker's finished trials to the shared study, then pull; returns the pulled trials.
+        trials: the ones finished since the last flush, when the caller knows them (else all are looked at)."""
+        if trials is None:
+            trials = self.local.get_trials(deepcopy=False, states=_FINISHED)
+        todo = [t for t in trials if t.state in _FINISHED and t.number not in self.done]
         if todo:
             self.shared.add_trials(todo)
             self.done |= {t.number for t in todo}
@@ -501,6 +509,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
     rng = random.Random(_sampler_seed(request.seed, worker, done))
 
+    finished: list[optuna.trial.FrozenTrial] = []  # this worker's trials since the last flush
+
     def enough(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if trial.user_attrs.get("repeat") and not st.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
             # The sampler proposed a point it had: try an unseen neighbour of it next instead of sampling
@@ -509,10 +519,12 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
             if step is not None:
                 st.enqueue_trial(step, user_attrs={"neighbour_of_repeat": True})
         mirror.note(trial)
+        finished.append(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
         if mirror.due():
-            objective.learn(mirror.flush())
+            objective.learn(mirror.flush(finished))
+            finished.clear()
         feasible, seen = len(mirror.feasible), len(mirror.seen)
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
