@@ -27,7 +27,11 @@ from ascendbench.kernels.base import Verification
 __all__ = ["CheckThread", "ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans",
            "tolerance_formula", "verify"]
 
-_BATCH_ELEMS = 1 << 16  # elements per computed batch: its work arrays stay in the CPU cache
+# Elements per computed batch and per checked stretch. Large enough that the scan and its check (two threads)
+# spend their time inside NumPy's loops, which release the GIL, rather than handing the GIL to each other
+# between short calls: at 2**16 the two threads overlapped little (benchmarks/bench_scan.py); the work arrays
+# (a few MB) stay in the last-level cache.
+_BATCH_ELEMS = 1 << 20
 _READ_ELEMS = 1 << 22  # elements per read of the input (and per verify piece): few calls, memory still flat
 _U32 = 2.0**-24  # unit roundoff of fp32
 _U16 = 2.0**-11  # unit roundoff of fp16
@@ -396,6 +400,15 @@ def tolerance_formula(name: str, params) -> str:
     return formula
 
 
+def _running_sum(x: np.ndarray, start: float, out: np.ndarray) -> None:
+    """out = start + cumsum(x) in float64 (x's fp16 / fp32 / int values are exact in it). A copy and an in-place
+    cumsum: faster than a cumsum that converts as it goes (NumPy's buffered casting)."""
+    np.copyto(out, x)
+    np.cumsum(out, out=out)
+    if start:
+        out += start
+
+
 class ScanVerifier:
     """verify() on the fly: feed consecutive (x[lo:hi], y[lo:hi]) pieces (starting at multiples of s, as ScanStream
     emits them; fp16 x may come as its exact float32 values), read the verdict from result(). Memory: one piece; the
@@ -482,8 +495,8 @@ class ScanVerifier:
             self.passed &= err == 0.0 or (self.params.out == "fp16" and err <= _U16 * float(np.abs(ref).max()))
             return
         if not self.int8:
-            for k in range(0, x.shape[0], _SQRT_STRETCH):  # one stretch at a time: the work arrays stay in cache
-                self._feed_fp16(x[k: k + _SQRT_STRETCH], y[k: k + _SQRT_STRETCH], lo + k)
+            for k in range(0, x.shape[0], _BATCH_ELEMS):  # one stretch at a time: the work arrays stay in cache
+                self._feed_fp16(x[k: k + _BATCH_ELEMS], y[k: k + _BATCH_ELEMS], lo + k)
             return
         run = np.cumsum(x, dtype=np.int64)
         run += self.prefix
@@ -505,40 +518,32 @@ class ScanVerifier:
         """A reusable work array of at least `size` items (no new allocation per stretch)."""
         arr = self._buffers.get(name)
         if arr is None or arr.shape[0] < size or arr.dtype != dtype:
-            arr = self._buffers[name] = np.empty(max(size, _SQRT_STRETCH + self.s + 1), dtype=dtype)
+            arr = self._buffers[name] = np.empty(max(size, _BATCH_ELEMS + self.s + 1), dtype=dtype)
         return arr
 
     def _feed_fp16(self, x: np.ndarray, y: np.ndarray, lo: int) -> None:
-        """Check one stretch of at most 2^16 elements (x = input[lo:hi] as fp16 or its exact float32 values, y its
-        output; lo a multiple of s), in place in reused float64 work arrays."""
+        """Check one stretch of at most _BATCH_ELEMS elements (x = input[lo:lo + len] as fp16 or its exact float32
+        values, y its output; lo a multiple of s), in place in reused float64 work arrays."""
         m, sh = x.shape[0], self.shift
-        hi = lo + m
-        X = self._work("x", m)[:m]
-        np.copyto(X, x)
         eff = self._c1_rows(x, lo) if self.c1 else None
-        nonneg = bool(X.min() >= 0)  # False with NaN
-        np.cumsum(X, out=X)
+        nonneg = bool(x.min() >= 0)  # False with NaN
         before, abs_before = self.prefix, self.abs_prefix
-        # the reference run[i] = prefix + cumsum(x)[i]; exclusive scans: shifted by one, `before` first
+        # the reference run[i] = prefix + cumsum(x)[i] in float64 (x's values are exact in it); exclusive scans:
+        # shifted by one, `before` first
         R = self._work("run", m + 1)
         R[0] = before
-        np.add(X, before, out=R[sh: m + sh])
+        _running_sum(x, before, R[sh: m + sh])
         if nonneg and abs_before == before:
             A = R  # no negative input so far: the running sum of |x| is the running sum
         else:
             A = self._work("abs", m + 1)
             A[0] = abs_before
-            if not nonneg:
-                np.copyto(X, x)
-                np.abs(X, out=X)
-                np.cumsum(X, out=X)
-            np.add(X, abs_before, out=A[sh: m + sh])
+            _running_sum(x if nonneg else np.abs(x), abs_before, A[sh: m + sh])
         self.prefix, self.abs_prefix = float(R[m + sh - 1]), float(A[m + sh - 1])
         run, absrun = R[:m], A[:m]
         diff = self._work("diff", m)[:m]
-        np.copyto(diff, y)
         with np.errstate(invalid="ignore"):
-            np.subtract(diff, run, out=diff)
+            np.subtract(y, run, out=diff)
         np.abs(diff, out=diff)
         finite = math.isfinite(run[m - 1])  # non-finite values are absorbing: the last one says if any is
         if not finite:
@@ -557,10 +562,15 @@ class ScanVerifier:
             self.overflow = True
             self.max_abs = self.max_rel = math.inf
             return
-        # 4 sqrt(d_i) u32 with d_i taken at the end of the stretch (a slightly larger bound)
+        # 4 sqrt(d_i) u32 with d_i taken at the end of each 2**16 elements (a slightly larger bound)
         tol = self._work("tol", m)[:m]
-        np.multiply(absrun, 4 * _U32 * math.sqrt(self.s + 1 + float(hi) / self.s), out=tol)
-        if eff is not None:
+        for k in range(0, m, _SQRT_STRETCH):
+            end = min(m, k + _SQRT_STRETCH)
+            np.multiply(absrun[k:end], 4 * _U32 * math.sqrt(self.s + 1 + float(lo + end) / self.s), out=tol[k:end])
+        if eff is not None and not sh and m == eff.shape[0] * self.s:  # whole rows: each row's effect added to it
+            tol.reshape(-1, self.s)[...] += np.abs(eff)[:, None]
+            self.eff_last = eff[-1]
+        elif eff is not None:
             E = self._work("c1", m + self.s + 1)
             E[0] = abs(self.eff_last)
             np.abs(eff[:, None], out=E[sh: sh + eff.shape[0] * self.s].reshape(-1, self.s))
@@ -594,7 +604,7 @@ class CheckThread:
     bounded); close() waits for the queued pieces and returns the verdict. An error of the check is raised by
     the next feed or by close; close (or stop, after an error elsewhere) must be called to end the thread."""
 
-    def __init__(self, check: ScanVerifier, depth: int = 8):
+    def __init__(self, check: ScanVerifier, depth: int = 2):
         self.check = check
         self.error: BaseException | None = None
         self.closed = False

@@ -29,7 +29,7 @@ SCHEMA_PATH = Path(__file__).with_name("run_result.schema.json")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Problem(_Model):
