@@ -335,7 +335,7 @@ def whole_keys(table, *keys: str):
     after the rows are added; returns the table."""
     from rich.text import Text
 
-    short, fixed = [], 0
+    short, words, fixed = [], [], 0
     for column in table.columns:
         cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
         widest = max([c.cell_len for c in cells if isinstance(c, Text)] + [len(str(column.header))])
@@ -343,10 +343,18 @@ def whole_keys(table, *keys: str):
         if column.header in keys:
             column.no_wrap, column.min_width = True, widest
             fixed += widest
-        elif widest <= SHORT_CELLS:
+            continue
+        if widest <= SHORT_CELLS:
             short.append((column, widest))
-    # padding and a border per column, the closing border
-    rest = fixed + 3 * len(table.columns) + 1 + _WRAPPED * (len(table.columns) - len(short) - len(keys))
+        texts = [c.plain for c in cells if isinstance(c, Text)]  # a header may break inside a word
+        words.append((column, max((len(w) for t in texts for w in t.split()), default=1)))
+    borders = 3 * len(table.columns) + 1  # padding and a border per column, the closing border
+    # long text wraps between words only (a tile "128x192x128" is never cut to "128x192x12" / "8"), where every
+    # column's longest word fits beside the key columns; else long words fold
+    if fixed + borders + sum(longest for _, longest in words) <= out_console.width:
+        for column, longest in words:
+            column.min_width = longest
+    rest = fixed + borders + _WRAPPED * (len(table.columns) - len(short) - len(keys))
     if rest + sum(width for _, width in short) <= out_console.width:
         for column, _ in short:
             column.no_wrap = True

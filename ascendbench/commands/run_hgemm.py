@@ -247,9 +247,10 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
                     f"p10 {sm['tflops_p10']:.2f}, median {sm['tflops_p50']:.2f}, p90 {sm['tflops_p90']:.2f} "
                     f"(peak {peak:.0f})", highlight=False)
         checked = [s for s in r.shapes if s.verification.performed]
-        c.print(f"verified {len(checked)} of {len(r.shapes)} shapes against NumPy "
-                f"(all passed: {all(s.verification.passed for s in checked)}); in a workload, shapes above "
-                f"M*N*K*batch = 2**27 ({WORKLOAD_VERIFY_LIMIT_MACS:,}) are timed only", highlight=False)
+        failed = sum(1 for s in checked if not s.verification.passed)
+        verdict = (f"{'all passed' if not failed else f'{failed} failed'}" if checked else "none verified")
+        c.print(f"verified {len(checked)} of {len(r.shapes)} shapes against NumPy ({verdict}); in a workload, "
+                f"shapes above M*N*K*batch = 2**27 ({WORKLOAD_VERIFY_LIMIT_MACS:,}) are timed only", highlight=False)
     if output_missing:
         c.print("[yellow]no output written: the shape is above the verification limit, so C was not computed[/]")
     for label, path in (("result", saved_to), ("output", output_file if not output_missing else None), ("trace", trace)):
