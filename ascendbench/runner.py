@@ -330,8 +330,9 @@ def run_scan(
     guard = algorithm in UL1_ALGORITHMS and not model_only and not (x is None and generator == "random")
     if generator not in GENERATORS:
         raise ParamError("generator", f"must be one of {', '.join(GENERATORS)}, got {generator!r}")
-    if params.out == "fp16" and not model_only and n:
-        # decide before running: an fp16 output element past 65504 would be inf
+    if params.out == "fp16" and not model_only and n and algorithm != "memcpy":
+        # decide before running: an fp16 output element past 65504 would be inf (memcpy copies fp16 values as
+        # they are: its output cannot overflow)
         read = (lambda lo, hi: x[lo:hi]) if x is not None else GeneratedSource(n, dtype, generator, seed).read
         big = fp16_output_overflow(read, n, exclusive)
         if big is not None:

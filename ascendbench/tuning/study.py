@@ -495,7 +495,10 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     done = _finished(study)
-    sampler = make_sampler(request.sampler, _sampler_seed(request.seed, worker, done), space)
+    # the grid sampler shuffles the grid by its seed and shares grid ids through the study: every worker and
+    # every resumption must shuffle it the same way
+    seed = request.seed if request.sampler == "grid" else _sampler_seed(request.seed, worker, done)
+    sampler = make_sampler(request.sampler, seed, space)
     mirror = _Mirror(study, sampler, request.run_id)
     if len(mirror.feasible) >= request.trials or len(mirror.seen) >= space.grid_size:
         return  # enough distinct configurations, or the whole grid is already covered
@@ -512,7 +515,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     finished: list[optuna.trial.FrozenTrial] = []  # this worker's trials since the last flush
 
     def enough(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        if trial.user_attrs.get("repeat") and not st.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if (trial.user_attrs.get("repeat") and request.sampler != "grid"  # the grid sampler walks the grid itself
+                and not st.get_trials(deepcopy=False, states=(TrialState.WAITING,))):
             # The sampler proposed a point it had: try an unseen neighbour of it next instead of sampling
             # again (a repeat costs a sampling step and brings nothing; its neighbours are where it looks).
             step = _unseen_neighbour(space, trial.user_attrs["config"], mirror.seen, rng)

@@ -378,6 +378,10 @@ def test_an_fp16_output_past_65504_is_refused_before_running(tmp_path, cli):
         "use --out-dtype fp32")
     out = cli(["run", "scan", "--n", "1e5", "--out-dtype", "fp16", "--json", "--no-save"], tmp_path)  # fits
     assert out.exit_code == 0 and json.loads(out.stdout)["verification"]["passed"] is True
+    # memcpy copies each fp16 value as it is: nothing to refuse, however large the running sum would be
+    out = cli(["run", "scan", "--n", "3e5", "--algorithm", "memcpy", "--out-dtype", "fp16", "--generator", "constant",
+               "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0 and json.loads(out.stdout)["verification"]["passed"] is True
 
 
 def test_segmented_scan_refuses_non_finite_values_before_running(tmp_path, cli):

@@ -297,3 +297,25 @@ def test_ground_truth_that_cannot_be_kept_or_is_wrong_is_evaluated_again(tmp_pat
     again = tune_problem(req, PROBLEM)
     assert again.exhaustive["source"] == "evaluated" and again.exhaustive["kept"] is True
     assert again.exhaustive["optimum"] == out.exhaustive["optimum"] and again.exhaustive["points"] == 24
+
+
+def test_grid_workers_share_one_shuffle_of_the_grid_and_cover_it(tmp_path):
+    # every worker shuffles the grid with the same seed (grid ids in the study name the same points) and no
+    # neighbour trial without a grid id is queued: before, two workers stopped short of the grid with a hundred
+    # repeats, and half the seeds crashed in Optuna's grid sampler (KeyError: 'grid_id')
+    space = tmp_path / "bools.toml"
+    space.write_text(SMALL_SPACE.replace('type = "categorical"\nchoices = [true]', 'type = "bool"')
+                     .replace('type = "categorical"\nchoices = [1]', 'type = "log-int"\nlow = 1\nhigh = 2'))
+    assert load_space(space).grid_size == 384
+    req = request(tmp_path, space, trials=500, sampler="grid", jobs=2, seed=3, exhaustive=False)
+    out = tune_problem(req, PROBLEM)
+    hw = load_profile("atlas-300t-a2")
+    feasible = 0
+    for config in load_space(space).grid():
+        try:
+            get_tunable("hgemm").evaluate(PROBLEM, config, hw)
+            feasible += 1
+        except Infeasible:
+            pass
+    assert out.trials["evaluated"] == feasible and out.trials["distinct"] == 384
+    assert out.trials["failed"] == out.trials["running"] == 0
