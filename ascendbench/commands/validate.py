@@ -47,7 +47,8 @@ def _print(result, saved_to: Path | None) -> None:
             verdict = "[bold red]MISS[/]"
         else:
             verdict = "[yellow]miss[/]"
-        unit = f" {r.unit}" if r.unit and r.unit != "x" else r.unit
+        shown = "µs" if r.unit == "us" else r.unit  # the claims' data say "us"; the terminal says µs, as elsewhere
+        unit = f" {shown}" if shown and shown != "x" else shown
         paper = _fmt(r.paper) + (unit if isinstance(r.paper, (int, float, list)) else "")
         sim = _fmt(r.simulated) + (unit if isinstance(r.simulated, (int, float, list)) else "")
         t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,

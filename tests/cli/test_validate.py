@@ -36,7 +36,7 @@ def test_only_two_claims_json(cli, tmp_path):
 def test_claims_md_id_selects_every_row_and_the_result_is_saved(cli, tmp_path):
     r = cli(["validate", "--only", "G-9a"], tmp_path)
     assert r.exit_code == 0, r.output
-    assert "G-9a M=8" in r.stdout and "G-9a M=512" in r.stdout and "550.9" in r.stdout
+    assert "G-9a M=8" in r.stdout and "G-9a M=512" in r.stdout and "550.9 µs" in r.stdout and " us " not in r.stdout
     saved = list((tmp_path / "results" / "validate" / "only").glob("*.json"))
     assert len(saved) == 1
     doc = ValidationResult.model_validate_json(saved[0].read_text())
