@@ -401,21 +401,20 @@ def run_scan(
             done = released = reported = 0
             if progress:
                 progress("scanning and verifying", 0, n)
-            quiet = np.errstate(invalid="ignore", over="ignore")  # NaN / inf inputs: the verdict explains them
-            quiet.__enter__()
             try:
-                for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit,
-                                                stop_on_c1_overflow=guard):
-                    if output is not None:
-                        output[lo: lo + yb.shape[0]] = yb
-                        if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
-                            release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
-                            released = lo + yb.shape[0]
-                    check.feed(xb, yb)
-                    done += yb.shape[0]
-                    if progress and (done - reported >= 1 << 22 or done == n):  # small pieces: report less often
-                        progress("scanning and verifying", done, n)
-                        reported = done
+                with np.errstate(invalid="ignore", over="ignore"):  # NaN / inf inputs: the verdict explains them
+                    for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit,
+                                                    stop_on_c1_overflow=guard):
+                        if output is not None:
+                            output[lo: lo + yb.shape[0]] = yb
+                            if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
+                                release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
+                                released = lo + yb.shape[0]
+                        check.feed(xb, yb)
+                        done += yb.shape[0]
+                        if progress and (done - reported >= 1 << 22 or done == n):  # small pieces: report less often
+                            progress("scanning and verifying", done, n)
+                            reported = done
             except C1Overflow as exc:
                 check.stop()
                 why = ul1_overflow_message(algorithm, s, exc.row, exc.total)
@@ -429,8 +428,6 @@ def run_scan(
             except BaseException:
                 check.stop()
                 raise
-            finally:
-                quiet.__exit__(None, None, None)
             break
         v = check.close()
         if isinstance(output, np.memmap):

@@ -74,18 +74,20 @@ def _operator_key(problem: dict[str, Any], sim: dict[str, Any]) -> tuple[str, di
     from ascendbench.kernels.registry import REGISTRY, problem_name
 
     spec = REGISTRY.get(problem["operator"])
-    fields = spec.Params.model_fields if spec is not None else {}
     tuned = set(spec.tuned()) if spec is not None else set()
-    values = {k: v for k, v in problem["params"].items() if k in fields and k not in tuned}
-    if spec is not None and "dtype" in fields and spec.inputs and spec.inputs[0].name in problem["dtypes"]:
-        values["dtype"] = problem["dtypes"][spec.inputs[0].name]
     ran = {"variant": sim["variant"], **{k: v for k, v in problem["params"].items() if k in tuned}}
-    try:
-        checked = spec.problem_of(spec.params({spec.size_field: problem["n"], **values}))
-    except (AttributeError, ParamError):  # not a registry kernel (or a document of another version)
-        dtypes = ",".join(f"{k}={v}" for k, v in sorted(problem["dtypes"].items()))
-        return f"{problem['operator']} n={problem['n']} {dtypes}", ran
-    return f"{problem['operator']} {problem_name(spec, checked)}", ran
+    if spec is not None:
+        fields = spec.Params.model_fields
+        values = {k: v for k, v in problem["params"].items() if k in fields and k not in tuned}
+        if "dtype" in fields and spec.inputs and spec.inputs[0].name in problem["dtypes"]:
+            values["dtype"] = problem["dtypes"][spec.inputs[0].name]
+        try:
+            checked = spec.problem_of(spec.params({spec.size_field: problem["n"], **values}))
+            return f"{problem['operator']} {problem_name(spec, checked)}", ran
+        except ParamError:  # a document of another version
+            pass
+    dtypes = ",".join(f"{k}={v}" for k, v in sorted(problem["dtypes"].items()))
+    return f"{problem['operator']} n={problem['n']} {dtypes}", ran
 
 
 def _gemm_key(m: int, n: int, k: int, batch: int, alpha: float = 1.0, beta: float = 0.0) -> str:

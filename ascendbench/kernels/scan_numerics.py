@@ -96,7 +96,8 @@ class ScanStream:
     (tests use 1 to cross many batch edges; results do not depend on it).
     """
 
-    def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None, batch_tiles: int | None = None):
+    def __init__(self, name: str, n: int, params, hw: HardwareProfile | None = None, batch_tiles: int | None = None,
+                 stop_on_c1_overflow: bool = False):
         from ascendbench.kernels.scan_params import _CUMSUM_INFO
 
         self.name, self.n, self.params = name, int(n), params
@@ -106,7 +107,7 @@ class ScanStream:
         self.s = _CUMSUM_INFO[1] if name == "vec-cumsum" else params.s
         self.L = self.s * self.s
         self.ul1 = name in ("scanul1", "mcscan-ul1")
-        self.stop_on_c1_overflow = False  # stream_pieces sets it (C1Overflow)
+        self.stop_on_c1_overflow = stop_on_c1_overflow  # C1Overflow at the first row whose fp16 C1 overflows
         self.kind = "cumsum" if name == "vec-cumsum" else "ul1" if self.ul1 else "rowscan"
         self.unit = self.L if self.ul1 else self.s
         self.batch_tiles = batch_tiles or max(1, _BATCH_ELEMS // self.L)
@@ -270,8 +271,7 @@ def stream_pieces(name: str, x, params, hw: HardwareProfile | None = None, *, li
     from ascendbench.kernels.partition import PARTITION_LIMIT, as_source, partitions
 
     src = as_source(x)
-    stream = ScanStream(name, src.n, params, hw, batch_tiles)
-    stream.stop_on_c1_overflow = stop_on_c1_overflow
+    stream = ScanStream(name, src.n, params, hw, batch_tiles, stop_on_c1_overflow)
     for p0, p1 in partitions(src.n, PARTITION_LIMIT if limit is None else limit):
         for r0 in range(p0, p1, _READ_ELEMS):
             yield from stream.pieces(src.read(r0, min(p1, r0 + _READ_ELEMS)))
@@ -567,15 +567,17 @@ class ScanVerifier:
         for k in range(0, m, _SQRT_STRETCH):
             end = min(m, k + _SQRT_STRETCH)
             np.multiply(absrun[k:end], 4 * _U32 * math.sqrt(self.s + 1 + float(lo + end) / self.s), out=tol[k:end])
-        if eff is not None and not sh and m == eff.shape[0] * self.s:  # whole rows: each row's effect added to it
-            tol.reshape(-1, self.s)[...] += np.abs(eff)[:, None]
-            self.eff_last = eff[-1]
-        elif eff is not None:
-            E = self._work("c1", m + self.s + 1)
-            E[0] = abs(self.eff_last)
-            np.abs(eff[:, None], out=E[sh: sh + eff.shape[0] * self.s].reshape(-1, self.s))
-            self.eff_last = eff[(m - 1) // self.s]
-            tol += E[:m]
+        if eff is not None:
+            # element i gets |effect| of its row, (i - sh) // s (an exclusive scan's first element: the previous
+            # stretch's last), added by broadcasting over whole rows and then the partial last one
+            s = self.s
+            tol[:sh] += abs(self.eff_last)
+            body = tol[sh:]
+            whole = body.shape[0] // s
+            body[: whole * s].reshape(whole, s)[...] += np.abs(eff[:whole])[:, None]
+            if body.shape[0] > whole * s:
+                body[whole * s:] += abs(eff[whole])
+            self.eff_last = eff[(m - 1) // s]
         if self.params.out == "fp16":
             tol += _U16 * np.abs(run) + 2.0**-24
         self.passed &= bool(np.less_equal(diff, tol, out=self._work("ok", m, np.bool_)[:m]).all())

@@ -421,6 +421,7 @@ class _Mirror:
         self.scanned = 0
         self.feasible: set[str] = set()
         self.seen: set[str] = set()
+        self.pending: list[optuna.trial.FrozenTrial] = []  # this worker's trials finished since the last flush
         self.last = time.monotonic()
         self.pull()
 
@@ -448,12 +449,18 @@ class _Mirror:
         """A trial this worker added (the workers of one command share its run id)."""
         return trial.user_attrs.get("run") == self.run_id and trial.user_attrs.get("worker") == _WORKER
 
-    def flush(self, trials: Sequence[optuna.trial.FrozenTrial] | None = None) -> list[optuna.trial.FrozenTrial]:
-        """Add this worker's finished trials to the shared study, then pull; returns the pulled trials.
-        trials: the ones finished since the last flush, when the caller knows them (else all are looked at)."""
-        if trials is None:
-            trials = self.local.get_trials(deepcopy=False, states=_FINISHED)
+    def finished(self, trial: optuna.trial.FrozenTrial) -> None:
+        """A trial of this worker finished: noted here, added to the shared study at the next flush."""
+        self.note(trial)
+        self.pending.append(trial)
+
+    def flush(self, every: bool = False) -> list[optuna.trial.FrozenTrial]:
+        """Add this worker's trials finished since the last flush (every=True: all its finished trials, also
+        those no callback reported, as when a run stops) to the shared study, then pull; returns the pulled
+        trials."""
+        trials = self.local.get_trials(deepcopy=False, states=_FINISHED) if every else self.pending
         todo = [t for t in trials if t.state in _FINISHED and t.number not in self.done]
+        self.pending = []
         if todo:
             self.shared.add_trials(todo)
             self.done |= {t.number for t in todo}
@@ -495,9 +502,10 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     done = _finished(study)
-    # the grid sampler shuffles the grid by its seed and shares grid ids through the study: every worker and
-    # every resumption must shuffle it the same way
-    seed = request.seed if request.sampler == "grid" else _sampler_seed(request.seed, worker, done)
+    # the grid sampler walks the grid itself (no neighbour trials after a repeat); it shuffles the grid by its
+    # seed and shares grid ids through the study: every worker and every resumption must shuffle it the same way
+    grid = request.sampler == "grid"
+    seed = request.seed if grid else _sampler_seed(request.seed, worker, done)
     sampler = make_sampler(request.sampler, seed, space)
     mirror = _Mirror(study, sampler, request.run_id)
     if len(mirror.feasible) >= request.trials or len(mirror.seen) >= space.grid_size:
@@ -512,23 +520,19 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
     rng = random.Random(_sampler_seed(request.seed, worker, done))
 
-    finished: list[optuna.trial.FrozenTrial] = []  # this worker's trials since the last flush
-
     def enough(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        if (trial.user_attrs.get("repeat") and request.sampler != "grid"  # the grid sampler walks the grid itself
+        if (trial.user_attrs.get("repeat") and not grid
                 and not st.get_trials(deepcopy=False, states=(TrialState.WAITING,))):
             # The sampler proposed a point it had: try an unseen neighbour of it next instead of sampling
             # again (a repeat costs a sampling step and brings nothing; its neighbours are where it looks).
             step = _unseen_neighbour(space, trial.user_attrs["config"], mirror.seen, rng)
             if step is not None:
                 st.enqueue_trial(step, user_attrs={"neighbour_of_repeat": True})
-        mirror.note(trial)
-        finished.append(trial)
+        mirror.finished(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
         if mirror.due():
-            objective.learn(mirror.flush(finished))
-            finished.clear()
+            objective.learn(mirror.flush())
         feasible, seen = len(mirror.feasible), len(mirror.seen)
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
@@ -543,7 +547,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
             callbacks.append(lambda st, _trial: st.stop() if interrupted() else None)
             mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
     finally:
-        mirror.flush()
+        mirror.flush(every=True)  # also a trial whose callback an interrupt cut short
     if interrupted():
         raise KeyboardInterrupt
 
