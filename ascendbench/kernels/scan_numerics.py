@@ -523,7 +523,13 @@ class ScanVerifier:
 
     def _feed_fp16(self, x: np.ndarray, y: np.ndarray, lo: int) -> None:
         """Check one stretch of at most _BATCH_ELEMS elements (x = input[lo:lo + len] as fp16 or its exact float32
-        values, y its output; lo a multiple of s), in place in reused float64 work arrays."""
+        values, y its output; lo a multiple of s), in place in reused float64 work arrays.
+
+        The running sum of |x| (a_i) enters only through the tolerance and max_rel. Most stretches are settled by
+        rows of s: a_i of row r lies between the sums of |x| before the row and through it, so a row whose largest
+        error is within the tolerance at the lower sum passes, and max_rel needs exact a_i only in the rows that
+        can hold it. A stretch not settled so (its first rows, errors near the bound, non-finite values) is checked
+        element by element with the exact running sum of |x| (_exact_check)."""
         m, sh = x.shape[0], self.shift
         eff = self._c1_rows(x, lo) if self.c1 else None
         nonneg = bool(x.min() >= 0)  # False with NaN
@@ -533,19 +539,80 @@ class ScanVerifier:
         R = self._work("run", m + 1)
         R[0] = before
         _running_sum(x, before, R[sh: m + sh])
-        if nonneg and abs_before == before:
-            A = R  # no negative input so far: the running sum of |x| is the running sum
-        else:
-            A = self._work("abs", m + 1)
-            A[0] = abs_before
-            _running_sum(x if nonneg else np.abs(x), abs_before, A[sh: m + sh])
-        self.prefix, self.abs_prefix = float(R[m + sh - 1]), float(A[m + sh - 1])
-        run, absrun = R[:m], A[:m]
+        self.prefix = float(R[m + sh - 1])
+        run = R[:m]
         diff = self._work("diff", m)[:m]
         with np.errstate(invalid="ignore"):
             np.subtract(y, run, out=diff)
         np.abs(diff, out=diff)
-        finite = math.isfinite(run[m - 1])  # non-finite values are absorbing: the last one says if any is
+        same_sums = nonneg and abs_before == before  # no negative input so far: sum |x| is the running sum
+        # non-finite values are absorbing: the last one says if there is any
+        if not (math.isfinite(run[m - 1]) and self._rows_check(x, diff, lo, eff, nonneg, abs_before)):
+            self._exact_check(x, y, run, diff, lo, eff, nonneg, abs_before, same_sums, R)
+        if same_sums:
+            self.abs_prefix = self.prefix  # equal sums stay bit-for-bit equal (the shortcut above)
+        if eff is not None:
+            self.eff_last = eff[(m - 1) // self.s]
+
+    def _factors(self, m: int, lo: int) -> np.ndarray:
+        """4 sqrt(d_i) u32 per 2**16 elements of the stretch, d_i taken at the end of each (a slightly larger
+        bound than per element)."""
+        return np.array([4 * _U32 * math.sqrt(self.s + 1 + float(lo + min(m, k + _SQRT_STRETCH)) / self.s)
+                         for k in range(0, m, _SQRT_STRETCH)])
+
+    def _rows_check(self, x, diff, lo, eff, nonneg, abs_before) -> bool:
+        """Settle a stretch of whole rows when every row passes at its lower bound of a_i (see _feed_fp16); sets
+        abs_prefix, max_abs and max_rel. False (nothing changed): check it element by element."""
+        m, s, sh = x.shape[0], self.s, self.shift
+        rows = m // s
+        if rows * s != m or not abs_before > 0:
+            return False  # a partial last row, or a_i may be 0: the exact check
+        absx = x if nonneg else np.abs(x, out=self._work("absx", m, x.dtype)[:m])
+        ends = np.cumsum(absx.reshape(rows, s).sum(axis=1, dtype=np.float64))  # float64 row sums, then rows
+        ends += abs_before
+        starts = np.empty(rows)
+        starts[0], starts[1:] = abs_before, ends[:-1]  # sum |x| before each row: every a_i of the row is >= it
+        errors = diff.reshape(rows, s)
+        row_max = errors.max(axis=1)
+        factors = self._factors(m, lo)[(np.arange(rows) * s) // _SQRT_STRETCH]
+        floor = np.zeros(rows)
+        if eff is not None:  # each element's C1 term: its row's; an exclusive scan's first one the row before's
+            floor = np.abs(eff)
+            if sh:
+                floor[1:] = np.minimum(floor[1:], floor[:-1])
+                floor[0] = min(floor[0], abs(self.eff_last))
+        # (1 - 1e-6): a margin over the roundings of the sums of |x|, here and in the exact check
+        if not bool((row_max <= (factors * starts + floor) * (1 - 1e-6)).all()):
+            return False  # also NaN or inf in the output
+        self.abs_prefix = float(ends[-1])
+        self.max_abs = max(self.max_abs, float(row_max.max()))
+        # max_rel: the largest diff / a_i of row r lies between row_max / ends and row_max / starts; only rows
+        # whose upper value reaches the largest lower one (or the stretches' before) need a_i element by element
+        floor_rel = max(self.max_rel, float((row_max / ends).max()))
+        cand = np.flatnonzero(row_max / starts >= floor_rel)
+        if cand.size:
+            a = np.cumsum(absx.reshape(rows, s)[cand], axis=1, dtype=np.float64)
+            if sh:  # output i of an exclusive scan: sum |x| through input i - 1
+                a[:, 1:] = a[:, :-1].copy()
+                a[:, 0] = 0.0
+            a += starts[cand, None]
+            floor_rel = max(floor_rel, float((errors[cand] / a).max()))
+        self.max_rel = floor_rel
+        return True
+
+    def _exact_check(self, x, y, run, diff, lo, eff, nonneg, abs_before, same_sums, R) -> None:
+        """The element-by-element check with the exact running sum of |x| (a_i); sets abs_prefix, max_abs, max_rel
+        and passed."""
+        m, sh = x.shape[0], self.shift
+        if same_sums:
+            A = R
+        else:
+            A = self._work("abs", m + 1)
+            A[0] = abs_before
+            _running_sum(x if nonneg else np.abs(x), abs_before, A[sh: m + sh])
+        self.abs_prefix = float(A[m + sh - 1])
+        absrun = A[:m]
+        finite = math.isfinite(run[m - 1])
         if not finite:
             self.nonfinite_input = True
             # NaN or inf in the input: the output must carry the same non-finite values from there on
@@ -562,11 +629,9 @@ class ScanVerifier:
             self.overflow = True
             self.max_abs = self.max_rel = math.inf
             return
-        # 4 sqrt(d_i) u32 with d_i taken at the end of each 2**16 elements (a slightly larger bound)
         tol = self._work("tol", m)[:m]
-        for k in range(0, m, _SQRT_STRETCH):
-            end = min(m, k + _SQRT_STRETCH)
-            np.multiply(absrun[k:end], 4 * _U32 * math.sqrt(self.s + 1 + float(lo + end) / self.s), out=tol[k:end])
+        for k, factor in zip(range(0, m, _SQRT_STRETCH), self._factors(m, lo)):
+            np.multiply(absrun[k: k + _SQRT_STRETCH], factor, out=tol[k: k + _SQRT_STRETCH])
         if eff is not None:
             # element i gets |effect| of its row, (i - sh) // s (an exclusive scan's first element: the previous
             # stretch's last), added by broadcasting over whole rows and then the partial last one
@@ -577,7 +642,6 @@ class ScanVerifier:
             body[: whole * s].reshape(whole, s)[...] += np.abs(eff[:whole])[:, None]
             if body.shape[0] > whole * s:
                 body[whole * s:] += abs(eff[whole])
-            self.eff_last = eff[(m - 1) // s]
         if self.params.out == "fp16":
             tol += _U16 * np.abs(run) + 2.0**-24
         self.passed &= bool(np.less_equal(diff, tol, out=self._work("ok", m, np.bool_)[:m]).all())

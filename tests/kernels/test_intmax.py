@@ -338,7 +338,8 @@ def test_streaming_scan_and_check_hold_only_small_work_arrays(kernel, dtype):
         assert check.result().passed
         return peak
 
-    small, large = peak_of(2**21 + 5), peak_of(2**23 + 5)  # half a read of the input; two reads
+    # three quarters of a read of the input (the check's every work array is made by then); two reads
+    small, large = peak_of(3 * 2**20 + 5), peak_of(2**23 + 5)
     # work arrays of one 2**20-element batch and stretch (float64: 8 MB each), the same at any n (before: about
     # 200 MB of float64 temporaries per 2**22-element read)
     assert large < 80 * 2**20

@@ -1,0 +1,100 @@
+"""The on-the-fly scan check settles most stretches row by row, from bounds of the running sum of |x|
+(ScanVerifier._rows_check); it must give the verdict, max_abs and max_rel of the element-by-element check with
+the exact running sum (ScanVerifier._exact_check), also for an output at the edge of the tolerance."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ascendbench.hardware import load_profile
+from ascendbench.kernels import ScanParams
+from ascendbench.kernels import scan_numerics as sn
+
+HW = load_profile("ascend-910b4")
+STRETCH = 1 << 14  # stretches of the check (2**20 in a run): many stretches on small inputs
+
+
+@pytest.fixture(autouse=True)
+def small_stretches(monkeypatch):
+    monkeypatch.setattr(sn, "_BATCH_ELEMS", STRETCH)
+
+
+def _check(kernel: str, x: np.ndarray, y: np.ndarray, params: ScanParams, rows: bool):
+    """(verdict, stretches checked element by element) of a ScanVerifier fed x and y."""
+    check = sn.ScanVerifier(kernel, x.shape[0], params, HW)
+    exact = [0]
+    settle, element_wise = check._rows_check, check._exact_check
+
+    def counted(*args):
+        exact[0] += 1
+        return element_wise(*args)
+
+    check._rows_check = settle if rows else (lambda *args: False)
+    check._exact_check = counted
+    check.feed(x, y)
+    return check.result(), exact[0]
+
+
+def _problem(kernel: str, s: int, exclusive: bool, signed: bool, n: int, seed: int, as_fp32: bool):
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(n) if signed else rng.random(n) * 4
+    x = values.astype(np.float16)
+    params = ScanParams(s=s, exclusive=exclusive)
+    y = sn.compute(kernel, x, params, hw=HW)
+    return (x.astype(np.float32) if as_fp32 else x), y, params
+
+
+CASES = [("mcscan-ul1", 128, False, True), ("mcscan-ul1", 128, True, True), ("scanul1", 16, False, False),
+         ("mcscan", 128, True, False), ("scanu", 16, False, True), ("vec-cumsum", 128, True, True),
+         ("mcscan", 64, False, True)]
+
+
+@pytest.mark.parametrize("kernel, s, exclusive, signed", CASES)
+def test_rows_give_the_element_wise_verdict_and_errors(kernel, s, exclusive, signed):
+    n = 6 * STRETCH + 3 * s + 5  # the last stretch ends inside a row
+    x, y, params = _problem(kernel, s, exclusive, signed, n, seed=s, as_fp32=signed)
+    by_rows, exact_stretches = _check(kernel, x, y, params, rows=True)
+    by_elements, _ = _check(kernel, x, y, params, rows=False)
+    assert by_rows.passed and by_elements.passed
+    assert by_rows.max_abs_error == by_elements.max_abs_error
+    assert by_rows.max_rel_error == pytest.approx(by_elements.max_rel_error, rel=1e-12)
+    # only the first stretch (a_i starts at 0) and the last (a partial row) needed the element-wise check
+    assert exact_stretches == 2
+
+
+def _edge_agrees(case, seed: int, i: int) -> None:
+    """Move output i away from the reference one fp32 step at a time to the last step that passes element by
+    element; the row-wise check must agree there and one step further."""
+    kernel, s, exclusive, signed = case
+    x, y, params = _problem(kernel, s, exclusive, signed, 4 * STRETCH, seed, as_fp32=True)
+    ref = sn.reference(x, exclusive, "fp16")[i]
+    direction = 1.0 if y[i] >= ref else -1.0
+
+    def moved(k: int) -> np.ndarray:
+        out = y.copy()
+        out[i] = np.float32(y[i] + direction * k * np.spacing(np.float32(max(abs(ref), 1e-3))))
+        return out
+
+    lo, hi = 0, 1 << 22  # moved(lo) passes, moved(hi) fails, element by element
+    assert not _check(kernel, x, moved(hi), params, rows=False)[0].passed
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _check(kernel, x, moved(mid), params, rows=False)[0].passed else (lo, mid)
+    for k, passed in ((lo, True), (hi, False)):
+        by_rows, _ = _check(kernel, x, moved(k), params, rows=True)
+        by_elements, _ = _check(kernel, x, moved(k), params, rows=False)
+        assert by_rows.passed is by_elements.passed is passed, (i, k)
+        assert by_rows.max_abs_error == by_elements.max_abs_error
+        assert by_rows.max_rel_error == pytest.approx(by_elements.max_rel_error, rel=1e-12)
+
+
+@settings(max_examples=12, deadline=None)
+@given(case=st.sampled_from(CASES), seed=st.integers(0, 2**16), where=st.floats(0.2, 0.99))
+def test_an_output_at_the_edge_of_the_tolerance_gets_the_same_verdict(case, seed, where):
+    _edge_agrees(case, seed, int(where * 4 * STRETCH))
+
+
+@pytest.mark.parametrize("row", [128, 130, 131, 256, 333, 334])  # 128, 256: a stretch starts
+def test_the_first_output_of_a_row_of_an_exclusive_ul1_scan_has_the_row_befores_c1_term(row):
+    _edge_agrees(("mcscan-ul1", 128, True, True), 5, row * 128)
