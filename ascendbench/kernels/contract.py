@@ -51,7 +51,7 @@ class KernelParams(BaseModel):
     """Base of every kernel's parameter model: unknown fields are refused, values are immutable and of their
     type (strict: no "10" or True for a count; NumPy scalars are taken as the Python numbers they hold)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 @functools.lru_cache(maxsize=64)
