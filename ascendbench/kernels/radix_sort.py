@@ -197,19 +197,33 @@ class SortParams(contract.KernelParams):
     warm_l2: contract.WarmL2 = False
 
 
-class RadixSortKernel(contract.KernelSpec):
+class KeysKernel(contract.KernelSpec):
+    """Shared by the operators on keys (sort, top-k): the keys are the input "values", generated seeded; the
+    outputs are keys and their indices (int32, int64 beyond 2**31 - 1 keys)."""
+
+    inputs = (contract.values_input(KEY_NAMES),)
+
+    def generate(self, params, seed):
+        return {"values": contract.generate_values(params.n, params.dtype, np.random.default_rng(seed))}
+
+    def dtypes(self, params, outcome, arrays=None):
+        return {"values": params.dtype, "indices": str(np.dtype(index_dtype(params.n)))}
+
+    @staticmethod
+    def key_and_index_bytes(params) -> tuple[int, int]:
+        """Bytes of one key and of one index (the index type of n keys)."""
+        return np.dtype(KEY_DTYPES[params.dtype][0]).itemsize, np.dtype(index_dtype(params.n)).itemsize
+
+
+class RadixSortKernel(KeysKernel):
     """Sort keys with their indices like torch.sort(stable=True): one SplitInd per key bit."""
 
     name = "sort"
     title = "LSB radix sort (one SplitInd per key bit)"
     source = "scan paper §5.3, §6.3, B.5"
     Params = SortParams
-    inputs = (contract.values_input(KEY_NAMES),)
     variants = ("mcscan", "vector")
     space = "sort"
-
-    def generate(self, params, seed):
-        return {"values": contract.generate_values(params.n, params.dtype, np.random.default_rng(seed))}
 
     def compute(self, arrays, params, seed=0):
         values, indices = radix_sort(arrays["values"], params.descending)
@@ -230,11 +244,8 @@ class RadixSortKernel(contract.KernelSpec):
                                    warm_l2=params.warm_l2)
 
     def bytes_moved(self, params, facts=None):
-        kb = np.dtype(KEY_DTYPES[params.dtype][0]).itemsize
-        return params.n * kb + params.n * (kb + np.dtype(index_dtype(params.n)).itemsize)
-
-    def dtypes(self, params, outcome, arrays=None):
-        return {"values": params.dtype, "indices": str(np.dtype(index_dtype(params.n)))}
+        kb, ib = self.key_and_index_bytes(params)
+        return params.n * kb + params.n * (kb + ib)
 
     def document_params(self, params, sim):
         return {"descending": params.descending, "passes": int(sim.counters.get("scans", 0)),

@@ -576,6 +576,13 @@ class _FlagKernel(contract.KernelSpec):
     are given (said in the report)."""
 
     flag_name: ClassVar[str]
+    _GENERATED: ClassVar[str] = "0 or 1 with probability 1/2"  # flags made when only the values are given
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the inputs: the values, and the flags under the kernel's name for them
+        cls.inputs = (contract.values_input(tuple(contract.DTYPE_NAMES)),
+                      contract.InputSpec(cls.flag_name, _FLAG_NAMES, "(n,)", cls._GENERATED))
 
     def generate(self, params, seed):
         rng = np.random.default_rng(seed)
@@ -591,8 +598,7 @@ class _FlagKernel(contract.KernelSpec):
             return dict(arrays), []
         rng = np.random.default_rng(seed)
         flags = contract.random_flags(params.n, rng)
-        note = (f"{self.flag_name}: generated (0 or 1 with probability 1/2, seed {seed}); give them in a .npz "
-                "with 'values'")
+        note = f"{self.flag_name}: generated ({self._GENERATED}, seed {seed}); give them in a .npz with 'values'"
         return {**arrays, self.flag_name: flags}, [note]
 
     def dtypes(self, params, outcome, arrays=None):
@@ -608,8 +614,6 @@ class SplitKernel(_FlagKernel):
     source = "scan paper §5.1"
     Params = SplitParams
     flag_name = "flags"
-    inputs = (contract.values_input(tuple(contract.DTYPE_NAMES)),
-              contract.InputSpec("flags", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
     variants = ("splitind", "vector")
     with_indices: ClassVar[bool] = True
 
@@ -662,8 +666,6 @@ class CompressKernel(_FlagKernel):
     source = "scan paper §5.2"
     Params = CompressParams
     flag_name = "mask"
-    inputs = (contract.values_input(tuple(contract.DTYPE_NAMES)),
-              contract.InputSpec("mask", _FLAG_NAMES, "(n,)", "0 or 1 with probability 1/2"))
     variants = ("mcscan", "scalar")
 
     def compute(self, arrays, params, seed=0):

@@ -40,8 +40,8 @@ from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import (
     KEY_DTYPES,
-    KEY_NAMES,
     KeyDtype,
+    KeysKernel,
     encode_keys,
     radix_sort,
     simulate_radix_sort,
@@ -266,7 +266,7 @@ class TopkParams(contract.KernelParams):
         return self
 
 
-class TopkKernel(contract.KernelSpec):
+class TopkKernel(KeysKernel):
     """torch.topk(sorted=True) with stable ties: bisection on the key bits by SplitInd rounds, then a radix sort
     of the k picked."""
 
@@ -274,7 +274,6 @@ class TopkKernel(contract.KernelSpec):
     title = "Top-k by SplitInd bisection"
     source = "scan paper §5.4"
     Params = TopkParams
-    inputs = (contract.values_input(KEY_NAMES),)
     variants = ("bisection", "vector")
     space = "topk"
 
@@ -286,9 +285,6 @@ class TopkKernel(contract.KernelSpec):
             if exc.param == "params":  # the cross-field check: k > n
                 raise ParamError("k", str(exc).split(": ", 1)[1]) from None
             raise
-
-    def generate(self, params, seed):
-        return {"values": contract.generate_values(params.n, params.dtype, np.random.default_rng(seed))}
 
     def compute(self, arrays, params, seed=0):
         keys = arrays["values"]
@@ -312,8 +308,5 @@ class TopkKernel(contract.KernelSpec):
                              active_sizes=(facts or {}).get("active_sizes"), warm_l2=params.warm_l2)
 
     def bytes_moved(self, params, facts=None):
-        kb = np.dtype(KEY_DTYPES[params.dtype][0]).itemsize
-        return params.n * kb + params.k * (kb + np.dtype(index_dtype(params.n)).itemsize)
-
-    def dtypes(self, params, outcome, arrays=None):
-        return {"values": params.dtype, "indices": str(np.dtype(index_dtype(params.n)))}
+        kb, ib = self.key_and_index_bytes(params)
+        return params.n * kb + params.k * (kb + ib)
