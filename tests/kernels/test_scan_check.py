@@ -70,17 +70,24 @@ def _edge_agrees(case, seed: int, i: int) -> None:
     x, y, params = _problem(kernel, s, exclusive, signed, 4 * STRETCH, seed, as_fp32=True)
     ref = sn.reference(x, exclusive, "fp16")[i]
     direction = 1.0 if y[i] >= ref else -1.0
+    step = np.spacing(np.float32(max(abs(y[i]), abs(ref), 2.0**-14)))
 
     def moved(k: int) -> np.ndarray:
         out = y.copy()
-        out[i] = np.float32(y[i] + direction * k * np.spacing(np.float32(max(abs(ref), 1e-3))))
+        out[i] = np.float32(y[i] + direction * k * step)
         return out
 
-    lo, hi = 0, 1 << 22  # moved(lo) passes, moved(hi) fails, element by element
-    assert not _check(kernel, x, moved(hi), params, rows=False)[0].passed
-    while hi - lo > 1:
+    def passes(k: int) -> bool:
+        return _check(kernel, x, moved(k), params, rows=False)[0].passed
+
+    assert passes(0)
+    hi = 1
+    while passes(hi):  # far enough to fail, element by element (the tolerance may be many steps wide)
+        hi *= 2
+    lo = hi // 2 if hi > 1 else 0
+    while hi - lo > 1:  # the last step that passes and the first that fails
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _check(kernel, x, moved(mid), params, rows=False)[0].passed else (lo, mid)
+        lo, hi = (mid, hi) if passes(mid) else (lo, mid)
     for k, passed in ((lo, True), (hi, False)):
         by_rows, _ = _check(kernel, x, moved(k), params, rows=True)
         by_elements, _ = _check(kernel, x, moved(k), params, rows=False)
