@@ -339,10 +339,11 @@ def whole_keys(table, *keys: str):
     after the rows are added; returns the table."""
     from rich.text import Text
 
-    short, words, fixed = [], [], 0
+    short, words, fixed, natural = [], [], 0, {}
     for column in table.columns:
         cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
         widest = max([c.cell_len for c in cells if isinstance(c, Text)] + [len(str(column.header))])
+        natural[id(column)] = widest
         column.overflow = "fold"
         if column.header in keys:
             column.no_wrap, column.min_width = True, widest
@@ -352,14 +353,31 @@ def whole_keys(table, *keys: str):
             short.append((column, widest))
         texts = [c.plain for c in cells if isinstance(c, Text)]  # a header may break inside a word
         words.append((column, max((len(w) for t in texts for w in t.split()), default=1)))
+    width = out_console.width
     borders = 3 * len(table.columns) + 1  # padding and a border per column, the closing border
-    # long text wraps between words only (a tile "128x192x128" is never cut to "128x192x12" / "8"), where every
-    # column's longest word fits beside the key columns; else long words fold
-    if fixed + borders + sum(longest for _, longest in words) <= out_console.width:
-        for column, longest in words:
-            column.min_width = longest
+    if fixed + borders + sum(natural.values()) - fixed <= width:
+        return table  # every cell fits on one line
+    # Short values on one line, long text wrapped between words only (a tile "128x192x128" is never cut to
+    # "128x192x12" / "8"), where all of that fits beside the key columns: the widths are set here, as rich's own
+    # shrinking narrows the widest columns first, below a column's least width, and then cuts the table's edge
+    one_line = {id(column) for column, _ in short}
+    least = {id(column): natural[id(column)] if id(column) in one_line else longest for column, longest in words}
+    room = width - fixed - borders - sum(least.values())
+    if room < 0 and sum(w for _, w in short) > 0:  # short values wrap too, at their longest word
+        one_line = set()
+        least = {id(column): longest for column, longest in words}
+        room = width - fixed - borders - sum(least.values())
+    if room >= 0:
+        spare = {id(column): natural[id(column)] - least[id(column)] for column, _ in words}
+        total = sum(spare.values())
+        for column, _ in words:
+            share = room * spare[id(column)] // total if total else 0
+            column.width = least[id(column)] + share
+            column.no_wrap = id(column) in one_line
+        return table
+    # not even the longest words fit: long words fold; short values stay on one line if they fit
     rest = fixed + borders + _WRAPPED * (len(table.columns) - len(short) - len(keys))
-    if rest + sum(width for _, width in short) <= out_console.width:
+    if rest + sum(w for _, w in short) <= width:
         for column, _ in short:
             column.no_wrap = True
     return table

@@ -35,3 +35,21 @@ def test_words_longer_than_the_room_left_still_fold(monkeypatch):
     text = _render(common.whole_keys(table, "key"), 40)
     assert max(len(line) for line in text.splitlines()) <= 40
     assert text.count("z") == 60  # folded onto more lines, nothing cut
+
+
+def test_short_cells_stay_whole_beside_columns_wrapping_between_words(monkeypatch):
+    # two rows of validate's table at 132 columns (its width when piped): every longest word fits, but rich's own
+    # shrinking narrowed the widest columns below their longest word, widened them again and cut the table's
+    # right edge ("holds" printed as "hol")
+    monkeypatch.setattr(common, "out_console", Console(width=132, file=io.StringIO()))
+    table = Table()
+    for header in ("ID", "kind", "claim", "paper", "simulated", "ratio", "tolerance", "verdict"):
+        table.add_column(header)
+    table.add_row("S-9", "shape", "MCScanUL1 vs MCScan: phase I slightly longer, phase II much shorter",
+                  "I: UL1 > MC; II: UL1 << MC", "I 1.00x, II 0.28x", "", "I in (1, 1.5)x, II at most 0.75x", "holds")
+    table.add_row("G-9a M=512", "calibration", "OPT FFN (K=7168, N=28672), M=512: time (fits "
+                  "l2_read_bytes_per_cycle)", "862.5", "862.5", "1.00", "±15%", "holds")
+    text = _render(common.whole_keys(table, "ID"), 132)
+    assert max(len(line) for line in text.splitlines()) <= 132
+    assert text.count("holds") == 2 and "G-9a M=512" in text and "calibration" in text, text
+    assert "l2_read_bytes_per_cycle" in text  # the longest word, whole
