@@ -334,9 +334,10 @@ _WRAPPED = 8  # width counted for a column that wraps, when checking that the un
 def whole_keys(table, *keys: str):
     """Keep a table's key columns (`keys`: the headers of its shape, problem or name columns) whole at any
     terminal width: one line each, never cut with '…' (rich shrinks columns to fit and cuts their text). The
-    other columns give way: long text wraps first, short values (up to SHORT_CELLS wide) too when the terminal
-    is too narrow for them on one line, and long words fold onto the next line instead of being cut. Call
-    after the rows are added; returns the table."""
+    other columns give way: long text wraps between words, short values (up to SHORT_CELLS wide) stay on one
+    line as far as the room allows (then wrap between words too), and only where not even every column's
+    longest word fits do long words fold onto the next line instead of being cut. Call after the rows are
+    added; returns the table."""
     from rich.text import Text
 
     short, words, fixed, natural = [], [], 0, {}
@@ -355,24 +356,30 @@ def whole_keys(table, *keys: str):
         words.append((column, max((len(w) for t in texts for w in t.split()), default=1)))
     width = out_console.width
     borders = 3 * len(table.columns) + 1  # padding and a border per column, the closing border
-    if fixed + borders + sum(natural.values()) - fixed <= width:
+    if borders + sum(natural.values()) <= width:
         return table  # every cell fits on one line
-    # Short values on one line, long text wrapped between words only (a tile "128x192x128" is never cut to
-    # "128x192x12" / "8"), where all of that fits beside the key columns: the widths are set here, as rich's own
-    # shrinking narrows the widest columns first, below a column's least width, and then cuts the table's edge
-    one_line = {id(column) for column, _ in short}
-    least = {id(column): natural[id(column)] if id(column) in one_line else longest for column, longest in words}
+    # Text wrapped between words only (a tile "128x192x128" is never cut to "128x192x12" / "8"), where every
+    # column's longest word fits beside the key columns: the widths are set here, as rich's own shrinking narrows
+    # the widest columns first, below a column's least width, and then cuts the table's edge
+    least = {id(column): longest for column, longest in words}
     room = width - fixed - borders - sum(least.values())
-    if room < 0 and sum(w for _, w in short) > 0:  # short values wrap too, at their longest word
-        one_line = set()
-        least = {id(column): longest for column, longest in words}
-        room = width - fixed - borders - sum(least.values())
     if room >= 0:
+        # then headers whole ("rank", not "ra" / "nk"), then short values on one line, the cheapest first
+        for column, _ in words:
+            header = max((len(w) for w in str(column.header).split()), default=1)
+            if least[id(column)] < header <= least[id(column)] + room:
+                room -= header - least[id(column)]
+                least[id(column)] = header
+        one_line = set()
+        for column, widest in sorted(short, key=lambda item: item[1] - least[id(item[0])]):
+            if widest - least[id(column)] <= room:
+                room -= widest - least[id(column)]
+                least[id(column)] = widest
+                one_line.add(id(column))
         spare = {id(column): natural[id(column)] - least[id(column)] for column, _ in words}
         total = sum(spare.values())
         for column, _ in words:
-            share = room * spare[id(column)] // total if total else 0
-            column.width = least[id(column)] + share
+            column.width = least[id(column)] + (room * spare[id(column)] // total if total else 0)
             column.no_wrap = id(column) in one_line
         return table
     # not even the longest words fit: long words fold; short values stay on one line if they fit

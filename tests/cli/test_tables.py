@@ -53,3 +53,19 @@ def test_short_cells_stay_whole_beside_columns_wrapping_between_words(monkeypatc
     assert max(len(line) for line in text.splitlines()) <= 132
     assert text.count("holds") == 2 and "G-9a M=512" in text and "calibration" in text, text
     assert "l2_read_bytes_per_cycle" in text  # the longest word, whole
+
+
+def test_headers_and_most_short_values_stay_whole_when_not_all_fit_on_one_line(monkeypatch):
+    # tune scan's table at 132 columns: not every short value fits on one line beside the wrapped text; before,
+    # all of them wrapped, "rank" broke into "ra" / "nk" and the speed-up was cut to "1."
+    monkeypatch.setattr(common, "out_console", Console(width=132, file=io.StringIO()))
+    table = Table()
+    for header in ("problem", "trials", "best (tuned)", "time", "GB/s", "heuristic", "time", "rank", "speed-up"):
+        table.add_column(header)
+    table.add_row("n=134217728 int8 inclusive", "50 (+16 infeasible, 5 repeats)",
+                  "mcscan s=128 blocks=34 chunk=1,048,576", "1,633.3 µs", "410.9",
+                  "mcscan s=128 blocks=20 chunk=20,132,864", "2,243.3 µs", "21 of 51", "1.374x")
+    text = _render(common.whole_keys(table, "problem"), 132)
+    assert max(len(line) for line in text.splitlines()) <= 132
+    for whole in ("rank", "speed-up", "1.374x", "1,633.3 µs", "chunk=20,132,864", "n=134217728 int8 inclusive"):
+        assert whole in text, (whole, text)
