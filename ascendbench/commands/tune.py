@@ -591,7 +591,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     for p in doc["problems"]:
         best, heur, t = p["best"] or {}, p["heuristic"], p["trials"]
         extra = [f"{t['infeasible']} infeasible" if t["infeasible"] else "",
-                 f"{t['repeats']} repeats" if t["repeats"] else ""]
+                 f"{t['repeats']} repeat{'s' if t['repeats'] != 1 else ''}" if t["repeats"] else ""]
         trials = f"{t['evaluated']}" + (f" (+{', '.join(e for e in extra if e)})" if any(extra) else "")
         rank = f"{heur['rank']} of {heur['ranked_among']}" if heur.get("rank") else "-"
         speed = f"{p['speedup']:.3f}x" if p["speedup"] is not None else "-"

@@ -84,11 +84,11 @@ class ScanStream:
     end anywhere, inside a tile or an L2 chunk), get the output in the same order.
 
     The computation is cut into batches of whole tiles at fixed positions (batch k holds tiles
-    [k * B, (k + 1) * B), B = 2**16 / s^2) whatever the pieces fed, and everything carried from one batch to the
+    [k * B, (k + 1) * B), B = 2**20 / s^2) whatever the pieces fed, and everything carried from one batch to the
     next is the algorithm's own state: the running prefix of the carry chain, and for MCScan / MCScanUL1 the
     position in the L2 chunk plan, the chunk's carry, the partial sums of the finished AIV shares and the running
     partial of the current one. So the output does not depend on where pieces end: a partitioned run equals the
-    unpartitioned one bit for bit. Memory: one batch (about 2**16 elements) whatever n.
+    unpartitioned one bit for bit. Memory: one batch (about 2**20 elements) whatever n.
 
     feed(x) returns the (lo, x[lo:hi], y[lo:hi]) pieces completed by x (new arrays; fp16 x as its exact float32
     values, converted once for the scan and the check; y in the output dtype; exclusive scans shifted by one);

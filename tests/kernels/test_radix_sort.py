@@ -117,3 +117,14 @@ def test_simulate_radix_sort_rejects_bad_arguments():
     with pytest.raises(ValueError, match="^variant: "):
         simulate_radix_sort(10, "fp16", HW, variant="cub")
     assert simulate_radix_sort(0, "fp16", HW).counters["scans"] == 0
+
+
+@pytest.mark.parametrize("dtype, nans", [("fp16", True), ("int16", False), ("uint8", False)])
+def test_the_descending_check_names_nans_only_for_float_keys(dtype, nans):
+    from ascendbench.kernels.registry import get_spec
+
+    spec = get_spec("sort")
+    params = spec.params(n=100, dtype=dtype, descending=True)
+    arrays = spec.generate(params, 0)
+    check = spec.verify(arrays, spec.compute(arrays, params), params)
+    assert check.passed and ("NaNs first" in check.reference) is nans
