@@ -248,8 +248,8 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
                     f"(peak {peak:.0f})", highlight=False)
         checked = [s for s in r.shapes if s.verification.performed]
         failed = sum(1 for s in checked if not s.verification.passed)
-        verdict = (f"{'all passed' if not failed else f'{failed} failed'}" if checked else "none verified")
-        c.print(f"verified {len(checked)} of {len(r.shapes)} shapes against NumPy ({verdict}); in a workload, "
+        verdict = f" ({'all passed' if not failed else f'{failed} failed'})" if checked else ""
+        c.print(f"verified {len(checked)} of {len(r.shapes)} shapes against NumPy{verdict}; in a workload, "
                 f"shapes above M*N*K*batch = 2**27 ({WORKLOAD_VERIFY_LIMIT_MACS:,}) are timed only", highlight=False)
     if output_missing:
         c.print("[yellow]no output written: the shape is above the verification limit, so C was not computed[/]")
