@@ -525,34 +525,46 @@ class ScanVerifier:
         """Check one stretch of at most _BATCH_ELEMS elements (x = input[lo:lo + len] as fp16 or its exact float32
         values, y its output; lo a multiple of s), in place in reused float64 work arrays.
 
-        The running sum of |x| (a_i) enters only through the tolerance and max_rel. Most stretches are settled by
-        rows of s: a_i of row r lies between the sums of |x| before the row and through it, so a row whose largest
-        error is within the tolerance at the lower sum passes, and max_rel needs exact a_i only in the rows that
-        can hold it. A stretch not settled so (its first rows, errors near the bound, non-finite values) is checked
-        element by element with the exact running sum of |x| (_exact_check)."""
-        m, sh = x.shape[0], self.shift
+        The running sum of |x| (a_i) enters only through the tolerance and max_rel. It is taken by rows of s: the
+        sum of |x| before each row (from the rows' sums), plus the row's own running sum. Most stretches are
+        settled without the per-element values (_rows_check): every a_i of row r is at least the sum before the
+        row, so a row whose largest error is within the tolerance there passes, and max_rel needs a_i only in
+        the rows that can hold it. The others (the first stretch, where a_i starts at 0; a partial last row;
+        errors near the bound; non-finite values) are checked element by element (_exact_check) with the same
+        a_i, so both give the same verdict, max_abs and max_rel."""
+        m, s = x.shape[0], self.s
         eff = self._c1_rows(x, lo) if self.c1 else None
         nonneg = bool(x.min() >= 0)  # False with NaN
-        before, abs_before = self.prefix, self.abs_prefix
+        before = self.prefix
         # the reference run[i] = prefix + cumsum(x)[i] in float64 (x's values are exact in it); exclusive scans:
         # shifted by one, `before` first
         R = self._work("run", m + 1)
         R[0] = before
-        _running_sum(x, before, R[sh: m + sh])
-        self.prefix = float(R[m + sh - 1])
+        _running_sum(x, before, R[self.shift: m + self.shift])
+        self.prefix = float(R[m + self.shift - 1])
         run = R[:m]
         diff = self._work("diff", m)[:m]
         with np.errstate(invalid="ignore"):
             np.subtract(y, run, out=diff)
         np.abs(diff, out=diff)
-        same_sums = nonneg and abs_before == before  # no negative input so far: sum |x| is the running sum
+        absx = x if nonneg else np.abs(x, out=self._work("absx", m, x.dtype)[:m])
+        whole = m // s
+        sums = np.empty(-(-m // s))
+        absx[: whole * s].reshape(whole, s).sum(axis=1, dtype=np.float64, out=sums[:whole])
+        if whole < sums.shape[0]:
+            sums[whole] = absx[whole * s:].sum(dtype=np.float64)
+        ends = np.cumsum(sums)
+        ends += self.abs_prefix
+        starts = np.empty(ends.shape[0])  # sum |x| before each row
+        starts[0], starts[1:] = self.abs_prefix, ends[:-1]
+        self.abs_prefix = float(ends[-1])
         # non-finite values are absorbing: the last one says if there is any
-        if not (math.isfinite(run[m - 1]) and self._rows_check(x, diff, lo, eff, nonneg, abs_before)):
-            self._exact_check(x, y, run, diff, lo, eff, nonneg, abs_before, same_sums, R)
-        if same_sums:
-            self.abs_prefix = self.prefix  # equal sums stay bit-for-bit equal (the shortcut above)
+        settled = (math.isfinite(run[m - 1]) and whole * s == m and bool(starts[0] > 0)
+                   and self._rows_check(absx, diff, lo, eff, starts, ends))
+        if not settled:
+            self._exact_check(absx, y, run, diff, lo, eff, starts)
         if eff is not None:
-            self.eff_last = eff[(m - 1) // self.s]
+            self.eff_last = eff[(m - 1) // s]
 
     def _factors(self, m: int, lo: int) -> np.ndarray:
         """4 sqrt(d_i) u32 per 2**16 elements of the stretch, d_i taken at the end of each (a slightly larger
@@ -560,18 +572,23 @@ class ScanVerifier:
         return np.array([4 * _U32 * math.sqrt(self.s + 1 + float(lo + min(m, k + _SQRT_STRETCH)) / self.s)
                          for k in range(0, m, _SQRT_STRETCH)])
 
-    def _rows_check(self, x, diff, lo, eff, nonneg, abs_before) -> bool:
-        """Settle a stretch of whole rows when every row passes at its lower bound of a_i (see _feed_fp16); sets
-        abs_prefix, max_abs and max_rel. False (nothing changed): check it element by element."""
-        m, s, sh = x.shape[0], self.s, self.shift
+    def _row_sums(self, absx: np.ndarray, rows, starts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """a_i of the given rows (an index array, or slice(None) for all) of a stretch of whole rows of s, as
+        (rows, s) float64 (in `out` if given): the sum of |x| before the row plus the row's running sum (an
+        exclusive scan's output i: through input i - 1)."""
+        s = self.s
+        a = np.cumsum(absx.reshape(-1, s)[rows], axis=1, dtype=np.float64, out=out)
+        if self.shift:
+            a[:, 1:] = a[:, :-1]  # NumPy copies overlapping operands first
+            a[:, 0] = 0.0
+        a += starts[rows, None]
+        return a
+
+    def _rows_check(self, absx, diff, lo, eff, starts, ends) -> bool:
+        """Settle a stretch of whole rows (starts > 0) when every row passes at its lower bound of a_i (see
+        _feed_fp16); sets max_abs and max_rel. False (nothing changed): check it element by element."""
+        m, s, sh = diff.shape[0], self.s, self.shift
         rows = m // s
-        if rows * s != m or not abs_before > 0:
-            return False  # a partial last row, or a_i may be 0: the exact check
-        absx = x if nonneg else np.abs(x, out=self._work("absx", m, x.dtype)[:m])
-        ends = np.cumsum(absx.reshape(rows, s).sum(axis=1, dtype=np.float64))  # float64 row sums, then rows
-        ends += abs_before
-        starts = np.empty(rows)
-        starts[0], starts[1:] = abs_before, ends[:-1]  # sum |x| before each row: every a_i of the row is >= it
         errors = diff.reshape(rows, s)
         row_max = errors.max(axis=1)
         factors = self._factors(m, lo)[(np.arange(rows) * s) // _SQRT_STRETCH]
@@ -581,37 +598,29 @@ class ScanVerifier:
             if sh:
                 floor[1:] = np.minimum(floor[1:], floor[:-1])
                 floor[0] = min(floor[0], abs(self.eff_last))
-        # (1 - 1e-6): a margin over the roundings of the sums of |x|, here and in the exact check
+        # (1 - 1e-6): a margin over the roundings of this test against the element-wise one
         if not bool((row_max <= (factors * starts + floor) * (1 - 1e-6)).all()):
             return False  # also NaN or inf in the output
-        self.abs_prefix = float(ends[-1])
         self.max_abs = max(self.max_abs, float(row_max.max()))
         # max_rel: the largest diff / a_i of row r lies between row_max / ends and row_max / starts; only rows
-        # whose upper value reaches the largest lower one (or the stretches' before) need a_i element by element
-        floor_rel = max(self.max_rel, float((row_max / ends).max()))
-        cand = np.flatnonzero(row_max / starts >= floor_rel)
+        # whose upper value reaches the largest lower one (or the stretches' before), less a margin for the
+        # roundings, can hold it: their a_i are taken element by element
+        reach = max(self.max_rel, float((row_max / ends).max())) * (1 - 1e-9)
+        cand = np.flatnonzero(row_max / starts >= reach)
         if cand.size:
-            a = np.cumsum(absx.reshape(rows, s)[cand], axis=1, dtype=np.float64)
-            if sh:  # output i of an exclusive scan: sum |x| through input i - 1
-                a[:, 1:] = a[:, :-1].copy()
-                a[:, 0] = 0.0
-            a += starts[cand, None]
-            floor_rel = max(floor_rel, float((errors[cand] / a).max()))
-        self.max_rel = floor_rel
+            self.max_rel = max(self.max_rel, float((errors[cand] / self._row_sums(absx, cand, starts)).max()))
         return True
 
-    def _exact_check(self, x, y, run, diff, lo, eff, nonneg, abs_before, same_sums, R) -> None:
-        """The element-by-element check with the exact running sum of |x| (a_i); sets abs_prefix, max_abs, max_rel
-        and passed."""
-        m, sh = x.shape[0], self.shift
-        if same_sums:
-            A = R
-        else:
-            A = self._work("abs", m + 1)
-            A[0] = abs_before
-            _running_sum(x if nonneg else np.abs(x), abs_before, A[sh: m + sh])
-        self.abs_prefix = float(A[m + sh - 1])
-        absrun = A[:m]
+    def _exact_check(self, absx, y, run, diff, lo, eff, starts) -> None:
+        """The element-by-element check (a_i of every element, as _row_sums takes them); sets max_abs, max_rel and
+        passed."""
+        m, s, sh = diff.shape[0], self.s, self.shift
+        rows = starts.shape[0]
+        padded = self._work("abspad", rows * s, absx.dtype)[: rows * s]
+        padded[:m] = absx
+        padded[m:] = 0
+        out = self._work("abs", rows * s)[: rows * s].reshape(rows, s)
+        absrun = self._row_sums(padded, slice(None), starts, out).reshape(-1)[:m]
         finite = math.isfinite(run[m - 1])
         if not finite:
             self.nonfinite_input = True
@@ -621,7 +630,6 @@ class ScanVerifier:
             same = (np.isnan(run) & np.isnan(yf)) | (run == yf)
             self.passed &= bool(same[~ref_finite].all())
             diff[~ref_finite] = 0.0
-            absrun = absrun.copy()
             absrun[~np.isfinite(absrun)] = 0.0
         dmax = float(diff.max())  # NaN when any is NaN
         if not math.isfinite(dmax):
@@ -635,7 +643,6 @@ class ScanVerifier:
         if eff is not None:
             # element i gets |effect| of its row, (i - sh) // s (an exclusive scan's first element: the previous
             # stretch's last), added by broadcasting over whole rows and then the partial last one
-            s = self.s
             tol[:sh] += abs(self.eff_last)
             body = tol[sh:]
             whole = body.shape[0] // s

@@ -1,6 +1,7 @@
 """The on-the-fly scan check settles most stretches row by row, from bounds of the running sum of |x|
 (ScanVerifier._rows_check); it must give the verdict, max_abs and max_rel of the element-by-element check with
-the exact running sum (ScanVerifier._exact_check), also for an output at the edge of the tolerance."""
+the running sum taken for every element (ScanVerifier._exact_check), exactly, also for an output at the edge
+of the tolerance."""
 
 import numpy as np
 import pytest
@@ -58,7 +59,7 @@ def test_rows_give_the_element_wise_verdict_and_errors(kernel, s, exclusive, sig
     by_elements, _ = _check(kernel, x, y, params, rows=False)
     assert by_rows.passed and by_elements.passed
     assert by_rows.max_abs_error == by_elements.max_abs_error
-    assert by_rows.max_rel_error == pytest.approx(by_elements.max_rel_error, rel=1e-12)
+    assert by_rows.max_rel_error == by_elements.max_rel_error
     # only the first stretch (a_i starts at 0) and the last (a partial row) needed the element-wise check
     assert exact_stretches == 2
 
@@ -93,7 +94,7 @@ def _edge_agrees(case, seed: int, i: int) -> None:
         by_elements, _ = _check(kernel, x, moved(k), params, rows=False)
         assert by_rows.passed is by_elements.passed is passed, (i, k)
         assert by_rows.max_abs_error == by_elements.max_abs_error
-        assert by_rows.max_rel_error == pytest.approx(by_elements.max_rel_error, rel=1e-12)
+        assert by_rows.max_rel_error == by_elements.max_rel_error
 
 
 @settings(max_examples=12, deadline=None)
@@ -105,3 +106,29 @@ def test_an_output_at_the_edge_of_the_tolerance_gets_the_same_verdict(case, seed
 @pytest.mark.parametrize("row", [128, 130, 131, 256, 333, 334])  # 128, 256: a stretch starts
 def test_the_first_output_of_a_row_of_an_exclusive_ul1_scan_has_the_row_befores_c1_term(row):
     _edge_agrees(("mcscan-ul1", 128, True, True), 5, row * 128)
+
+
+def test_stretches_settled_by_rows_and_element_wise_ones_take_the_same_sums_of_x(monkeypatch):
+    # a sum of |x| carried from stretch to stretch one way (row sums) and read another way (a running sum) drifts:
+    # here by 0.006 in 8.6e9 after four stretches of +-65504 and tiny values (2.9 in 1.4e11 with a run's
+    # 2**20-element stretches), enough to flip the verdict of an output at the edge of the tolerance in the last
+    # (partial, element-wise) stretch
+    stretch = 1 << 16
+    monkeypatch.setattr(sn, "_BATCH_ELEMS", stretch)
+    n = 4 * stretch + 1
+    rng = np.random.default_rng(5)
+    x = (np.float16(31 * 2.0**-24) * rng.choice([-1, 1], n)).astype(np.float16)
+    for j in range(4):
+        x[j * stretch: j * stretch + stretch // 2] = np.where(np.arange(stretch // 2) % 2, -65504, 65504)
+    x[-1] = np.float16(0.4214)
+    params = ScanParams()
+    y = sn.compute("mcscan", x, params, hw=HW)
+    by_rows, exact_stretches = _check("mcscan", x, y, params, rows=True)
+    by_elements, _ = _check("mcscan", x, y, params, rows=False)
+    assert exact_stretches == 2  # the first and the last: three settled by rows
+    assert by_rows == by_elements
+    a, b = sn.ScanVerifier("mcscan", n, params, HW), sn.ScanVerifier("mcscan", n, params, HW)
+    b._rows_check = lambda *args: False
+    a.feed(x, y)
+    b.feed(x, y)
+    assert a.abs_prefix == b.abs_prefix  # the same carried sum, bit for bit
