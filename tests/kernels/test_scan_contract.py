@@ -101,6 +101,20 @@ def test_fp16_output_rounds_and_overflow_fails_verification():
     assert np.isinf(yb[-1]) and not SCAN_KERNELS["mcscan"].verify(big, yb, params).passed
 
 
+@pytest.mark.parametrize("out_dtype", ["fp32", "fp16"])
+def test_a_vector_cumsum_carries_nan_and_inf_as_numpy_does(out_dtype):
+    # no cube: NaN and inf propagate as in a sequential cumsum, so the output equals the reference and passes
+    # (with fp16 output, the tolerance's |reference| term was NaN there and failed it)
+    params = ScanParams(out_dtype=out_dtype)
+    for x in (np.array([1, np.nan, 1], np.float16), np.array([1, np.inf, 2, -np.inf, 3], np.float16)):
+        with np.errstate(invalid="ignore"):
+            y = SCAN_KERNELS["vec-cumsum"].compute(x, params)
+            ref = np.cumsum(x.astype(np.float64))
+        assert np.array_equal(y.astype(np.float64), ref, equal_nan=True)
+        verdict = SCAN_KERNELS["vec-cumsum"].verify(x, y, params)
+        assert verdict.passed and verdict.max_abs_error == 0.0, verdict
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     kernel=st.sampled_from(SCANS),
