@@ -24,8 +24,8 @@ import numpy as np
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import Verification
 
-__all__ = ["CheckThread", "ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces", "tile_scans",
-           "tolerance_formula", "verify"]
+__all__ = ["WORST_CASE_NOTE", "CheckThread", "ScanStream", "ScanVerifier", "compute", "reference", "stream_pieces",
+           "tile_scans", "tolerance_formula", "verify", "worst_case_factor"]
 
 # Elements per computed batch and per checked stretch. Large enough that the scan and its check (two threads)
 # spend their time inside NumPy's loops, which release the GIL, rather than handing the GIL to each other
@@ -37,6 +37,18 @@ _U32 = 2.0**-24  # unit roundoff of fp32
 _U16 = 2.0**-11  # unit roundoff of fp16
 _SQRT_STRETCH = 1 << 16  # elements that share one value of the sqrt(depth) factor in verify
 _NO_BOUND = 1e300  # the worst-case factor where fp32 guarantees nothing (finite: 0 * it stays 0)
+# appended to a tolerance formula when some output passed only within the worst-case bound
+WORST_CASE_NOTE = (", some outputs only within the worst-case bound with gamma_{d_i} = d_i*2^-24/(1 - d_i*2^-24) "
+                   "for 4*sqrt(d_i)*2^-24 (their fp32 roundings add up with a bias, as on counting numbers: the "
+                   "probabilistic bound assumes they do not)")
+
+
+def worst_case_factor(depth):
+    """gamma_d = d u32 / (1 - d u32) of each summation depth d (a float or an array): the deterministic bound of
+    any fp32 summation of depth d relative to the sum of |x| (Higham, Accuracy and Stability of Numerical
+    Algorithms, 2nd ed., §4.2); _NO_BOUND where d u32 >= 1 (fp32 guarantees nothing there)."""
+    du = np.asarray(depth, dtype=np.float64) * _U32
+    return np.where(du < 1, du / np.where(du < 1, 1 - du, 1.0), _NO_BOUND)
 
 
 def _constants(s: int) -> tuple[np.ndarray, np.ndarray]:
@@ -571,12 +583,10 @@ class ScanVerifier:
     def _factors(self, m: int, lo: int, worst_case: bool = False) -> np.ndarray:
         """The factor of a_i in the tolerance per 2**16 elements of the stretch, d_i taken at the end of each (a
         slightly larger bound than per element): 4 sqrt(d_i) u32 (probabilistic), or with worst_case
-        gamma_{d_i} = d_i u32 / (1 - d_i u32), the deterministic bound of any summation of depth d_i (Higham,
-        Accuracy and Stability of Numerical Algorithms, 2nd ed., §4.2; none once d_i u32 >= 1: _NO_BOUND)."""
-        depths = [self.s + 1 + float(lo + min(m, k + _SQRT_STRETCH)) / self.s for k in range(0, m, _SQRT_STRETCH)]
-        if worst_case:
-            return np.array([d * _U32 / (1 - d * _U32) if d * _U32 < 1 else _NO_BOUND for d in depths])
-        return np.array([4 * _U32 * math.sqrt(d) for d in depths])
+        gamma_{d_i} (worst_case_factor)."""
+        depths = np.array([self.s + 1 + float(lo + min(m, k + _SQRT_STRETCH)) / self.s
+                           for k in range(0, m, _SQRT_STRETCH)])
+        return worst_case_factor(depths) if worst_case else 4 * _U32 * np.sqrt(depths)
 
     def _row_sums(self, absx: np.ndarray, rows, starts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """a_i of the given rows (an index array, or slice(None) for all) of a stretch of whole rows of s, as
@@ -694,9 +704,7 @@ class ScanVerifier:
             limit = "65504, the fp16 maximum" if self.params.out == "fp16" else "the float32 range"
             formula += f" (the output is not finite where the reference is: it overflows past {limit})"
         elif self.worst_case and self.passed:
-            formula += (", some outputs only within the worst-case bound with gamma_{d_i} = d_i*2^-24/(1 - "
-                        "d_i*2^-24) for 4*sqrt(d_i)*2^-24 (their fp32 roundings add up with a bias, as on counting "
-                        "numbers: the probabilistic bound assumes they do not)")
+            formula += WORST_CASE_NOTE
         return Verification(bool(self.passed), self.max_abs, self.max_rel, formula)
 
 
