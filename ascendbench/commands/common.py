@@ -329,6 +329,7 @@ def human_bytes(count: float) -> str:
 
 SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort
 _WRAPPED = 8  # width counted for a column that wraps, when checking that the unwrapped ones fit
+_LEAST = 3  # the narrowest a column may get beside whole key columns (else the keys fold too)
 
 
 def whole_keys(table, *keys: str):
@@ -358,6 +359,12 @@ def whole_keys(table, *keys: str):
     borders = 3 * len(table.columns) + 1  # padding and a border per column, the closing border
     if borders + sum(natural.values()) <= width:
         return table  # every cell fits on one line
+    if fixed + borders + _LEAST * len(words) > width:
+        # key columns this wide (long file paths) would squeeze the others away: they fold like the rest
+        for column in table.columns:
+            if column.header in keys:
+                column.no_wrap, column.min_width = False, None
+        return table
     # Text wrapped between words only (a tile "128x192x128" is never cut to "128x192x12" / "8"), where every
     # column's longest word fits beside the key columns: the widths are set here, as rich's own shrinking narrows
     # the widest columns first, below a column's least width, and then cuts the table's edge

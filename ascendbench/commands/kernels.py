@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ascendbench.commands.common import JsonOption, dump_json, out_console
+from ascendbench.commands.common import JsonOption, dump_json, out_console, whole_keys
 
 
 def kernels(json_out: JsonOption = False) -> None:
@@ -24,7 +24,7 @@ def kernels(json_out: JsonOption = False) -> None:
         return
     t = Table(title="kernels: `ascendbench run <name>` (or as `run` says), `ascendbench tune <name>` where "
                     "parameters are tuned, ascendbench.run(name, ...)", title_justify="left")
-    t.add_column("name", no_wrap=True)
+    t.add_column("name")
     t.add_column("run")
     t.add_column("what")
     t.add_column("variants / algorithms")
@@ -32,4 +32,4 @@ def kernels(json_out: JsonOption = False) -> None:
     for r in rows:
         t.add_row(r["name"], r["run"].removeprefix("ascendbench "), f"{r['title']} [dim]({r['source']})[/]",
                   ", ".join(r["variants"]) or "-", ", ".join(r["tuned"]) or "-")
-    out_console.print(t)
+    out_console.print(whole_keys(t, "name"))

@@ -299,7 +299,7 @@ def show(
     for e in entries:
         table.add_row(escape(e.key), escape(e.ran), escape(_pairs(e.params)), escape(_pairs(e.conditions)),
                       _us(e.time_s))
-    c.print(table)
+    c.print(whole_keys(table, "problem"))
     metrics = doc.get("metrics") if isinstance(doc.get("metrics"), dict) else {}
     if metrics:
         c.print("metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))),
@@ -468,7 +468,7 @@ def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, thre
                           _us(r["time_b_s"]), f"{r['ratio']:.4f}" if r["ratio"] is not None else "-",
                           f"[{colour[r['verdict']]}]{r['verdict']}[/]",
                           "\n".join(d if d.startswith("[yellow]") else escape(d) for d in differs) or "-")
-        c.print(table)
+        c.print(whole_keys(table, "problem"))
     for side, entries in (("A", only_a), ("B", only_b)):
         if entries:
             c.print(f"only in {side} ({len(entries)}, not compared):", highlight=False)

@@ -68,7 +68,18 @@ NARROW = [
     (["tune", "hgemm", "--m", "4096", "--n", "102400", "--k", "4096", "--trials", "3", "--no-exhaustive",
       "--no-save", "--storage", "s.journal"], ["4096x102400x4096"]),
     (["reproduce", "list"], ["fig4.2", "table5"]),
+    (["kernels"], ["segmented-scan", "batched-scan", "split-values"]),
 ]
+
+
+def test_results_show_and_compare_keep_their_problems_whole_at_80_columns(tmp_path):
+    assert _run(["run", "hgemm", "--workload", "llama2-qk", "--out", "w.json"], tmp_path).returncode == 0
+    for args in (["results", "show", "w.json"], ["results", "compare", "w.json", "w.json"]):
+        out = _run(args, tmp_path, COLUMNS="80")
+        assert out.returncode == 0, out.stderr
+        table = [line for line in out.stdout.splitlines() if line[:1] in "┏┃┡│└"]  # (command: is not wrapped)
+        assert table and max(len(line) for line in table) <= 80 and "…" not in out.stdout, out.stdout
+        assert "│ hgemm 2048x128x2048 " in out.stdout, out.stdout
 
 
 @pytest.mark.parametrize("args, keys", NARROW)

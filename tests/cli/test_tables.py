@@ -69,3 +69,18 @@ def test_headers_and_most_short_values_stay_whole_when_not_all_fit_on_one_line(m
     assert max(len(line) for line in text.splitlines()) <= 132
     for whole in ("rank", "speed-up", "1.374x", "1,633.3 µs", "chunk=20,132,864", "n=134217728 int8 inclusive"):
         assert whole in text, (whole, text)
+
+
+def test_a_key_column_too_wide_to_leave_room_folds_like_the_others(monkeypatch):
+    # results list with a 120-character path at 132 columns: kept whole, it squeezed the other columns away and
+    # rich cut the path itself
+    monkeypatch.setattr(common, "out_console", Console(width=132, file=io.StringIO()))
+    path = "/data/" + "a-very-long-folder-name/" * 4 + "another-long-folder-name-for-the-layout/hg.json"
+    table = Table()
+    for header in ("created (UTC)", "kind", "kernel", "problems", "file"):
+        table.add_column(header)
+    table.add_row("2026-12-01 23:24", "hgemm", "hgemm", "1", path)
+    text = _render(common.whole_keys(table, "file"), 132)
+    assert max(len(line) for line in text.splitlines()) <= 132
+    assert "2026-12-01 23:24" in text and "hgemm" in text and "problems" in text, text
+    assert "".join(c for c in text if c not in "│ \n") .count("a-very-long-folder-name") == 4  # folded, whole
