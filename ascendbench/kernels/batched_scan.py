@@ -507,12 +507,13 @@ def verify_batched(x: np.ndarray, y: np.ndarray, params: BatchedScanParams, algo
         with np.errstate(invalid="ignore"):
             diff = np.where(finite, np.abs(yf - ref), 0.0)
         same = (np.isnan(ref) & np.isnan(yf)) | (ref == yf)
-        within = bool(np.isfinite(diff).all()) and bool((diff <= tol).all())
+        finite_diff = bool(np.isfinite(diff).all())
+        within = finite_diff and bool((diff <= tol).all())
         if not within:  # can fp32 roundings that add up with a bias explain it? (scan_numerics.verify)
-            explained = bool(np.isfinite(diff).all()) and bool((diff <= bound(worst_case_factor(depth))).all())
+            explained = finite_diff and bool((diff <= bound(worst_case_factor(depth))).all())
             only_rounding = rounding_only(only_rounding, explained)
         passed &= bool(same[~finite].all()) and within
-        if np.isfinite(diff).all():
+        if finite_diff:
             max_abs = max(max_abs, float(diff.max()))
             max_rel = max(max_rel, float((diff / np.maximum(absrun, 1e-30)).max()))
         else:

@@ -594,7 +594,7 @@ class ScanVerifier:
                            for k in range(0, m, _SQRT_STRETCH)])
         return worst_case_factor(depths) if worst_case else 4 * _U32 * np.sqrt(depths)
 
-    def _row_sums(self, absx: np.ndarray, rows, starts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def _abs_prefix(self, absx: np.ndarray, rows, starts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """a_i of the given rows (an index array, or slice(None) for all) of a stretch of whole rows of s, as
         (rows, s) float64 (in `out` if given): the sum of |x| before the row plus the row's running sum (an
         exclusive scan's output i: through input i - 1)."""
@@ -630,7 +630,7 @@ class ScanVerifier:
         reach = max(self.max_rel, float((row_max / ends).max())) * (1 - 1e-9)
         cand = np.flatnonzero(row_max / starts >= reach)
         if cand.size:
-            self.max_rel = max(self.max_rel, float((errors[cand] / self._row_sums(absx, cand, starts)).max()))
+            self.max_rel = max(self.max_rel, float((errors[cand] / self._abs_prefix(absx, cand, starts)).max()))
         return True
 
     def _tolerance(self, absrun, run, lo, eff, factors, ref_finite) -> np.ndarray:
@@ -658,15 +658,17 @@ class ScanVerifier:
         return tol
 
     def _exact_check(self, absx, y, run, diff, lo, eff, starts) -> None:
-        """The element-by-element check (a_i of every element, as _row_sums takes them); sets max_abs, max_rel and
+        """The element-by-element check (a_i of every element, as _abs_prefix takes them); sets max_abs, max_rel and
         passed."""
         m, s = diff.shape[0], self.s
         rows = starts.shape[0]
-        padded = self._work("abspad", rows * s, absx.dtype)[: rows * s]
-        padded[:m] = absx
-        padded[m:] = 0
+        padded = absx
+        if m < rows * s:  # a partial last row: zeros after it
+            padded = self._work("abspad", rows * s, absx.dtype)[: rows * s]
+            padded[:m] = absx
+            padded[m:] = 0
         out = self._work("abs", rows * s)[: rows * s].reshape(rows, s)
-        absrun = self._row_sums(padded, slice(None), starts, out).reshape(-1)[:m]
+        absrun = self._abs_prefix(padded, slice(None), starts, out).reshape(-1)[:m]
         finite = math.isfinite(run[m - 1])
         if not finite:
             self.nonfinite_input = True
