@@ -38,9 +38,9 @@ _U16 = 2.0**-11  # unit roundoff of fp16
 _SQRT_STRETCH = 1 << 16  # elements that share one value of the sqrt(depth) factor in verify
 _NO_BOUND = 1e300  # the worst-case factor where fp32 guarantees nothing (finite: 0 * it stays 0)
 # appended to a failed check's tolerance formula when every output beyond it is within the worst-case bound
-WORST_CASE_NOTE = (" (the outputs beyond it are within the worst-case bound, gamma_{d_i} = d_i*2^-24/(1 - d_i*2^-24) "
-                   "for 4*sqrt(d_i)*2^-24: fp32 roundings that add up with a bias, as on counting numbers, can do "
-                   "that, where the probabilistic bound assumes independent ones; so can a small real error)")
+WORST_CASE_NOTE = ("; the outputs beyond it are within the worst-case bound gamma_{d_i}*sum|x[:i]|, gamma_d = "
+                   "d*2^-24/(1 - d*2^-24): fp32 roundings that add up with a bias, as on counting numbers, can do "
+                   "that, where the probabilistic bound assumes independent ones; so can a small real error")
 
 
 def rounding_only(known: bool | None, within_worst_case: bool) -> bool:
