@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
+from ascendbench.kernels.batched_scan import check as check_batched
 from ascendbench.kernels.contract import KernelSpec
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
@@ -48,6 +49,9 @@ class Tunable(Protocol):
     """A kernel family the tuner can search.
 
     name: the family's name, also the search space file's stem (ascendbench/tuning/spaces/<name>.toml).
+    `check` raises Infeasible (with the kernel's reason) for a configuration the kernel refuses before simulating
+    it, in microseconds, so that the tuner can skip it before a trial is made; `evaluate` still raises
+    Infeasible for what only a simulation finds.
     """
 
     name: str
@@ -55,6 +59,8 @@ class Tunable(Protocol):
     def problem_key(self, problem: Mapping[str, Any]) -> str: ...
 
     def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]: ...
+
+    def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None: ...
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation: ...
 
@@ -91,12 +97,24 @@ class HgemmTunable:
         return {"m0": _multiple(16), "n0": _multiple(16), "k0": _multiple(8), "split_k": _multiple(1),
                 "shuffle_k": _is_bool, "padding": _is_bool, "double_buffer": _is_bool}
 
+    @staticmethod
+    def _params(config: Mapping[str, Any]) -> HgemmParams:
+        return HgemmParams(**{k: config[k] for k in ("m0", "n0", "k0", "split_k", "shuffle_k", "padding",
+                                                     "double_buffer")})
+
+    def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None:
+        """Raises Infeasible with the kernel's reason for an option out of range or a tile that does not fit
+        L0A/L0B/L0C/L1/UB (resolve_tiling's checks, the first the simulation makes)."""
+        try:
+            resolve_tiling(self._shape(problem), self._params(config), hw)
+        except (ParamError, BufferCapacityError) as exc:
+            raise Infeasible(str(exc)) from None
+
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason (a tile that does
         not fit L0A/L0B/L0C/L1/UB, an option out of range)."""
         shape = self._shape(problem)
-        params = HgemmParams(**{k: config[k] for k in ("m0", "n0", "k0", "split_k", "shuffle_k", "padding",
-                                                       "double_buffer")})
+        params = self._params(config)
         try:
             sim, _ = simulate_hgemm(shape, params, hw, every_core=bool(problem.get("every_core", False)))
         except (ParamError, BufferCapacityError) as exc:
@@ -131,12 +149,23 @@ class ScanTunable:
         return {"algorithm": lambda v: v in _MULTI_CORE_SCANS, "s": lambda v: _is_int(v) and v in S_VALUES,
                 "blocks": _multiple(1), "chunk": lambda v: v == "off" or (_is_int(v) and v >= 1)}
 
+    @staticmethod
+    def _params(problem: Mapping[str, Any], config: Mapping[str, Any]) -> ScanParams:
+        chunk = config["chunk"]
+        return ScanParams(s=int(config["s"]), blocks=int(config["blocks"]), chunk=0 if chunk == "off" else int(chunk),
+                          exclusive=bool(problem.get("exclusive", False)), dtype=problem.get("dtype", "fp16"))
+
+    def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None:
+        """Raises Infeasible with the kernel's reason when the scan kernel's checks refuse the configuration."""
+        try:
+            get_kernel(config["algorithm"]).check(int(problem["n"]), self._params(problem, config), hw)
+        except (ParamError, BufferCapacityError) as exc:
+            raise Infeasible(str(exc)) from None
+
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
         n = int(problem["n"])
-        chunk = config["chunk"]
-        params = ScanParams(s=int(config["s"]), blocks=int(config["blocks"]), chunk=0 if chunk == "off" else int(chunk),
-                            exclusive=bool(problem.get("exclusive", False)), dtype=problem.get("dtype", "fp16"))
+        params = self._params(problem, config)
         kernel = get_kernel(config["algorithm"])
         try:
             sim = kernel.simulate(n, params, hw)  # simulate runs the kernel's checks first
@@ -170,11 +199,22 @@ class BatchedScanTunable:
         return {"algorithm": lambda v: v in ("scanu", "scanul1", "vector"),
                 "s": lambda v: _is_int(v) and v in S_VALUES}
 
+    @staticmethod
+    def _params(problem: Mapping[str, Any], config: Mapping[str, Any]) -> BatchedScanParams:
+        return BatchedScanParams(algorithm=config["algorithm"], s=int(config["s"]),
+                                 exclusive=bool(problem.get("exclusive", False)), dtype=problem.get("dtype", "fp16"))
+
+    def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None:
+        """Raises Infeasible with the kernel's reason when the batched scan's checks refuse the configuration
+        (buffer capacities are found by the simulation)."""
+        try:
+            check_batched(int(problem["batch"]), int(problem["length"]), self._params(problem, config))
+        except ParamError as exc:
+            raise Infeasible(str(exc)) from None
+
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""
-        params = BatchedScanParams(algorithm=config["algorithm"], s=int(config["s"]),
-                                   exclusive=bool(problem.get("exclusive", False)),
-                                   dtype=problem.get("dtype", "fp16"))
+        params = self._params(problem, config)
         batch, length = int(problem["batch"]), int(problem["length"])
         try:
             sim = simulate_batched(batch, length, params, hw).sim
@@ -234,6 +274,14 @@ class SpecTunable:
             return ok
 
         return {name: test(name) for name in self.spec.tuned()}
+
+    def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None:
+        """Raises Infeasible with the kernel's reason when its Params model or its check refuses the
+        configuration."""
+        try:
+            self.spec.check(self.spec.params({**problem, **config}), hw)
+        except (ParamError, BufferCapacityError, ValueError) as exc:
+            raise Infeasible(str(exc)) from None
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason."""

@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -132,6 +133,12 @@ class Parameter(_Model):
         matches = [i for i, v in enumerate(values) if v == value and type(v) is type(value)]
         return self.optuna_values()[matches[0]] if matches else None
 
+    def from_optuna(self, value: Scalar) -> Scalar:
+        """The grid value for the value Optuna sees (the inverse of to_optuna; Optuna's own ones only)."""
+        if self.type == "int":
+            return value
+        return self.values()[self.optuna_values().index(value)]
+
     def suggest(self, trial: Any, name: str) -> Scalar:
         """The value an Optuna trial suggests for this parameter."""
         if self.type == "int":
@@ -196,6 +203,11 @@ class SearchSpace:
                 return None
             params[p.optuna_name(name)] = value
         return params
+
+    def from_optuna(self, params: Mapping[str, Scalar]) -> dict[str, Scalar]:
+        """The configuration for the parameters Optuna sees (a trial's params; the inverse of to_optuna).
+        Raises KeyError or ValueError for parameters that are not Optuna's view of this space."""
+        return {name: p.from_optuna(params[p.optuna_name(name)]) for name, p in self.parameters.items()}
 
     def optuna_grid(self) -> dict[str, list[Scalar]]:
         """The grid as Optuna's GridSampler takes it."""
