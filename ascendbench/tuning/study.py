@@ -21,13 +21,16 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import datetime
 import functools
 import hashlib
 import importlib.util
+import itertools
 import json
 import math
 import multiprocessing
 import os
+import queue
 import random
 import secrets
 import signal
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import optuna
 from optuna.trial import TrialState
 
@@ -226,6 +230,151 @@ def describe_storage(storage: str | None) -> str:
     return storage
 
 
+class NewPointTPESampler(optuna.samplers.TPESampler):
+    """Optuna's multivariate TPE that proposes only new points the kernel can run, wherever it finds one.
+
+    TPE draws `n_ei_candidates` (24) candidates from its model of the good trials and proposes the one with the
+    best acquisition value (the good model's density over the bad one's). Near convergence most candidates are
+    points the study holds, so plain TPE proposes them again (444 of 1,178 trials of a 500-configuration HGEMM
+    study were repeats), and many others do not fit a buffer (235 more): each such trial costs a fit of TPE,
+    which is O(trials) in Optuna, and brings nothing. Here the proposal is the best candidate that the study
+    does not hold (finished, feasible or not) and that `rejects` does not refuse (the kernel's check, before a
+    trial is made); when no candidate is, the best candidates' unseen grid neighbours (one parameter one step
+    away) in the same order; when none of those is either, up to EXTRA_ROUNDS more draws of 24. Only when all
+    fail does it propose TPE's own choice (a repeat is answered from the study, and _optimize then queues an
+    unseen neighbour). So TPE's model is built from distinct points, as found in its own order.
+
+    A fit costs Optuna 4-12 ms here, more than the HGEMM timing model takes per configuration, so one fit
+    serves int(REFIT_GROWTH x trials) proposals (2 from 67 trials on with 0.03), its next best new points in
+    the same order (each checked against the study again when its turn comes); it is fit again when those
+    are used up or the study has grown by REFIT_GROWTH (other workers' trials count). Before that, over the
+    trials in which a search gets within 1% of the optimum on the benchmark's shapes, every proposal has its
+    own fit (benchmarks/bench_tune.py: the same medians as a fit for every proposal, 28-65 trials; 0.04,
+    two proposals a fit from 50 trials, took 4096^3 from 56 to 105).
+
+    rejects: Optuna's params of a candidate (the names and values trials hold) -> True when the kernel refuses
+    it; None: only known points are skipped. Relies on TPESampler._compute_acquisition_func(samples, mpe_below,
+    mpe_above) (Optuna 3.0 to 5.x; samples in Optuna's internal representation: ints as floats, categoricals
+    as indices), whose caller proposes the best of `samples` by the values returned: the chosen point is left
+    there alone."""
+
+    EXTRA_ROUNDS = 7
+    REFIT_GROWTH = 0.03
+
+    def __init__(self, *args: Any, rejects: Callable[[dict[str, Any]], bool] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.rejects = rejects
+        self._space: dict[str, optuna.distributions.BaseDistribution] = {}  # the relative search space
+        self._known: set[tuple[float, ...]] = set()  # finished trials' points (internal representation)
+        self._rows: dict[int, tuple[float, ...]] = {}  # trial number -> its point (finished trials only)
+        self._queue: list[tuple[float, ...]] = []  # the last fit's other usable candidates, best first
+        self._refused: dict[tuple[float, ...], bool] = {}  # point -> rejects(point)
+        self._fitted = 0  # finished trials the last fit saw
+
+    def sample_relative(self, study: optuna.Study, trial: optuna.trial.FrozenTrial,
+                        search_space: dict[str, optuna.distributions.BaseDistribution]) -> dict[str, Any]:
+        if search_space != self._space:  # another search space: start again
+            self._space, self._known, self._rows, self._queue, self._refused = dict(search_space), set(), {}, [], {}
+        finished = study.get_trials(deepcopy=False, states=_FINISHED)
+        for t in finished:
+            if t.number not in self._rows:
+                self._known.add(self._point(t))
+        # A fit serves the proposals _compute_acquisition_func queued until the study has grown by REFIT_GROWTH
+        if len(finished) < self._fitted * (1 + self.REFIT_GROWTH):
+            while self._queue:
+                point = self._queue.pop(0)
+                if point not in self._known:
+                    return {name: d.to_external_repr(v) for (name, d), v in zip(self._space.items(), point)}
+        self._fitted, self._queue = len(finished), []
+        return super().sample_relative(study, trial, search_space)
+
+    def _point(self, trial: optuna.trial.FrozenTrial) -> tuple[float, ...]:
+        """The trial's point in the search space's order (internal representation; () if it lacks one)."""
+        row = self._rows.get(trial.number)
+        if row is None:
+            params = trial.params
+            row = (tuple(d.to_internal_repr(params[name]) for name, d in self._space.items())
+                   if self._space.keys() <= params.keys() else ())
+            self._rows[trial.number] = row
+        return row
+
+    def _get_internal_repr(self, trials: list[optuna.trial.FrozenTrial],
+                           search_space: dict[str, optuna.distributions.BaseDistribution],
+                           study: optuna.Study) -> dict[str, np.ndarray]:
+        # TPE converts every trial's parameters on every sampling step; finished trials' points are kept instead
+        if search_space != self._space or any(t.state not in _FINISHED for t in trials):
+            return super()._get_internal_repr(trials, search_space, study)
+        rows = [row for row in map(self._point, trials) if row]
+        columns = np.array(rows, dtype=float).reshape(len(rows), len(self._space))
+        return {name: columns[:, i] for i, name in enumerate(self._space)}
+
+    def _compute_acquisition_func(self, samples: dict[str, np.ndarray], mpe_below: Any, mpe_above: Any) -> np.ndarray:
+        values = super()._compute_acquisition_func(samples, mpe_below, mpe_above)
+        if samples.keys() != self._space.keys():  # an independent sampling step: plain TPE
+            return values
+        serves = max(1, int(self.REFIT_GROWTH * self._fitted))  # proposals this fit serves
+        draws = [(samples, values)]
+        chosen = self._choose(draws, serves)
+        for _ in range(self.EXTRA_ROUNDS if not chosen else 0):
+            draws.append(self._draw(mpe_below, mpe_above))
+            if chosen := self._choose(draws, serves):
+                break
+        if not chosen:
+            return values  # nothing new and runnable: TPE's own choice among the first draw
+        self._queue = chosen[1:]
+        # the caller proposes the best of `samples` by the values returned: leave it only the chosen point
+        for i, name in enumerate(self._space):
+            samples[name] = np.array([chosen[0][i]])
+        return np.zeros(1)
+
+    def _draw(self, mpe_below: Any, mpe_above: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        more = mpe_below.sample(self._rng.rng, self._n_ei_candidates)
+        return more, super()._compute_acquisition_func(more, mpe_below, mpe_above)
+
+    def _choose(self, draws: list[tuple[dict[str, np.ndarray], np.ndarray]], count: int) -> list[tuple[float, ...]]:
+        """Up to `count` distinct usable points: the candidates of the draws, best acquisition value first, then
+        the grid neighbours of the candidates in the same order (one parameter one step away)."""
+        ranked = []
+        for draw, values in draws:
+            points = np.column_stack([draw[name] for name in self._space]).tolist()
+            ranked += [(-float(v), len(ranked) + i, tuple(point)) for i, (v, point) in enumerate(zip(values, points))]
+        ranked.sort(key=lambda item: item[:2])  # the best value first; ties: the first drawn, as np.argmax
+        candidates = list(dict.fromkeys(point for _, _, point in ranked))
+        out = list(itertools.islice(filter(self._usable, candidates), count))
+        for point in candidates:
+            if len(out) >= count:
+                break
+            moves = self._neighbours(point)
+            self._rng.rng.shuffle(moves)
+            out += itertools.islice((m for m in moves if m not in out and self._usable(m)), count - len(out))
+        return out
+
+    def _neighbours(self, point: tuple[float, ...]) -> list[tuple[float, ...]]:
+        """The points one step from `point` (internal representation): an int parameter one step either way
+        within its range, a categorical one changed to another choice; float parameters are not moved."""
+        moves = []
+        for i, dist in enumerate(self._space.values()):
+            if isinstance(dist, optuna.distributions.IntDistribution):
+                values = [v for v in (point[i] - dist.step, point[i] + dist.step) if dist.low <= v <= dist.high]
+            elif isinstance(dist, optuna.distributions.CategoricalDistribution):
+                values = [float(j) for j in range(len(dist.choices)) if j != point[i]]
+            else:
+                values = []
+            moves += [point[:i] + (float(v),) + point[i + 1:] for v in values]
+        return moves
+
+    def _usable(self, point: tuple[float, ...]) -> bool:
+        """Neither a point the study holds nor one the kernel refuses (`rejects`, cached per point)."""
+        if point in self._known:
+            return False
+        if self.rejects is None:
+            return True
+        if point not in self._refused:
+            params = {name: d.to_external_repr(v) for (name, d), v in zip(self._space.items(), point)}
+            self._refused[point] = bool(self.rejects(params))
+        return not self._refused[point]
+
+
 def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.BaseSampler:
     """The sampler for --sampler NAME, seeded. Raises TuneError for unknown names or a missing package."""
     if name == "tpe":
@@ -237,7 +386,7 @@ def make_sampler(name: str, seed: int, space: SearchSpace) -> optuna.samplers.Ba
         # where no other worker's trial runs, so it would only cost time.
         with warnings.catch_warnings():  # experimental arguments in older Optuna
             warnings.simplefilter("ignore")
-            return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, multivariate=True, constant_liar=False)
+            return NewPointTPESampler(seed=seed, n_startup_trials=5, multivariate=True, constant_liar=False)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "grid":
@@ -273,6 +422,7 @@ class _Objective:
         self.tunable, self.run_id = get_tunable(kernel), run_id
         self.space, self.problem, self.hw = space, dict(problem), hw
         self.cache: dict[str, Evaluation | str] = {}  # config key -> outcome (a reason: infeasible)
+        self.refused: dict[str, bool] = {}  # config key -> the kernel's check refuses it (rejects)
         if study is not None:
             self.learn(study)
 
@@ -289,6 +439,18 @@ class _Objective:
                 self.cache[key] = Evaluation(t.value, t.user_attrs.get("throughput", 0.0), "")
             else:
                 self.cache[key] = str(t.user_attrs.get("infeasible", "pruned"))
+
+    def rejects(self, params: Mapping[str, Any]) -> bool:
+        """Whether the kernel's check refuses the configuration of Optuna's `params` (no trial is made for
+        it; NewPointTPESampler asks before proposing a point). Cached per configuration."""
+        key = config_key(config := self.space.from_optuna(params))
+        if key not in self.refused:
+            try:
+                self.tunable.check(self.problem, config, self.hw)
+                self.refused[key] = False
+            except Infeasible:
+                self.refused[key] = True
+        return self.refused[key]
 
     def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
         key = config_key(config)
@@ -395,18 +557,29 @@ def _enqueue_start(study: optuna.Study, space: SearchSpace, kernel: str, problem
             study.enqueue_trial(params, user_attrs=attrs, skip_if_exists=True)
 
 
-# Finished trials reach the shared storage at most this long after they finish. 0: after every trial, so that
-# workers sharing a study see each other's trials before each new one and stop at the target together.
-FLUSH_SECONDS = 0.0
+# A worker adds its first finished trial to the storage at once and the others at most FLUSH_SECONDS after they
+# finish, or after every trial while another worker shares the study (a trial of another worker finished less
+# than RECENT_SECONDS before it started, or arrived since): then workers see each other's trials before each new
+# one and stop at the target together. It looks for other workers' trials after every trial (a read). Adding a
+# trial to a journal is an fsync'd append (0.5-2.5 ms here), 10-25% of a 500-trial loop done after every trial.
+FLUSH_SECONDS = 1.0
+RECENT_SECONDS = 10.0
 
 
 class _Mirror:
-    """A worker samples from a study in memory and shares it through the storage: its finished trials are
-    added to the shared study whole, one storage record per trial instead of one per parameter and attribute
-    (13 fsync'd journal appends per trial before), at most FLUSH_SECONDS after they finish (and when it
-    stops); the finished trials other workers added come back into memory at the same time, where the sampler
-    and the repeat check see them. A worker killed with SIGKILL loses at most the trial in flight (and those
-    of its last FLUSH_SECONDS); the shared study never holds a RUNNING trial of a worker that died.
+    """A worker samples from a study in memory and shares it through the storage.
+
+    Its finished trials are added to the shared study whole, one storage record per trial instead of one per
+    parameter and attribute (13 fsync'd journal appends per trial before): to a journal, the first at once,
+    then at most FLUSH_SECONDS after they finish, after every trial while another worker shares the study
+    (`sharing`), and when it stops (close); to an RDB storage, after every trial (`batches`). While alone, a writer thread adds them, so that the loop goes on during the fsyncs
+    (which release the GIL); while sharing, the loop waits for them. Other workers' finished trials are pulled
+    into memory after every trial, where the sampler and the repeat check see them. A worker killed with
+    SIGKILL loses at most the trial in flight and those of its last FLUSH_SECONDS; the shared study never
+    holds a RUNNING trial of a worker that died. A storage error in the writer is raised by the next flush or
+    close. A worker that has been alone sees a newcomer after the newcomer's first trial: up to that moment's
+    trials of its own (at most FLUSH_SECONDS of them) may not be in the storage yet, so near the target the
+    study can end above it by those.
 
     `feasible` and `seen`: the configuration keys of the distinct feasible and of all finished trials known
     here (kept incrementally: the stop test runs after every trial)."""
@@ -416,14 +589,34 @@ class _Mirror:
         self.local = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
                                          direction="minimize", study_name=shared.study_name)
         self.done: set[int] = set()  # local numbers that are in the shared study (pushed, or pulled from it)
-        # Shared trials are added whole once finished, so their numbers follow the order they arrive in: the
-        # ones below `scanned` have been looked at already.
-        self.scanned = 0
+        self.scanned = 0  # the shared trials numbered below have been looked at (pull)
+        self.looked_at: set[int] = set()  # and these numbers from `scanned` on
         self.feasible: set[str] = set()
         self.seen: set[str] = set()
         self.pending: list[optuna.trial.FrozenTrial] = []  # this worker's trials finished since the last flush
         self.last = time.monotonic()
-        self.pull()
+        self.announced = False  # a trial of this worker is in the shared study: other workers can see it
+        # An RDB storage's cache reads trials by increasing id, and a trial created finished is committed with
+        # its parameters and attributes in one transaction: another worker's trial committed after a higher id
+        # was read would never be seen. Bursts of this worker's trials make that likely, so it writes there
+        # after every trial (a journal is read in the order it was written).
+        self.batches = isinstance(shared._storage, optuna.storages.JournalStorage)
+        self.sharing = False  # another worker adds trials to the study too
+        self.pull(first=True)
+        self._outbox: queue.Queue[list[optuna.trial.FrozenTrial] | None] = queue.Queue()
+        self._writer: threading.Thread | None = None  # started by the first flush that does not wait
+        self._error: BaseException | None = None  # what the writer met, raised by the next flush or close
+
+    def _write(self) -> None:
+        while (trials := self._outbox.get()) is not None:
+            try:
+                if self._error is None:
+                    self.shared.add_trials(trials)
+            except BaseException as exc:  # noqa: BLE001 - raised in the loop's thread by flush or close
+                self._error = exc
+            finally:
+                self._outbox.task_done()
+        self._outbox.task_done()
 
     def note(self, trial: optuna.trial.FrozenTrial) -> None:
         if trial.state in _FINISHED:
@@ -432,15 +625,26 @@ class _Mirror:
             if trial.state == TrialState.COMPLETE:
                 self.feasible.add(key)
 
-    def pull(self) -> list[optuna.trial.FrozenTrial]:
-        """Copy the shared study's finished trials that are not here yet; returns them."""
-        arrived = self.shared.get_trials(deepcopy=False)[self.scanned:]
-        self.scanned += len(arrived)
+    def pull(self, first: bool = False) -> list[optuna.trial.FrozenTrial]:
+        """Copy the shared study's finished trials that are not here yet (first: the study as this worker
+        found it); returns them."""
+        trials = self.shared.get_trials(deepcopy=False)
+        # Trials reach an RDB storage out of number order when several workers add them: a trial not looked at
+        # yet is after the prefix of numbers 0 .. scanned - 1, all looked at (numbers are unique).
+        arrived = [t for t in trials[self.scanned:] if t.number not in self.looked_at]
+        self.looked_at.update(t.number for t in arrived)
+        while (self.scanned < len(trials) and trials[self.scanned].number == self.scanned
+               and self.scanned in self.looked_at):
+            self.looked_at.discard(self.scanned)
+            self.scanned += 1
         new = [t for t in arrived if t.state in _FINISHED and not self._own(t)]
+        # the study as found holds earlier runs' trials: only recent ones tell of a worker running now
+        recent = datetime.datetime.now() - datetime.timedelta(seconds=RECENT_SECONDS)
+        self.sharing |= any(not first or (t.datetime_complete or recent) > recent for t in new)
         if new:
-            first = len(self.local.get_trials(deepcopy=False))  # in-memory numbers run on from there
+            start = len(self.local.get_trials(deepcopy=False))  # in-memory numbers run on from there
             self.local.add_trials(new)
-            self.done |= set(range(first, first + len(new)))
+            self.done |= set(range(start, start + len(new)))
             for t in new:
                 self.note(t)
         return new
@@ -450,25 +654,52 @@ class _Mirror:
         return trial.user_attrs.get("run") == self.run_id and trial.user_attrs.get("worker") == _WORKER
 
     def finished(self, trial: optuna.trial.FrozenTrial) -> None:
-        """A trial of this worker finished: noted here, added to the shared study at the next flush."""
+        """A trial of this worker finished: noted here, added to the shared study when due (after_trial)."""
         self.note(trial)
         self.pending.append(trial)
 
-    def flush(self, every: bool = False) -> list[optuna.trial.FrozenTrial]:
+    def after_trial(self) -> list[optuna.trial.FrozenTrial]:
+        """Flush when due (handing the trials to the writer while alone), then pull; returns the pulled trials."""
+        if self.sharing or not self.announced or not self.batches:
+            return self.flush()
+        if time.monotonic() - self.last >= FLUSH_SECONDS:
+            self.flush(wait=False)
+        return self.pull()
+
+    def flush(self, every: bool = False, wait: bool = True) -> list[optuna.trial.FrozenTrial]:
         """Add this worker's trials finished since the last flush (every=True: all its finished trials, also
-        those no callback reported, as when a run stops) to the shared study, then pull; returns the pulled
-        trials."""
+        those no callback reported, as when a run stops) to the shared study and pull; returns the pulled
+        trials. wait=False: hand them to the writer thread and return (pulling nothing)."""
         trials = self.local.get_trials(deepcopy=False, states=_FINISHED) if every else self.pending
         todo = [t for t in trials if t.state in _FINISHED and t.number not in self.done]
         self.pending = []
+        self.last = time.monotonic()
+        if not wait:
+            if todo:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write, name="storage-writer", daemon=True)
+                    self._writer.start()
+                self._outbox.put(todo)
+                self.done |= {t.number for t in todo}
+            return []
+        self._outbox.join()  # the writer's trials first: the storage keeps the order they finished in
+        if self._error is not None:
+            raise self._error
         if todo:
             self.shared.add_trials(todo)
             self.done |= {t.number for t in todo}
-        self.last = time.monotonic()
+            self.announced = True
         return self.pull()
 
-    def due(self) -> bool:
-        return time.monotonic() - self.last >= FLUSH_SECONDS
+    def close(self) -> None:
+        """Add every finished trial of this worker to the shared study and stop the writer thread."""
+        try:
+            self.flush(every=True)
+        finally:
+            if self._writer is not None:
+                self._outbox.put(None)
+                self._writer.join()
+                self._writer = None
 
 
 def _unseen_neighbour(space: SearchSpace, config: Mapping[str, Any], seen: set[str],
@@ -514,6 +745,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     if not mirror.seen:  # a new study (workers starting together may each run the start; repeats are free)
         _enqueue_start(mirror.local, space, request.kernel, problem, hw, warm_start)
     objective = _Objective(request.kernel, space, problem, hw, request.run_id, mirror.local)
+    if isinstance(sampler, NewPointTPESampler):
+        sampler.rejects = objective.rejects
     idle = [0, len(mirror.feasible)]
     best = [min((t.value for t in mirror.local.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))),
                 default=None)]
@@ -531,8 +764,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         mirror.finished(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
-        if mirror.due():
-            objective.learn(mirror.flush())
+        objective.learn(mirror.after_trial())
         feasible, seen = len(mirror.feasible), len(mirror.seen)
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
@@ -541,13 +773,16 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         if progress is not None:
             progress(feasible, best[0])
 
-    callbacks: list[Callable] = [enough]
     try:
         with _stop_after_trial_on_interrupt(escalate) as interrupted:
-            callbacks.append(lambda st, _trial: st.stop() if interrupted() else None)
-            mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=callbacks, catch=())
+            def after_trial(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+                enough(st, trial)  # one callback: Optuna deep-copies the trial for each
+                if interrupted():
+                    st.stop()
+
+            mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=[after_trial], catch=())
     finally:
-        mirror.flush(every=True)  # also a trial whose callback an interrupt cut short
+        mirror.close()  # writes every finished trial, also one whose callback an interrupt cut short
     if interrupted():
         raise KeyboardInterrupt
 
