@@ -8,8 +8,9 @@ Usage: python benchmarks/bench_tune.py [--seeds 5] [--budget 500] [--trials 500]
    feasible configurations and the trials of any kind (infeasible and repeats included) until the best is
    within 1% of the optimum, median over --seeds seeds (not reached within --budget: "> budget"). Printed
    next to the figures measured before this change (the issue's table); target: at most half.
-3. Bookkeeping: a --trials TPE study on 2048 x 128 x 2048 with the default journal storage: wall time against
-   the time the timing model took for the same configurations (target: Optuna and storage at most half).
+3. Bookkeeping: a --trials TPE study on 2048 x 128 x 2048 with the default journal storage, three times: the
+   loop's wall time against the time spent in the timing model inside it (target: Optuna and storage at most
+   half, median of the three).
 
 Runs in a temporary folder (journal storage and ground truth there).
 """
@@ -29,7 +30,6 @@ from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels.registry import get_tunable
-from ascendbench.kernels.tunable import Infeasible
 from ascendbench.tuning.space import load_space, space_path
 from ascendbench.tuning.study import TuneRequest, _optimize, exhaustive_report, open_storage, tune_problem
 
@@ -125,30 +125,43 @@ def _fmt(value: float, limit: int) -> str:
     return f"> {limit}" if value > limit else f"{value:g}"
 
 
-def bookkeeping(trials: int, folder: Path) -> bool:
-    problem = {"m": 2048, "n": 128, "k": 2048, "batch": 1}
-    request = TuneRequest("hgemm", space_path("hgemm"), HW, "tpe", 0, trials,
-                          storage=str(folder / "overhead.journal"), exhaustive=False)
-    t0 = time.perf_counter()
-    outcome = tune_problem(request, problem)
-    wall = time.perf_counter() - t0
-    study = optuna.load_study(study_name=outcome.study_name, storage=open_storage(request.storage))
-    configs = {json.dumps(t.user_attrs["config"], sort_keys=True) for t in study.trials if "config" in t.user_attrs}
-    tunable, hw = get_tunable("hgemm"), load_profile(HW)
+def bookkeeping(trials: int, folder: Path, runs: int = 3) -> bool:
+    """A `trials`-configuration TPE study on 2048 x 128 x 2048, `runs` times (a new study each, the model's
+    cache cleared): the loop's wall time against the time spent in the timing model inside it."""
     from ascendbench.kernels.hgemm import RUN_CACHE
+    from ascendbench.kernels.tunable import HgemmTunable
 
-    RUN_CACHE.clear()  # time the model from cold, as the tuner first met each point
-    t1 = time.perf_counter()
-    for text in configs:
+    problem = {"m": 2048, "n": 128, "k": 2048, "batch": 1}
+    in_model = [0.0]
+    evaluate = HgemmTunable.evaluate
+
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
         try:
-            tunable.evaluate(problem, json.loads(text), hw)
-        except Infeasible:
-            pass
-    model = time.perf_counter() - t1
-    share = (wall - model) / wall
-    print(f"\n3. tune hgemm 2048x128x2048, TPE, {outcome.trials['evaluated']} configurations "
-          f"({outcome.trials['finished']} trials): {wall:.1f} s wall, timing model {model:.1f} s; Optuna and "
-          f"storage {share * 100:.0f}% of the loop (target <= 50%; before: 84-92%)")
+            return evaluate(self, *args, **kwargs)
+        finally:
+            in_model[0] += time.perf_counter() - start
+
+    shares = []
+    HgemmTunable.evaluate = timed
+    try:
+        for run in range(runs):
+            request = TuneRequest("hgemm", space_path("hgemm"), HW, "tpe", 0, trials,
+                                  storage=str(folder / f"overhead-{run}.journal"), exhaustive=False)
+            RUN_CACHE.clear()  # the model from cold, as a new study meets it (part 1 tuned this shape too)
+            in_model[0] = 0.0
+            t0 = time.perf_counter()
+            outcome = tune_problem(request, problem)
+            wall = time.perf_counter() - t0
+            shares.append((wall - in_model[0]) / wall)
+            print(f"   run {run + 1}: {outcome.trials['evaluated']} configurations ({outcome.trials['finished']} "
+                  f"trials) in {wall:.1f} s wall, {in_model[0]:.1f} s of it in the timing model: Optuna and "
+                  f"storage {shares[-1] * 100:.0f}%")
+    finally:
+        HgemmTunable.evaluate = evaluate
+    share = statistics.median(shares)
+    print(f"3. tune hgemm 2048x128x2048, TPE, {trials} configurations: Optuna and storage {share * 100:.0f}% of "
+          f"the loop, median of {runs} (target <= 50%; before this issue: 84-92%)")
     return share <= 0.5
 
 
