@@ -570,10 +570,11 @@ class _Mirror:
     """A worker samples from a study in memory and shares it through the storage.
 
     Its finished trials are added to the shared study whole, one storage record per trial instead of one per
-    parameter and attribute (13 fsync'd journal appends per trial before): to a journal, the first at once,
-    then at most FLUSH_SECONDS after they finish, after every trial while another worker shares the study
-    (`sharing`), and when it stops (close); to an RDB storage, after every trial (`batches`). While alone, a writer thread adds them, so that the loop goes on during the fsyncs
-    (which release the GIL); while sharing, the loop waits for them. Other workers' finished trials are pulled
+    parameter and attribute (13 fsync'd journal appends per trial before): to a journal (`batches`), the
+    first at once, then at most FLUSH_SECONDS after they finish, after every trial while another worker shares
+    the study (`sharing`), and when it stops (close); to an RDB storage, after every trial. While alone, a
+    writer thread adds them, so that the loop goes on during the fsyncs (which release the GIL); while
+    sharing, the loop waits for them. Other workers' finished trials are pulled
     into memory after every trial, where the sampler and the repeat check see them. A worker killed with
     SIGKILL loses at most the trial in flight and those of its last FLUSH_SECONDS; the shared study never
     holds a RUNNING trial of a worker that died. A storage error in the writer is raised by the next flush or
@@ -584,7 +585,8 @@ class _Mirror:
     `feasible` and `seen`: the configuration keys of the distinct feasible and of all finished trials known
     here (kept incrementally: the stop test runs after every trial)."""
 
-    def __init__(self, shared: optuna.Study, sampler: optuna.samplers.BaseSampler, run_id: str):
+    def __init__(self, shared: optuna.Study, sampler: optuna.samplers.BaseSampler, run_id: str,
+                 batches: bool = False):
         self.shared, self.run_id = shared, run_id
         self.local = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
                                          direction="minimize", study_name=shared.study_name)
@@ -600,7 +602,7 @@ class _Mirror:
         # its parameters and attributes in one transaction: another worker's trial committed after a higher id
         # was read would never be seen. Bursts of this worker's trials make that likely, so it writes there
         # after every trial (a journal is read in the order it was written).
-        self.batches = isinstance(shared._storage, optuna.storages.JournalStorage)
+        self.batches = batches
         self.sharing = False  # another worker adds trials to the study too
         self.pull(first=True)
         self._outbox: queue.Queue[list[optuna.trial.FrozenTrial] | None] = queue.Queue()
@@ -738,7 +740,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     grid = request.sampler == "grid"
     seed = request.seed if grid else _sampler_seed(request.seed, worker, done)
     sampler = make_sampler(request.sampler, seed, space)
-    mirror = _Mirror(study, sampler, request.run_id)
+    mirror = _Mirror(study, sampler, request.run_id, batches=isinstance(storage, optuna.storages.JournalStorage))
     if len(mirror.feasible) >= request.trials or len(mirror.seen) >= space.grid_size:
         return  # enough distinct configurations, or the whole grid is already covered
     hw = _profile(request.hardware)

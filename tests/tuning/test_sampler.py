@@ -156,7 +156,7 @@ def test_a_worker_that_sees_another_workers_trial_writes_after_every_trial(tmp_p
     monkeypatch.setattr(study_module, "FLUSH_SECONDS", 3600.0)
     storage = study_module.open_storage(str(tmp_path / "s.journal"))
     shared = optuna.create_study(storage=storage, study_name="x")
-    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a")
+    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a", batches=True)
     other = optuna.create_study()
     for number in range(3):  # this worker's trials
         trial = mirror.local.ask()
