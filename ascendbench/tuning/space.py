@@ -205,9 +205,11 @@ class SearchSpace:
         return params
 
     def from_optuna(self, params: Mapping[str, Scalar]) -> dict[str, Scalar]:
-        """The configuration for the parameters Optuna sees (a trial's params; the inverse of to_optuna).
+        """The configuration for the parameters Optuna sees (a trial's params; the inverse of to_optuna). A
+        parameter with one value may be missing (Optuna's samplers leave it out of their search space).
         Raises KeyError or ValueError for parameters that are not Optuna's view of this space."""
-        return {name: p.from_optuna(params[p.optuna_name(name)]) for name, p in self.parameters.items()}
+        return {name: p.values()[0] if p.optuna_name(name) not in params and p.count() == 1
+                else p.from_optuna(params[p.optuna_name(name)]) for name, p in self.parameters.items()}
 
     def optuna_grid(self) -> dict[str, list[Scalar]]:
         """The grid as Optuna's GridSampler takes it."""

@@ -214,3 +214,20 @@ def test_a_storage_error_in_the_writer_thread_reaches_the_caller(tmp_path, monke
     with pytest.raises(OSError, match="No space left"):
         tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
     assert "storage-writer" not in {t.name for t in threading.enumerate()}
+
+
+def test_tpe_tunes_around_parameters_with_one_value(tmp_path):
+    """Optuna's TPE leaves one-value parameters out of its search space: the kernel's check still gets whole
+    configurations (a KeyError at the first TPE proposal before)."""
+    text = space_path("hgemm").read_text()
+    text = text.replace('[parameters.double_buffer]\ntype = "bool"', '[parameters.double_buffer]\ntype = "categorical"\nchoices = [true]')
+    text = text.replace('[parameters.split_k]\ntype = "log-int"\nlow = 1\nhigh = 8', '[parameters.split_k]\ntype = "log-int"\nlow = 1\nhigh = 1')
+    (tmp_path / "fixed.toml").write_text(text)
+    space = load_space(tmp_path / "fixed.toml")
+    assert space.parameters["double_buffer"].count() == space.parameters["split_k"].count() == 1
+    assert space.from_optuna({"m0_index": 0, "n0_index": 1, "log2_k0": 4, "shuffle_k": True, "padding": False}) == {
+        "m0": 16, "n0": 32, "k0": 16, "split_k": 1, "shuffle_k": True, "padding": False, "double_buffer": True}
+    req = TuneRequest("hgemm", tmp_path / "fixed.toml", "atlas-300t-a2", "tpe", 0, 30, exhaustive=False,
+                      storage=str(tmp_path / "s.journal"))
+    out = tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
+    assert out.trials["evaluated"] == 30 and out.trials["failed"] == 0
