@@ -422,7 +422,6 @@ class _Objective:
         self.tunable, self.run_id = get_tunable(kernel), run_id
         self.space, self.problem, self.hw = space, dict(problem), hw
         self.cache: dict[str, Evaluation | str] = {}  # config key -> outcome (a reason: infeasible)
-        self.refused: dict[str, bool] = {}  # config key -> the kernel's check refuses it (rejects)
         if study is not None:
             self.learn(study)
 
@@ -442,15 +441,12 @@ class _Objective:
 
     def rejects(self, params: Mapping[str, Any]) -> bool:
         """Whether the kernel's check refuses the configuration of Optuna's `params` (no trial is made for
-        it; NewPointTPESampler asks before proposing a point). Cached per configuration."""
-        key = config_key(config := self.space.from_optuna(params))
-        if key not in self.refused:
-            try:
-                self.tunable.check(self.problem, config, self.hw)
-                self.refused[key] = False
-            except Infeasible:
-                self.refused[key] = True
-        return self.refused[key]
+        it; NewPointTPESampler asks before proposing a point, and keeps the answer)."""
+        try:
+            self.tunable.check(self.problem, self.space.from_optuna(params), self.hw)
+        except Infeasible:
+            return True
+        return False
 
     def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
         key = config_key(config)
