@@ -21,7 +21,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-import datetime
 import functools
 import hashlib
 import importlib.util
@@ -30,7 +29,6 @@ import json
 import math
 import multiprocessing
 import os
-import queue
 import random
 import secrets
 import signal
@@ -160,7 +158,7 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         # so a stale lock could never be broken.
         path = path.resolve()
         lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=10)
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path), lock))
+        return Journal(JournalFile(str(path), lock))
     except TuneError:
         raise
     except ImportError:
@@ -169,6 +167,82 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy, OS and Optuna errors all mean "cannot open"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
+
+
+# A worker's journal appends are fsync'd at most this often (and when its loop ends): an fsync'd append per trial
+# (0.5-2.5 ms here) was a fifth of a 500-trial HGEMM loop; a killed process loses nothing written before it died.
+FSYNC_SECONDS = 1.0
+
+
+class JournalFile(optuna.storages.journal.JournalFileBackend):
+    """Optuna's journal file (same records, same lock), whose appends made inside `grouped()` are fsync'd at
+    most once per FSYNC_SECONDS and when the outermost `grouped()` ends, instead of each on its own.
+
+    Every append still goes to the file at once under the file lock, so other processes read it at once, and a
+    process killed (SIGKILL included) loses nothing it had appended: the operating system holds the data. Only
+    a crash of the operating system can lose appends: those made less than FSYNC_SECONDS after the last fsync,
+    until the next append or the end of the group fsyncs them. Outside `grouped()` it is Optuna's
+    JournalFileBackend (each append fsync'd). Appends are serialised by JournalStorage's own lock."""
+
+    def __init__(self, file_path: str,
+                 lock_obj: optuna.storages.journal.JournalFileSymlinkLock | optuna.storages.journal.JournalFileOpenLock):
+        super().__init__(file_path, lock_obj)
+        self._path, self._file_lock = file_path, lock_obj
+        self._grouping = 0
+        self._unsynced = False
+        self._synced_at = -math.inf
+        self._own_bytes = 0  # appended by the grouped appends of this process
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        if not self._grouping:
+            super().append_logs(logs)
+            return
+        data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode("utf-8")
+        self._file_lock.acquire()  # blocks (breaking a lock older than its grace period), as Optuna's append does
+        try:
+            with open(self._path, "ab") as fh:
+                fh.write(data)
+                fh.flush()
+                self._own_bytes += len(data)
+                self._unsynced = True
+                if time.monotonic() - self._synced_at >= FSYNC_SECONDS:
+                    self._fsync(fh)
+        finally:
+            self._file_lock.release()
+
+    def _fsync(self, fh) -> None:
+        os.fsync(fh.fileno())
+        self._unsynced, self._synced_at = False, time.monotonic()
+
+    def mark(self) -> tuple[int, int]:
+        """The file's size and this process's grouped appends so far, for others_appended."""
+        return os.stat(self._path).st_size, self._own_bytes
+
+    def others_appended(self, mark: tuple[int, int]) -> bool:
+        """Whether the file grew since `mark` by more than this process's grouped appends (another process
+        wrote to it; an ungrouped append of this process also counts, which only costs a needless read)."""
+        size, own = mark
+        return os.stat(self._path).st_size - size != self._own_bytes - own
+
+    @contextlib.contextmanager
+    def grouped(self):
+        """Group the fsyncs of the appends made inside (nested uses count once)."""
+        self._grouping += 1
+        try:
+            yield self
+        finally:
+            self._grouping -= 1
+            if not self._grouping and self._unsynced:
+                with open(self._path, "ab") as fh:
+                    self._fsync(fh)
+
+
+class Journal(optuna.storages.JournalStorage):
+    """Optuna's journal storage on a JournalFile (`file`), whose fsyncs a tuning loop groups."""
+
+    def __init__(self, file: JournalFile):
+        super().__init__(file)
+        self.file = file
 
 
 def _rdb_storage(url: str, attempts: int = 5) -> optuna.storages.RDBStorage:
@@ -270,6 +344,16 @@ class NewPointTPESampler(optuna.samplers.TPESampler):
         self._queue: list[tuple[float, ...]] = []  # the last fit's other usable candidates, best first
         self._refused: dict[tuple[float, ...], bool] = {}  # point -> rejects(point)
         self._fitted = 0  # finished trials the last fit saw
+        self._inferred: dict[str, optuna.distributions.BaseDistribution] = {}
+
+    def infer_relative_search_space(self, study: optuna.Study,
+                                    trial: optuna.trial.FrozenTrial) -> dict[str, optuna.distributions.BaseDistribution]:
+        # Optuna intersects the finished trials' distributions and deep-copies the result before every trial.
+        # Here every trial suggests every parameter of one space (a study is tied to its space's fingerprint),
+        # so the intersection, once it is not empty, stays what it is.
+        if not self._inferred:
+            self._inferred = super().infer_relative_search_space(study, trial)
+        return dict(self._inferred)
 
     def sample_relative(self, study: optuna.Study, trial: optuna.trial.FrozenTrial,
                         search_space: dict[str, optuna.distributions.BaseDistribution]) -> dict[str, Any]:
@@ -553,37 +637,24 @@ def _enqueue_start(study: optuna.Study, space: SearchSpace, kernel: str, problem
             study.enqueue_trial(params, user_attrs=attrs, skip_if_exists=True)
 
 
-# A worker adds its first finished trial to the storage at once and the others at most FLUSH_SECONDS after they
-# finish, or after every trial while another worker shares the study (a trial of another worker finished less
-# than RECENT_SECONDS before it started, or arrived since): then workers see each other's trials before each new
-# one and stop at the target together. It looks for other workers' trials after every trial (a read). Adding a
-# trial to a journal is an fsync'd append (0.5-2.5 ms here), 10-25% of a 500-trial loop done after every trial.
-FLUSH_SECONDS = 1.0
-RECENT_SECONDS = 10.0
-
-
 class _Mirror:
     """A worker samples from a study in memory and shares it through the storage.
 
-    Its finished trials are added to the shared study whole, one storage record per trial instead of one per
-    parameter and attribute (13 fsync'd journal appends per trial before): to a journal (`batches`), the
-    first at once, then at most FLUSH_SECONDS after they finish, after every trial while another worker shares
-    the study (`sharing`), and when it stops (close); to an RDB storage, after every trial. While alone, a
-    writer thread adds them, so that the loop goes on during the fsyncs (which release the GIL); while
-    sharing, the loop waits for them. Other workers' finished trials are pulled
-    into memory after every trial, where the sampler and the repeat check see them. A worker killed with
-    SIGKILL loses at most the trial in flight and those of its last FLUSH_SECONDS; the shared study never
-    holds a RUNNING trial of a worker that died. A storage error in the writer is raised by the next flush or
-    close. A worker that has been alone sees a newcomer after the newcomer's first trial: up to that moment's
-    trials of its own (at most FLUSH_SECONDS of them) may not be in the storage yet, so near the target the
-    study can end above it by those.
+    Each of its finished trials is added to the shared study whole, after the trial (one storage record per
+    trial instead of one per parameter and attribute: 13 fsync'd journal appends per trial before; a journal's
+    fsyncs are grouped, see JournalFile), and other workers' finished trials are pulled into memory at the same
+    time, where the sampler and the repeat check see them. So workers see each other's trials before each new
+    one and stop at the target together. A worker killed with SIGKILL loses at most the trial in flight; the
+    shared study never holds a RUNNING trial of a worker that died.
 
     `feasible` and `seen`: the configuration keys of the distinct feasible and of all finished trials known
     here (kept incrementally: the stop test runs after every trial)."""
 
     def __init__(self, shared: optuna.Study, sampler: optuna.samplers.BaseSampler, run_id: str,
-                 batches: bool = False):
+                 journal: JournalFile | None = None):
         self.shared, self.run_id = shared, run_id
+        self.journal = journal  # the shared study's journal file: pull reads it only when another process wrote
+        self._mark: tuple[int, int] | None = None
         self.local = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
                                          direction="minimize", study_name=shared.study_name)
         self.done: set[int] = set()  # local numbers that are in the shared study (pushed, or pulled from it)
@@ -592,29 +663,7 @@ class _Mirror:
         self.feasible: set[str] = set()
         self.seen: set[str] = set()
         self.pending: list[optuna.trial.FrozenTrial] = []  # this worker's trials finished since the last flush
-        self.last = time.monotonic()
-        self.announced = False  # a trial of this worker is in the shared study: other workers can see it
-        # An RDB storage's cache reads trials by increasing id, and a trial created finished is committed with
-        # its parameters and attributes in one transaction: another worker's trial committed after a higher id
-        # was read would never be seen. Bursts of this worker's trials make that likely, so it writes there
-        # after every trial (a journal is read in the order it was written).
-        self.batches = batches
-        self.sharing = False  # another worker adds trials to the study too
-        self.pull(first=True)
-        self._outbox: queue.Queue[list[optuna.trial.FrozenTrial] | None] = queue.Queue()
-        self._writer: threading.Thread | None = None  # started by the first flush that does not wait
-        self._error: BaseException | None = None  # what the writer met, raised by the next flush or close
-
-    def _write(self) -> None:
-        while (trials := self._outbox.get()) is not None:
-            try:
-                if self._error is None:
-                    self.shared.add_trials(trials)
-            except BaseException as exc:  # noqa: BLE001 - raised in the loop's thread by flush or close
-                self._error = exc
-            finally:
-                self._outbox.task_done()
-        self._outbox.task_done()
+        self.pull()
 
     def note(self, trial: optuna.trial.FrozenTrial) -> None:
         if trial.state in _FINISHED:
@@ -623,12 +672,17 @@ class _Mirror:
             if trial.state == TrialState.COMPLETE:
                 self.feasible.add(key)
 
-    def pull(self, first: bool = False) -> list[optuna.trial.FrozenTrial]:
-        """Copy the shared study's finished trials that are not here yet (first: the study as this worker
-        found it); returns them."""
+    def pull(self) -> list[optuna.trial.FrozenTrial]:
+        """Copy the shared study's finished trials that are not here yet; returns them."""
+        if self.journal is not None and self._mark is not None and not self.journal.others_appended(self._mark):
+            return []  # listing the study's trials costs O(trials), after every trial
+        self._mark = self.journal.mark() if self.journal is not None else None  # before the listing
         trials = self.shared.get_trials(deepcopy=False)
         # Trials reach an RDB storage out of number order when several workers add them: a trial not looked at
-        # yet is after the prefix of numbers 0 .. scanned - 1, all looked at (numbers are unique).
+        # yet is after the prefix of numbers 0 .. scanned - 1, all looked at (numbers are unique). Optuna's RDB
+        # cache reads trials by increasing id, and a trial created finished is committed with its parameters
+        # and attributes in one transaction: another worker's trial committed after a higher id was read would
+        # never be seen; adding each trial as it finishes (no bursts) keeps that rare.
         arrived = [t for t in trials[self.scanned:] if t.number not in self.looked_at]
         self.looked_at.update(t.number for t in arrived)
         while (self.scanned < len(trials) and trials[self.scanned].number == self.scanned
@@ -636,9 +690,6 @@ class _Mirror:
             self.looked_at.discard(self.scanned)
             self.scanned += 1
         new = [t for t in arrived if t.state in _FINISHED and not self._own(t)]
-        # the study as found holds earlier runs' trials: only recent ones tell of a worker running now
-        recent = datetime.datetime.now() - datetime.timedelta(seconds=RECENT_SECONDS)
-        self.sharing |= any(not first or (t.datetime_complete or recent) > recent for t in new)
         if new:
             start = len(self.local.get_trials(deepcopy=False))  # in-memory numbers run on from there
             self.local.add_trials(new)
@@ -652,52 +703,21 @@ class _Mirror:
         return trial.user_attrs.get("run") == self.run_id and trial.user_attrs.get("worker") == _WORKER
 
     def finished(self, trial: optuna.trial.FrozenTrial) -> None:
-        """A trial of this worker finished: noted here, added to the shared study when due (after_trial)."""
+        """A trial of this worker finished: noted here, added to the shared study by the next flush."""
         self.note(trial)
         self.pending.append(trial)
 
-    def after_trial(self) -> list[optuna.trial.FrozenTrial]:
-        """Flush when due (handing the trials to the writer while alone), then pull; returns the pulled trials."""
-        if self.sharing or not self.announced or not self.batches:
-            return self.flush()
-        if time.monotonic() - self.last >= FLUSH_SECONDS:
-            self.flush(wait=False)
-        return self.pull()
-
-    def flush(self, every: bool = False, wait: bool = True) -> list[optuna.trial.FrozenTrial]:
+    def flush(self, every: bool = False) -> list[optuna.trial.FrozenTrial]:
         """Add this worker's trials finished since the last flush (every=True: all its finished trials, also
         those no callback reported, as when a run stops) to the shared study and pull; returns the pulled
-        trials. wait=False: hand them to the writer thread and return (pulling nothing)."""
+        trials."""
         trials = self.local.get_trials(deepcopy=False, states=_FINISHED) if every else self.pending
         todo = [t for t in trials if t.state in _FINISHED and t.number not in self.done]
         self.pending = []
-        self.last = time.monotonic()
-        if not wait:
-            if todo:
-                if self._writer is None:
-                    self._writer = threading.Thread(target=self._write, name="storage-writer", daemon=True)
-                    self._writer.start()
-                self._outbox.put(todo)
-                self.done |= {t.number for t in todo}
-            return []
-        self._outbox.join()  # the writer's trials first: the storage keeps the order they finished in
-        if self._error is not None:
-            raise self._error
         if todo:
             self.shared.add_trials(todo)
             self.done |= {t.number for t in todo}
-            self.announced = True
         return self.pull()
-
-    def close(self) -> None:
-        """Add every finished trial of this worker to the shared study and stop the writer thread."""
-        try:
-            self.flush(every=True)
-        finally:
-            if self._writer is not None:
-                self._outbox.put(None)
-                self._writer.join()
-                self._writer = None
 
 
 def _unseen_neighbour(space: SearchSpace, config: Mapping[str, Any], seen: set[str],
@@ -736,7 +756,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     grid = request.sampler == "grid"
     seed = request.seed if grid else _sampler_seed(request.seed, worker, done)
     sampler = make_sampler(request.sampler, seed, space)
-    mirror = _Mirror(study, sampler, request.run_id, batches=isinstance(storage, optuna.storages.JournalStorage))
+    mirror = _Mirror(study, sampler, request.run_id, storage.file if isinstance(storage, Journal) else None)
     if len(mirror.feasible) >= request.trials or len(mirror.seen) >= space.grid_size:
         return  # enough distinct configurations, or the whole grid is already covered
     hw = _profile(request.hardware)
@@ -762,7 +782,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         mirror.finished(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
-        objective.learn(mirror.after_trial())
+        objective.learn(mirror.flush())
         feasible, seen = len(mirror.feasible), len(mirror.seen)
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
@@ -771,16 +791,18 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         if progress is not None:
             progress(feasible, best[0])
 
-    try:
-        with _stop_after_trial_on_interrupt(escalate) as interrupted:
-            def after_trial(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-                enough(st, trial)  # one callback: Optuna deep-copies the trial for each
-                if interrupted():
-                    st.stop()
+    grouped = storage.file.grouped() if isinstance(storage, Journal) else contextlib.nullcontext()
+    with grouped:
+        try:
+            with _stop_after_trial_on_interrupt(escalate) as interrupted:
+                def after_trial(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+                    enough(st, trial)  # one callback: Optuna deep-copies the trial for each
+                    if interrupted():
+                        st.stop()
 
-            mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=[after_trial], catch=())
-    finally:
-        mirror.close()  # writes every finished trial, also one whose callback an interrupt cut short
+                mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=[after_trial], catch=())
+        finally:
+            mirror.flush(every=True)  # every finished trial, also one whose callback an interrupt cut short
     if interrupted():
         raise KeyboardInterrupt
 

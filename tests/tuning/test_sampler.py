@@ -1,13 +1,14 @@
 """The tuner's TPE (NewPointTPESampler), the kernels' checks before a trial, and the space's inverse mapping."""
 
 import itertools
+import os
 import random
-import threading
 
 import optuna
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from optuna.trial import TrialState
 
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.registry import get_tunable
@@ -132,31 +133,48 @@ def test_a_200_configuration_hgemm_study_spends_trials_only_on_new_feasible_poin
     assert out.trials["finished"] == out.trials["evaluated"] + out.trials["infeasible"] + out.trials["repeats"]
 
 
-def test_a_lone_worker_writes_its_first_trial_at_once_then_at_most_every_flush_period(tmp_path, monkeypatch):
-    monkeypatch.setattr(study_module, "FLUSH_SECONDS", 3600.0)
-    adds = []
-    original = optuna.Study.add_trials
-
-    def recording(self, trials):
-        if isinstance(self._storage, optuna.storages.JournalStorage):
-            adds.append(len(trials))
-        return original(self, trials)
-
-    monkeypatch.setattr(optuna.Study, "add_trials", recording)
+def test_each_trial_reaches_the_journal_as_it_finishes_and_its_fsyncs_are_grouped(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_module, "FSYNC_SECONDS", 3600.0)
+    grouped_fsyncs = []
+    original = study_module.JournalFile._fsync
+    monkeypatch.setattr(study_module.JournalFile, "_fsync", lambda self, fh: (grouped_fsyncs.append(1), original(self, fh)))
     req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 30, exhaustive=False,
                       storage=str(tmp_path / "s.journal"))
-    out = tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
-    # the first trial at once (other workers see this one works), the rest when the run ends: none lost
-    assert adds == [1, out.trials["finished"] - 1] and out.trials["finished"] >= 30
-    stored = optuna.load_study(study_name=out.study_name, storage=study_module.open_storage(req.storage))
-    assert len(stored.trials) == out.trials["finished"]
+    stored = []
+
+    def progress(stage, done, total, best):  # after each trial: what another process reading the journal sees
+        reader = optuna.load_study(study_name=f"hgemm/atlas-300t-a2/{stage}", storage=study_module.open_storage(req.storage))
+        stored.append(len(reader.get_trials(states=(TrialState.COMPLETE, TrialState.PRUNED))))
+
+    out = tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1}, progress=progress)
+    # progress runs once before the first trial, then after every trial: each trial is in the file at once
+    assert stored == list(range(out.trials["finished"] + 1)) and out.trials["finished"] >= 30
+    # one fsync at the first append of the loop and one when it ends (none in between within FSYNC_SECONDS)
+    assert len(grouped_fsyncs) == 2
 
 
-def test_a_worker_that_sees_another_workers_trial_writes_after_every_trial(tmp_path, monkeypatch):
-    monkeypatch.setattr(study_module, "FLUSH_SECONDS", 3600.0)
+def test_journal_appends_outside_a_group_are_fsynced_each_as_optuna_does(tmp_path, monkeypatch):
+    calls = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), fsync(fd))[1])
+    storage = study_module.open_storage(str(tmp_path / "s.journal"))
+    study = optuna.create_study(storage=storage, study_name="x")
+    before = len(calls)
+    study.set_user_attr("a", 1)
+    assert len(calls) == before + 1
+    with storage.file.grouped():
+        for i in range(5):
+            study.set_user_attr(f"b{i}", i)
+        assert len(calls) == before + 2  # the first append of the group only (FSYNC_SECONDS is 1 s)
+    assert len(calls) == before + 3  # and the group's end
+    assert optuna.load_study(study_name="x", storage=study_module.open_storage(str(tmp_path / "s.journal"))).user_attrs == {
+        "a": 1, **{f"b{i}": i for i in range(5)}}
+
+
+def test_a_worker_pulls_another_workers_trial_and_writes_its_own_at_once(tmp_path):
     storage = study_module.open_storage(str(tmp_path / "s.journal"))
     shared = optuna.create_study(storage=storage, study_name="x")
-    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a", batches=True)
+    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a")
     other = optuna.create_study()
     for number in range(3):  # this worker's trials
         trial = mirror.local.ask()
@@ -166,46 +184,29 @@ def test_a_worker_that_sees_another_workers_trial_writes_after_every_trial(tmp_p
         trial.set_user_attr("worker", study_module._WORKER)
         mirror.local.tell(trial, 1.0)
         mirror.finished(mirror.local.get_trials(deepcopy=False)[-1])
-        mirror.after_trial()
+        pulled = mirror.flush()
+        assert len(shared.trials) == number + 1 + (number > 0)  # its own trial at once
+        assert [t.user_attrs["config"] for t in pulled] == ([{"a": 99}] if number == 1 else [])
         if number == 0:
-            assert len(shared.trials) == 1 and not mirror.sharing  # the first at once, alone
             stranger = other.ask()
             stranger.suggest_int("a", 0, 9)
             stranger.set_user_attr("config", {"a": 99})
             stranger.set_user_attr("run", "run-b")
             other.tell(stranger, 2.0)
             shared.add_trials(other.get_trials())  # another worker's trial arrives
-    assert mirror.sharing and len(shared.trials) == 4  # then every trial of this worker is written at once
-    assert {"a": 99} in [t.user_attrs["config"] for t in mirror.local.get_trials()]  # and pulled here
+    assert {"a": 99} in [t.user_attrs["config"] for t in mirror.local.get_trials()]  # and is pulled here
+    assert len(mirror.local.get_trials()) == 4 and mirror.feasible == {'{"a": 0}', '{"a": 1}', '{"a": 2}', '{"a": 99}'}
 
 
-def test_a_lone_workers_writer_thread_adds_every_trial_and_stops(tmp_path, monkeypatch):
-    monkeypatch.setattr(study_module, "FLUSH_SECONDS", 0.0)  # every trial after the first goes to the writer
-    writers = []
+def test_a_storage_error_while_adding_a_trial_reaches_the_caller(tmp_path, monkeypatch):
     original = optuna.Study.add_trials
-
-    def recording(self, trials):
-        if isinstance(self._storage, optuna.storages.JournalStorage):
-            writers.append(threading.current_thread().name)
-        return original(self, trials)
-
-    monkeypatch.setattr(optuna.Study, "add_trials", recording)
-    req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 30, exhaustive=False,
-                      storage=str(tmp_path / "s.journal"))
-    out = tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
-    assert writers[0] == "MainThread" and "storage-writer" in writers  # the first at once, then the writer
-    stored = optuna.load_study(study_name=out.study_name, storage=study_module.open_storage(req.storage))
-    assert len(stored.trials) == out.trials["finished"] >= 30  # none lost
-    assert "storage-writer" not in {t.name for t in threading.enumerate()}  # and the writer has stopped
-
-
-def test_a_storage_error_in_the_writer_thread_reaches_the_caller(tmp_path, monkeypatch):
-    monkeypatch.setattr(study_module, "FLUSH_SECONDS", 0.0)
-    original = optuna.Study.add_trials
+    calls = []
 
     def failing(self, trials):
-        if isinstance(self._storage, optuna.storages.JournalStorage) and threading.current_thread().name != "MainThread":
-            raise OSError("No space left on device")
+        if isinstance(self._storage, optuna.storages.JournalStorage):
+            calls.append(len(trials))
+            if len(calls) > 3:
+                raise OSError("No space left on device")
         return original(self, trials)
 
     monkeypatch.setattr(optuna.Study, "add_trials", failing)
@@ -213,7 +214,8 @@ def test_a_storage_error_in_the_writer_thread_reaches_the_caller(tmp_path, monke
                       storage=str(tmp_path / "s.journal"))
     with pytest.raises(OSError, match="No space left"):
         tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
-    assert "storage-writer" not in {t.name for t in threading.enumerate()}
+    stored = optuna.load_study(study_name="hgemm/atlas-300t-a2/1024x1024x1024", storage=study_module.open_storage(req.storage))
+    assert len(stored.trials) == 3  # the trials added before the error are kept
 
 
 def test_tpe_tunes_around_parameters_with_one_value(tmp_path):
