@@ -770,6 +770,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
                 default=None)]
 
     rng = random.Random(_sampler_seed(request.seed, worker, done))
+    diversified: list[bool] = []  # the samplers were reseeded once another worker's trial arrived
 
     def enough(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if (trial.user_attrs.get("repeat") and not grid
@@ -782,7 +783,14 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         mirror.finished(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
-        objective.learn(mirror.flush())
+        pulled = mirror.flush()
+        objective.learn(pulled)
+        if pulled and not grid and not diversified:
+            # Another worker runs now. With the same seed and the same trials (a command run on each machine,
+            # or started together), both samplers would propose the same points: each draws its own from here.
+            sampler.reseed_rng()
+            rng.seed()
+            diversified.append(True)
         feasible, seen = len(mirror.feasible), len(mirror.seen)
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
