@@ -512,16 +512,16 @@ def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
             "exhaustive_skipped": o.exhaustive_skipped}
 
 
-def _summary(outcomes: list[ProblemOutcome]) -> dict[str, float | None]:
+def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
     speedups = [o.speedup for o in outcomes if o.speedup is not None]
     within = [s <= 1 + _HEURISTIC_WITHIN for s in speedups]
     timed = [o for o in outcomes if o.best and o.heuristic.get("time_s")]
     tuned_s = sum(o.best["time_s"] for o in timed)
     heuristic_s = sum(o.heuristic["time_s"] for o in timed)
     regrets = [o.exhaustive["regret"] for o in outcomes if o.exhaustive and o.exhaustive.get("regret") is not None]
-    return {"problems": float(len(outcomes)),
-            "trials_finished": float(sum(o.trials["finished"] for o in outcomes)),
-            "trials_evaluated": float(sum(o.trials["evaluated"] for o in outcomes)),
+    return {"problems": len(outcomes),
+            "trials_finished": sum(o.trials["finished"] for o in outcomes),
+            "trials_evaluated": sum(o.trials["evaluated"] for o in outcomes),
             "workload_time_tuned_s": tuned_s if timed else None,
             "workload_time_heuristic_s": heuristic_s if timed else None,
             "workload_speedup": heuristic_s / tuned_s if timed and tuned_s > 0 else None,

@@ -260,7 +260,8 @@ class TuningResult(_Model):
     space: dict[str, Any] = Field(description="search space file and its fingerprint")
     interrupted: bool
     problems: list[TunedProblem]
-    summary: dict[str, float | None]
+    summary: dict[str, int | float | None] = Field(description="counts (problems, trials_finished, "
+                                                               "trials_evaluated) as integers, the rest numbers")
     claims: list[dict[str, Any]] = Field(default_factory=list, description="paper claims checked on the way "
                                                                             "(G-6 on the fig6 shapes)")
     host: dict[str, float]

@@ -52,6 +52,9 @@ def test_tune_hgemm_workload_summary_and_claim_g6(tmp_path, cli):
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     assert len(doc["problems"]) == 3 and doc["summary"]["problems"] == 3
+    # counts are written as integers (JSON 3, not 3.0)
+    assert all(type(doc["summary"][name]) is int for name in ("problems", "trials_finished", "trials_evaluated"))
+    assert doc["summary"]["trials_evaluated"] == sum(p["trials"]["evaluated"] for p in doc["problems"])
     speedups = [p["speedup"] for p in doc["problems"]]
     assert doc["summary"]["max_speedup"] == max(speedups)
     assert doc["summary"]["fraction_heuristic_within_5pct"] == sum(s <= 1.05 for s in speedups) / 3
