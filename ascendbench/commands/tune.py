@@ -38,6 +38,7 @@ from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_
 from ascendbench.tuning.study import (
     EMPTY_STORAGE,
     MAX_GRID_POINTS,
+    MAX_IDLE_TRIALS,
     SAMPLERS,
     ProblemOutcome,
     TuneError,
@@ -579,6 +580,13 @@ def _time(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.1f} µs" if seconds < 1e-2 else f"{seconds * 1e3:,.2f} ms"
 
 
+# why a search ended short of --trials (TrialCounts.stopped)
+_STOPPED = {"timeout": "stopped by --timeout (run the same command again to go on)",
+            "idle": f"stopped after {MAX_IDLE_TRIALS} trials in a row found no new feasible configuration (the "
+                    "space may hold fewer feasible ones than --trials)",
+            "grid": "every point of the grid has been seen; the others do not fit"}
+
+
 def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     c = out_console
     kernel, unit = doc["kernel"], doc["unit"]
@@ -599,6 +607,11 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         table.add_row(p["key"], trials, _config_text(kernel, best.get("config")), _time(best.get("time_s")), tp,
                       _config_text(kernel, heur["config"]), _time(heur["time_s"]), rank, speed)
     c.print(whole_keys(table, "problem"))
+    for p in doc["problems"]:
+        t = p["trials"]
+        if t["evaluated"] < t["target"] and t.get("stopped") in _STOPPED:
+            c.print(f"{p['key']}: {t['evaluated']} of {t['target']} configurations: {_STOPPED[t['stopped']]}",
+                    style="yellow", highlight=False)
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")

@@ -109,7 +109,7 @@ class ProblemOutcome:
     problem: dict[str, Any]
     key: str
     study_name: str
-    trials: dict[str, int]
+    trials: dict[str, Any]  # counts (TrialCounts), and "stopped": why the search ended
     best: dict[str, Any] | None
     heuristic: dict[str, Any]
     speedup: float | None
@@ -745,9 +745,10 @@ def _unseen_neighbour(space: SearchSpace, config: Mapping[str, Any], seen: set[s
 
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
               progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
-              storage=None, warm_start: Sequence[Mapping[str, Any]] = ()) -> None:
+              storage=None, warm_start: Sequence[Mapping[str, Any]] = ()) -> str:
     """Run trials until the study holds request.trials distinct feasible configurations (or the grid is
-    covered, the search is idle for MAX_IDLE_TRIALS trials, or the timeout ends), through a _Mirror."""
+    covered, the search is idle for MAX_IDLE_TRIALS trials, or the timeout ends), through a _Mirror. Returns
+    why it stopped: "target", "grid", "idle" or "timeout" (an interrupt raises KeyboardInterrupt)."""
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     done = _finished(study)
@@ -758,7 +759,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     sampler = make_sampler(request.sampler, seed, space)
     mirror = _Mirror(study, sampler, request.run_id, storage.file if isinstance(storage, Journal) else None)
     if len(mirror.feasible) >= request.trials or len(mirror.seen) >= space.grid_size:
-        return  # enough distinct configurations, or the whole grid is already covered
+        return "target" if len(mirror.feasible) >= request.trials else "grid"  # nothing left to do
     hw = _profile(request.hardware)
     if not mirror.seen:  # a new study (workers starting together may each run the start; repeats are free)
         _enqueue_start(mirror.local, space, request.kernel, problem, hw, warm_start)
@@ -771,6 +772,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
     rng = random.Random(_sampler_seed(request.seed, worker, done))
     diversified: list[bool] = []  # the samplers were reseeded once another worker's trial arrived
+    stopped = ["timeout"]  # why the search ended, unless enough() stops it first
 
     def enough(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if (trial.user_attrs.get("repeat") and not grid
@@ -795,6 +797,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
         if feasible >= request.trials or seen >= space.grid_size or idle[0] >= MAX_IDLE_TRIALS:
+            stopped[0] = ("target" if feasible >= request.trials else "grid" if seen >= space.grid_size
+                          else "idle")
             st.stop()
         if progress is not None:
             progress(feasible, best[0])
@@ -813,6 +817,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
             mirror.flush(every=True)  # every finished trial, also one whose callback an interrupt cut short
     if interrupted():
         raise KeyboardInterrupt
+    return stopped[0]
 
 
 @contextlib.contextmanager
@@ -955,14 +960,15 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     study = _open_study(request, space, problem, key, storage)
     if progress:
         progress(key, distinct_counts(study)[0], request.trials, None)
+    stopped = None  # worker processes: summarise tells it from the counts
     if request.jobs <= 1:
-        _optimize(request, space, problem, key, 0,
-                  (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
-                  storage=storage, warm_start=warm_start)
+        stopped = _optimize(request, space, problem, key, 0,
+                            (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
+                            storage=storage, warm_start=warm_start)
     else:
         _run_workers(request, problem, key, study, progress, warm_start)
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
-    return summarise(request, space, problem, key, study, grid_progress)
+    return summarise(request, space, problem, key, study, grid_progress, stopped)
 
 
 def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress,
@@ -1012,10 +1018,13 @@ def _children_ignore_sigint():
 
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
-              study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None) -> ProblemOutcome:
+              study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None,
+              stopped: str | None = None) -> ProblemOutcome:
     """The outcome of a study as stored now: best (never slower than the heuristic), heuristic with its rank
     among the evaluated configurations, trial counts, parameter importance, and where the ground truth is
-    known (or is cheap, see _exhaustive_wanted) the true optimum and ranks."""
+    known (or is cheap, see _exhaustive_wanted) the true optimum and ranks. stopped: why this run's search
+    ended (_optimize's answer); None: told from the counts (worker processes: a search short of its target
+    that has not seen the whole grid ended by --timeout if one was given, else idle)."""
     tunable = get_tunable(request.kernel)
     hw = _profile(request.hardware)
     trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
@@ -1030,6 +1039,10 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
               "target": request.trials}
+    if stopped is None or evaluated >= request.trials:
+        stopped = ("target" if evaluated >= request.trials else "grid" if seen >= space.grid_size
+                   else "timeout" if request.timeout_s else "idle")
+    counts["stopped"] = stopped
     reasons: dict[str, int] = {}
     counted_reasons: set[str] = set()
     for t in finished:

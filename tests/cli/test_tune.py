@@ -281,3 +281,10 @@ def test_tune_plot_refuses_a_missing_journal_and_leaves_nothing(tmp_path, cli):
     bad = cli(["tune", "plot", "r.json", "--storage", "nothere.journal", "--out-dir", "p0"], tmp_path)
     assert bad.exit_code == 2 and "--storage: no journal file 'nothere.journal'" in bad.output
     assert not (tmp_path / "nothere.journal").exists() and not (tmp_path / "p0").exists()
+
+
+def test_a_search_ended_by_timeout_says_so(tmp_path, cli):
+    out = cli(["tune", "hgemm", "--m", "2048", "--n", "2048", "--k", "2048", "--trials", "100000", "--timeout", "0.5",
+               "--no-exhaustive", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert "of 100000 configurations: stopped by --timeout" in " ".join(out.stdout.split())

@@ -10,6 +10,7 @@ import pytest
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.kernels.tunable import Infeasible
+from ascendbench.tuning import study as study_module
 from ascendbench.tuning.space import load_space, space_path
 from ascendbench.tuning.study import (
     TuneError,
@@ -17,6 +18,7 @@ from ascendbench.tuning.study import (
     describe_storage,
     open_storage,
     study_name_for,
+    summarise,
     tune_problem,
 )
 
@@ -319,3 +321,22 @@ def test_grid_workers_share_one_shuffle_of_the_grid_and_cover_it(tmp_path):
             pass
     assert out.trials["evaluated"] == feasible and out.trials["distinct"] == 384
     assert out.trials["failed"] == out.trials["running"] == 0
+
+
+def test_a_search_short_of_its_target_says_why_it_stopped(tmp_path, small_space, monkeypatch):
+    out = tune_problem(request(tmp_path, space_path("hgemm"), trials=3, exhaustive=False), PROBLEM)
+    assert out.trials["evaluated"] == 3 and out.trials["stopped"] == "target"
+    out = tune_problem(request(tmp_path, space_path("hgemm"), trials=10**6, exhaustive=False, timeout_s=0.3,
+                               study_name="t"), PROBLEM)
+    assert out.trials["evaluated"] < 10**6 and out.trials["stopped"] == "timeout"
+    grid = tune_problem(request(tmp_path, small_space, trials=10**6, sampler="grid", study_name="g"), PROBLEM)
+    assert grid.trials["distinct"] == load_space(small_space).grid_size and grid.trials["stopped"] == "grid"
+    # the random sampler meets a tile that does not fit within a few trials: one such trial is "idle" here
+    monkeypatch.setattr(study_module, "MAX_IDLE_TRIALS", 1)
+    idle = tune_problem(request(tmp_path, space_path("hgemm"), trials=10**6, exhaustive=False, sampler="random",
+                                study_name="i"), PROBLEM)
+    assert idle.trials["infeasible"] >= 1 and idle.trials["stopped"] == "idle"
+    # worker processes report nothing back: the counts tell (no --timeout: idle)
+    assert summarise(request(tmp_path, space_path("hgemm"), trials=10**6, exhaustive=False, study_name="i"),
+                     load_space(space_path("hgemm")), PROBLEM, idle.key,
+                     stored(request(tmp_path, space_path("hgemm"), study_name="i"), idle.key)).trials["stopped"] == "idle"
