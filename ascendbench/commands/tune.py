@@ -503,7 +503,7 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
     except KeyError:
         return None
     quick = TuneRequest(**{**request.__dict__, "exhaustive": False})
-    return summarise(quick, space, problem, key, study)
+    return summarise(quick, space, problem, key, study, stopped="interrupted")
 
 
 def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
@@ -582,6 +582,7 @@ def _time(seconds: float | None) -> str:
 
 # why a search ended short of --trials (TrialCounts.stopped)
 _STOPPED = {"timeout": "stopped by --timeout (run the same command again to go on)",
+            "interrupted": "interrupted (run the same command again to go on)",
             "idle": f"stopped after {MAX_IDLE_TRIALS} trials in a row found no new feasible configuration (the "
                     "space may hold fewer feasible ones than --trials)",
             "grid": "every point of the grid has been seen; the others do not fit"}

@@ -180,10 +180,11 @@ class TrialCounts(_Model):
     target: int = Field(description="--trials: distinct feasible configurations the study should hold")
     this_run: int = Field(description="finished trials this command ran (the rest were there already, or ran "
                                       "on other workers sharing the study)")
-    stopped: Literal["target", "grid", "idle", "timeout"] | None = Field(
+    stopped: Literal["target", "grid", "idle", "timeout", "interrupted"] | None = Field(
         None, description="why the search ended: target (it holds --trials), grid (every point seen), idle (200 "
                           "trials in a row found no new feasible configuration: fewer may exist than --trials), "
-                          "timeout (--timeout); absent in results written before it was recorded")
+                          "timeout (--timeout), interrupted (Ctrl-C, SIGTERM); absent in results written "
+                          "before it was recorded")
 
 
 class Configuration(_Model):

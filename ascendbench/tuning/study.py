@@ -1023,7 +1023,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     """The outcome of a study as stored now: best (never slower than the heuristic), heuristic with its rank
     among the evaluated configurations, trial counts, parameter importance, and where the ground truth is
     known (or is cheap, see _exhaustive_wanted) the true optimum and ranks. stopped: why this run's search
-    ended (_optimize's answer); None: told from the counts (worker processes: a search short of its target
+    ended (_optimize's answer, or "interrupted"); None: told from the counts (worker processes: a search short of its target
     that has not seen the whole grid ended by --timeout if one was given, else idle)."""
     tunable = get_tunable(request.kernel)
     hw = _profile(request.hardware)

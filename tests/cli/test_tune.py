@@ -193,6 +193,7 @@ def test_ctrl_c_writes_the_result_so_far_and_says_how_to_resume(tmp_path, sig, c
     doc = TuningResult.model_validate_json((tmp_path / "r.json").read_text())
     kept = _finished(tmp_path)
     assert doc.interrupted and doc.problems[0].trials.evaluated == kept >= 5
+    assert doc.problems[0].trials.stopped == "interrupted"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary or staging file left
 
 
