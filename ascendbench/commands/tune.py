@@ -314,12 +314,11 @@ def plot(
     space = None
     with contextlib.suppress(SpaceError, KeyError):
         space = load_space(doc["space"]["path"])
-    names = {p.optuna_name(n): n for n, p in space.parameters.items()} if space else {}
     written: list[Path] = []
     skipped: list[str] = []
     with Outputs() as outputs:
         for study, key in studies:
-            drawn = plot_study(study, key, names, folder, formats, outputs.write_figure, dpi)
+            drawn = plot_study(study, key, space, folder, formats, outputs.write_figure, dpi)
             if not any("-importance." in p.name for p in drawn):
                 skipped.append(key)
             written += drawn

@@ -16,6 +16,7 @@ from typing import Any
 import optuna
 
 from ascendbench.plotting import DEFAULT_DPI, FORMATS, save_formats
+from ascendbench.tuning.space import SearchSpace
 
 __all__ = ["FORMATS", "plot_study", "plot_workload"]
 
@@ -24,12 +25,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_")
 
 
-def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Path, formats: Sequence[str],
+def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder: Path, formats: Sequence[str],
                write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
     """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
-    `names` maps Optuna's parameter names to the space's (log2_k0 -> k0: the plots show what Optuna saw,
-    the axis titles say so); `dpi` is the resolution of PNGs. Returns the paths written; importance and
-    parallel coordinates are left out with fewer than 10 feasible trials."""
+    `space`: the study's search space, whose own values the parallel coordinates show (tile sizes, not the
+    indices and base-2 exponents Optuna searched) and whose names label the importance (k0 (log2_k0)); None
+    (its file is gone): Optuna's parameters as they are. `dpi` is the resolution of PNGs. Returns the paths
+    written; importance and parallel coordinates are left out with fewer than 10 feasible trials."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -38,6 +40,7 @@ def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Pat
 
     complete = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
                 if not t.user_attrs.get("repeat")]
+    names = {p.optuna_name(n): n for n, p in space.parameters.items()} if space else {}
     stem = folder / _slug(key)
     written: list[Path] = []
     with warnings.catch_warnings():  # Optuna's matplotlib plots are marked experimental
@@ -56,11 +59,30 @@ def plot_study(study: optuna.Study, key: str, names: dict[str, str], folder: Pat
             ax.set_yticklabels([_label(t.get_text(), names) for t in ax.get_yticklabels()])
             written += save_formats(ax.figure, stem.with_name(stem.name + "-importance"), formats, write, dpi)
             plt.close(ax.figure)
-            ax = ov.plot_parallel_coordinate(study, target_name="simulated time (s)")
-            ax.set_title(f"{key}: feasible trials (tile sizes as Optuna searched them)", y=1.03)
+            shown = _in_space_values(complete, space) if space else study
+            ax = ov.plot_parallel_coordinate(shown, target_name="simulated time (s)")
+            ax.set_title(f"{key}: feasible configurations" if space else
+                         f"{key}: feasible trials (tile sizes as Optuna searched them)", y=1.03)
             written += save_formats(ax.figure, stem.with_name(stem.name + "-parallel"), formats, write, dpi)
             plt.close(ax.figure)
     return written
+
+
+def _in_space_values(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace) -> optuna.Study:
+    """An in-memory study of `trials` whose parameters are their configurations (user attribute "config") in
+    the space's own values: an int range as integers, the others (tile sizes, powers of 2, categoricals,
+    bools) as their grid values, one tick each in the grid's order (powers of 2 evenly spaced: a log axis)."""
+    distributions: dict[str, optuna.distributions.BaseDistribution] = {}
+    for name, p in space.parameters.items():
+        if p.type == "int":
+            distributions[name] = optuna.distributions.IntDistribution(p.low, p.high, step=p.step)
+        else:
+            distributions[name] = optuna.distributions.CategoricalDistribution(p.values())
+    shown = optuna.create_study(direction="minimize")
+    shown.add_trials([optuna.trial.create_trial(params={n: t.user_attrs["config"][n] for n in distributions},
+                                                distributions=distributions, value=t.value)
+                      for t in trials if distributions.keys() <= t.user_attrs.get("config", {}).keys()])
+    return shown
 
 
 def _label(optuna_name: str, names: dict[str, str]) -> str:

@@ -340,3 +340,17 @@ def test_a_search_short_of_its_target_says_why_it_stopped(tmp_path, small_space,
     assert summarise(request(tmp_path, space_path("hgemm"), trials=10**6, exhaustive=False, study_name="i"),
                      load_space(space_path("hgemm")), PROBLEM, idle.key,
                      stored(request(tmp_path, space_path("hgemm"), study_name="i"), idle.key)).trials["stopped"] == "idle"
+
+
+def test_parallel_coordinates_show_the_spaces_own_values(tmp_path):
+    from ascendbench.tuning.plots import _in_space_values
+
+    req = request(tmp_path, space_path("hgemm"), trials=12, exhaustive=False)
+    out = tune_problem(req, PROBLEM)
+    study = stored(req, out.key)
+    feasible = [t for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)) if not t.user_attrs.get("repeat")]
+    shown = _in_space_values(feasible, load_space(space_path("hgemm")))
+    # tile sizes and SplitK as the kernel takes them, not Optuna's m0_index or log2_k0
+    assert [t.params for t in shown.trials] == [t.user_attrs["config"] for t in feasible]
+    assert [t.value for t in shown.trials] == [t.value for t in feasible]
+    assert all(t.params["k0"] in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) for t in shown.trials)
