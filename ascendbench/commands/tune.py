@@ -270,10 +270,11 @@ def plot(
     storage: StorageOption = None,
 ) -> None:
     """Draw what a tuning run found: per problem the best-so-far history, the parameters' importance and
-    parallel coordinates of its study; for several problems, tuned against heuristic time per problem."""
+    parallel coordinates of its study (the fastest seed's), and with several seeds each seed's best so far;
+    for several problems, tuned against heuristic time per problem."""
     from ascendbench.plotting import check_dpi, check_formats
     from ascendbench.store.schema import TuningResult
-    from ascendbench.tuning.plots import plot_study, plot_workload
+    from ascendbench.tuning.plots import plot_seeds, plot_study, plot_workload
 
     if storage is not None and not storage.strip():
         fail(EMPTY_STORAGE)
@@ -300,12 +301,18 @@ def plot(
         opened = open_storage(target)
     except TuneError as exc:
         fail(str(exc))
-    studies = []
-    for problem in doc["problems"]:
+    def load(name: str) -> optuna.Study:
         try:
-            studies.append((optuna.load_study(study_name=problem["study_name"], storage=opened), problem["key"]))
+            return optuna.load_study(study_name=name, storage=opened)
         except KeyError:
-            fail(f"--storage: {describe_storage(target)} holds no study {problem['study_name']!r}")
+            fail(f"--storage: {describe_storage(target)} holds no study {name!r}")
+
+    studies, seeds = [], []
+    for problem in doc["problems"]:
+        studies.append((load(problem["study_name"]), problem["key"]))
+        runs = (problem.get("seeds") or {}).get("runs") or []
+        if len(runs) > 1:
+            seeds.append(([(r["seed"], load(r["study_name"])) for r in runs], problem["key"]))
     folder = out_dir or Path("results") / "tuning" / "plots" / result.stem
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -322,6 +329,8 @@ def plot(
             if not any("-importance." in p.name for p in drawn):
                 skipped.append(key)
             written += drawn
+        for runs, key in seeds:
+            written += plot_seeds(runs, key, folder, formats, outputs.write_figure, dpi)
         if len(doc["problems"]) > 1:
             written += plot_workload(doc, folder, formats, outputs.write_figure, dpi)
     for path in written:

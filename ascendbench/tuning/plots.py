@@ -1,7 +1,7 @@
 """Figures of tuning studies: what a search found and what mattered, drawn with Optuna's matplotlib plots.
 
 Per problem (one study): the best-so-far history, the parameters' importance (PED-ANOVA, as the report gives
-it) and parallel coordinates of the feasible trials. Per tuning result with several problems: tuned against
+it) and parallel coordinates of the feasible trials; searched with several seeds, each seed's best so far. Per tuning result with several problems: tuned against
 heuristic time per problem (and the true optimum where the ground truth is known).
 """
 
@@ -18,7 +18,7 @@ import optuna
 from ascendbench.plotting import DEFAULT_DPI, FORMATS, save_formats
 from ascendbench.tuning.space import SearchSpace
 
-__all__ = ["FORMATS", "plot_study", "plot_workload"]
+__all__ = ["FORMATS", "plot_seeds", "plot_study", "plot_workload"]
 
 
 def _slug(text: str) -> str:
@@ -65,6 +65,34 @@ def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder:
                          f"{key}: feasible trials (tile sizes as Optuna searched them)", y=1.03)
             written += save_formats(ax.figure, stem.with_name(stem.name + "-parallel"), formats, write, dpi)
             plt.close(ax.figure)
+    return written
+
+
+def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, folder: Path, formats: Sequence[str],
+               write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
+    """The best-so-far history of each seed's study of one problem (`studies`: (seed, study) pairs) on one
+    axis, as <folder>/<key>-seeds.<format>: how far apart independent searches end, and how soon."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for seed, study in studies:
+        best, xs, ys = None, [], []
+        for t in sorted(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)),
+                        key=lambda t: t.number):
+            best = t.value if best is None else min(best, t.value)
+            xs.append(t.number)
+            ys.append(best * 1e6)
+        ax.step(xs, ys, where="post", label=f"seed {seed}" if seed is not None else study.study_name)
+    ax.set_xlabel("trial")
+    ax.set_ylabel("best simulated time so far (µs)")
+    ax.set_title(f"{key}: best so far, {len(studies)} seeds")
+    ax.legend()
+    fig.tight_layout()
+    written = save_formats(fig, folder / f"{_slug(key)}-seeds", formats, write, dpi)
+    plt.close(fig)
     return written
 
 

@@ -244,6 +244,7 @@ def test_tune_plot_draws_history_importance_parallel_and_workload(tmp_path, cli)
     for kind in ("history", "importance", "parallel"):
         assert sum(n.endswith(f"-{kind}.png") for n in names) == 3 == sum(n.endswith(f"-{kind}.svg") for n in names)
     assert "workload.png" in names and "workload.svg" in names
+    assert not [n for n in names if "-seeds." in n]  # one seed: no figure of seeds
     assert (tmp_path / "figs" / "workload.svg").read_text().lstrip().startswith("<?xml")
     assert not [n for n in names if n.startswith(".")]  # no staging file left
     png = (tmp_path / "figs" / "workload.png").read_bytes()
@@ -274,6 +275,16 @@ def test_several_seeds_report_their_spread(tmp_path, cli):
     assert "spread over seeds for 1024x256x512: 3 seeds" in text.output
     bad = cli(["tune", "hgemm", *SHAPE, "--seeds", "0"], tmp_path)
     assert bad.exit_code == 2 and "--seeds: must be from 1 to 100, got 0" in bad.output
+
+
+def test_tune_plot_draws_each_seeds_best_so_far(tmp_path, cli):
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "6", "--seeds", "2", "--no-exhaustive", "--out", "r.json"],
+              tmp_path)
+    assert out.exit_code == 0, out.output
+    drawn = cli(["tune", "plot", "r.json", "--out-dir", "figs", "--format", "png"], tmp_path)
+    assert drawn.exit_code == 0, drawn.output
+    assert (tmp_path / "figs" / "1024x256x512-seeds.png").read_bytes().startswith(b"\x89PNG")
+    assert "wrote figs/1024x256x512-seeds.png" in drawn.output
 
 
 def test_tune_plot_refuses_a_missing_journal_and_leaves_nothing(tmp_path, cli):
