@@ -214,15 +214,21 @@ class JournalFile(optuna.storages.journal.JournalFileBackend):
         os.fsync(fh.fileno())
         self._unsynced, self._synced_at = False, time.monotonic()
 
+    def _size(self) -> int:
+        # opened, not just stat'ed: on NFS an open revalidates the file's attributes (close-to-open), where a
+        # stat may answer from a cache seconds old, as Optuna's reads open the file each time
+        with open(self._path, "rb") as fh:
+            return os.fstat(fh.fileno()).st_size
+
     def mark(self) -> tuple[int, int]:
         """The file's size and this process's grouped appends so far, for others_appended."""
-        return os.stat(self._path).st_size, self._own_bytes
+        return self._size(), self._own_bytes
 
     def others_appended(self, mark: tuple[int, int]) -> bool:
         """Whether the file grew since `mark` by more than this process's grouped appends (another process
         wrote to it; an ungrouped append of this process also counts, which only costs a needless read)."""
         size, own = mark
-        return os.stat(self._path).st_size - size != self._own_bytes - own
+        return self._size() - size != self._own_bytes - own
 
     @contextlib.contextmanager
     def grouped(self):
@@ -663,6 +669,7 @@ class _Mirror:
         self.feasible: set[str] = set()
         self.seen: set[str] = set()
         self.pending: list[optuna.trial.FrozenTrial] = []  # this worker's trials finished since the last flush
+        self.failed = False  # adding a trial to the storage failed: add nothing more
         self.pull()
 
     def note(self, trial: optuna.trial.FrozenTrial) -> None:
@@ -684,7 +691,8 @@ class _Mirror:
         # and attributes in one transaction: another worker's trial committed after a higher id was read would
         # never be seen; adding each trial as it finishes (no bursts) keeps that rare.
         arrived = [t for t in trials[self.scanned:] if t.number not in self.looked_at]
-        self.looked_at.update(t.number for t in arrived)
+        # a trial still running (a plain Optuna process writes one RUNNING, then finishes it) is looked at again
+        self.looked_at.update(t.number for t in arrived if t.state in _FINISHED or t.state == TrialState.FAIL)
         while (self.scanned < len(trials) and trials[self.scanned].number == self.scanned
                and self.scanned in self.looked_at):
             self.looked_at.discard(self.scanned)
@@ -711,12 +719,20 @@ class _Mirror:
         """Add this worker's trials finished since the last flush (every=True: all its finished trials, also
         those no callback reported, as when a run stops) to the shared study and pull; returns the pulled
         trials."""
+        if self.failed:
+            return []  # after a storage error, adding again could store a trial twice (see below)
         trials = self.local.get_trials(deepcopy=False, states=_FINISHED) if every else self.pending
         todo = [t for t in trials if t.state in _FINISHED and t.number not in self.done]
         self.pending = []
-        if todo:
-            self.shared.add_trials(todo)
-            self.done |= {t.number for t in todo}
+        try:
+            for t in todo:
+                self.shared.add_trial(t)
+                self.done.add(t.number)
+        except BaseException:
+            # The trial's record may be in the storage (a journal append whose fsync failed) or half of it (a
+            # full disk): the error goes to the caller, and nothing more is added by this worker.
+            self.failed = True
+            raise
         return self.pull()
 
 

@@ -200,23 +200,59 @@ def test_a_worker_pulls_another_workers_trial_and_writes_its_own_at_once(tmp_pat
 
 
 def test_a_storage_error_while_adding_a_trial_reaches_the_caller(tmp_path, monkeypatch):
-    original = optuna.Study.add_trials
+    original = optuna.Study.add_trial
     calls = []
 
-    def failing(self, trials):
+    def failing(self, trial):
         if isinstance(self._storage, optuna.storages.JournalStorage):
-            calls.append(len(trials))
+            calls.append(trial.number)
             if len(calls) > 3:
                 raise OSError("No space left on device")
-        return original(self, trials)
+        return original(self, trial)
 
-    monkeypatch.setattr(optuna.Study, "add_trials", failing)
+    monkeypatch.setattr(optuna.Study, "add_trial", failing)
     req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 20, exhaustive=False,
                       storage=str(tmp_path / "s.journal"))
     with pytest.raises(OSError, match="No space left"):
         tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
     stored = optuna.load_study(study_name="hgemm/atlas-300t-a2/1024x1024x1024", storage=study_module.open_storage(req.storage))
-    assert len(stored.trials) == 3  # the trials added before the error are kept
+    assert len(stored.trials) == 3 and len(calls) == 4  # the trials added before the error are kept, none retried
+
+
+def test_a_failed_fsync_does_not_store_a_trial_twice(tmp_path, monkeypatch):
+    """The append is in the file when its fsync fails: the worker must not add the trial again as it stops."""
+    monkeypatch.setattr(study_module, "FSYNC_SECONDS", 0.0)  # every append fsync'd
+    synced = []
+    original = study_module.JournalFile._fsync
+
+    def failing(self, fh):
+        synced.append(1)
+        if len(synced) == 6:
+            raise OSError(5, "Input/output error")
+        original(self, fh)
+
+    monkeypatch.setattr(study_module.JournalFile, "_fsync", failing)
+    req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 20, exhaustive=False,
+                      storage=str(tmp_path / "s.journal"))
+    with pytest.raises(OSError, match="Input/output error"):
+        tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
+    stored = optuna.load_study(study_name="hgemm/atlas-300t-a2/1024x1024x1024", storage=study_module.open_storage(req.storage))
+    keys = [(t.user_attrs["config"], t.datetime_complete) for t in stored.trials]
+    assert len(stored.trials) == 6 and all(keys.count(k) == 1 for k in keys)
+
+
+def test_a_trial_another_process_finishes_after_it_was_seen_running_is_pulled(tmp_path):
+    storage = study_module.open_storage(str(tmp_path / "s.journal"))
+    shared = optuna.create_study(storage=storage, study_name="x")
+    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a", storage.file)
+    plain = optuna.load_study(study_name="x", storage=study_module.open_storage(str(tmp_path / "s.journal")))
+    running = plain.ask()  # a plain Optuna process: its trial is RUNNING first
+    running.suggest_int("a", 0, 9)
+    running.set_user_attr("config", {"a": 7})
+    assert mirror.pull() == []
+    plain.tell(running, 3.0)
+    assert [t.user_attrs["config"] for t in mirror.pull()] == [{"a": 7}]
+    assert mirror.feasible == {'{"a": 7}'}
 
 
 def test_tpe_tunes_around_parameters_with_one_value(tmp_path):
