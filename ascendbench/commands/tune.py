@@ -43,6 +43,7 @@ from ascendbench.tuning.study import (
     ProblemOutcome,
     TuneError,
     TuneRequest,
+    WorkerError,
     combine_seeds,
     describe_storage,
     make_sampler,
@@ -457,6 +458,11 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
                     replicas.append(tune_problem(req, problem, report, opened, warm_start=warm))
             except TuneError as exc:
                 fail(str(exc))
+            except (WorkerError, OSError) as exc:  # a killed worker, a full disk, a storage gone read-only
+                what = str(exc) if isinstance(exc, WorkerError) else f"the storage or a result file failed: {exc}"
+                err_console.print(f"tune: {what}; the finished trials are kept in {describe_storage(storage)}; "
+                                  f"resume with: {shlex.join(command_line())}", highlight=False, soft_wrap=True)
+                raise typer.Exit(1) from None
             except KeyboardInterrupt:
                 interrupted = True
                 req = request if seeds == 1 else dataclasses.replace(request, seed=seed + len(replicas),
@@ -593,7 +599,7 @@ _STOPPED = {"timeout": "stopped by --timeout (run the same command again to go o
             "interrupted": "interrupted (run the same command again to go on)",
             "idle": f"stopped after {MAX_IDLE_TRIALS} trials in a row found no new feasible configuration (the "
                     "space may hold fewer feasible ones than --trials)",
-            "grid": "every point of the grid has been seen; the others do not fit"}
+            "grid": "every point of the grid has been seen ({distinct} points, {infeasible} of them do not fit)"}
 
 
 def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
@@ -618,9 +624,14 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     c.print(whole_keys(table, "problem"))
     for p in doc["problems"]:
         t = p["trials"]
-        if t["evaluated"] < t["target"] and t.get("stopped") in _STOPPED:
-            c.print(f"{p['key']}: {t['evaluated']} of {t['target']} configurations: {_STOPPED[t['stopped']]}",
-                    style="yellow", highlight=False)
+        runs = (p.get("seeds") or {}).get("runs") or [{"seed": None, **t}]  # with --seeds: each seed's search
+        for r in runs:
+            if r["evaluated"] < t["target"] and r.get("stopped") in _STOPPED:
+                who = p["key"] if r["seed"] is None else f"{p['key']} seed {r['seed']}"
+                reason = _STOPPED[r["stopped"]].format(distinct=r.get("distinct", t["distinct"]),
+                                                       infeasible=r.get("infeasible", t["infeasible"]))
+                c.print(f"{who}: {r['evaluated']} of {t['target']} configurations: {reason}", style="yellow",
+                        highlight=False)
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")

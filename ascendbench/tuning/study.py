@@ -60,6 +60,7 @@ __all__ = [
     "ProblemOutcome",
     "TuneError",
     "TuneRequest",
+    "WorkerError",
     "combine_seeds",
     "describe_storage",
     "open_storage",
@@ -76,6 +77,10 @@ _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 _RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+class WorkerError(RuntimeError):
+    """A --jobs worker process failed (killed, or an error it met); the trials it finished are in the study."""
 
 
 class TuneError(ValueError):
@@ -863,10 +868,11 @@ def _stop_after_trial_on_interrupt(escalate: bool = True):
 
 
 def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key: str, worker: int,
-            parent: int, warm_start: Sequence[Mapping[str, Any]] = ()) -> None:
+            parent: int, warm_start: Sequence[Mapping[str, Any]] = (), stops=None) -> None:
     """A worker process of --jobs. It starts with SIGINT ignored (the parent arranges it, so that a Ctrl-C
     during start-up prints no traceback); an interrupt then finishes the trial in flight and ends it quietly
-    (the parent reports), and so does the parent's death (SIGKILL of the command leaves no orphans)."""
+    (the parent reports), and so does the parent's death (SIGKILL of the command leaves no orphans). It puts
+    why its search ended (_optimize's answer) on `stops`, a queue the parent reads."""
 
     def watch_parent() -> None:
         while os.getppid() == parent:
@@ -877,9 +883,12 @@ def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key
 
     threading.Thread(target=watch_parent, daemon=True).start()
     try:
-        _optimize(request, load_space(space_path), problem, key, worker, escalate=False, warm_start=warm_start)
+        stopped = _optimize(request, load_space(space_path), problem, key, worker, escalate=False,
+                            warm_start=warm_start)
     except KeyboardInterrupt:
-        pass
+        stopped = "interrupted"
+    if stops is not None:
+        stops.put(stopped)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -976,24 +985,26 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     study = _open_study(request, space, problem, key, storage)
     if progress:
         progress(key, distinct_counts(study)[0], request.trials, None)
-    stopped = None  # worker processes: summarise tells it from the counts
     if request.jobs <= 1:
         stopped = _optimize(request, space, problem, key, 0,
                             (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
                             storage=storage, warm_start=warm_start)
     else:
-        _run_workers(request, problem, key, study, progress, warm_start)
+        stopped = _run_workers(request, problem, key, study, progress, warm_start)
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
     return summarise(request, space, problem, key, study, grid_progress, stopped)
 
 
 def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress,
-                 warm_start: Sequence[Mapping[str, Any]] = ()) -> None:
+                 warm_start: Sequence[Mapping[str, Any]] = ()) -> str | None:
     """request.jobs worker processes on one study. On Ctrl-C or SIGTERM of this process the workers are sent
-    SIGINT (each finishes its trial in flight and adds its finished trials to the study) and joined."""
+    SIGINT (each finishes its trial in flight and adds its finished trials to the study) and joined. Returns
+    why the search ended: "timeout" if a worker's --timeout ended it, else "grid" or "idle" as a worker saw it
+    (None: none said). Raises WorkerError when a worker process failed."""
     ctx = multiprocessing.get_context("spawn")
+    stops = ctx.SimpleQueue()
     workers = [ctx.Process(target=_worker, args=(request, request.space_path, problem, key, w, os.getpid(),
-                                                 [dict(c) for c in warm_start]),
+                                                 [dict(c) for c in warm_start], stops),
                            daemon=True) for w in range(request.jobs)]
     with _children_ignore_sigint():
         for proc in workers:
@@ -1015,8 +1026,12 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
         raise
     failed = [proc.exitcode for proc in workers if proc.exitcode != 0]
     if failed:
-        raise RuntimeError(f"{len(failed)} of {len(workers)} tuning worker processes failed (exit codes {failed}); "
-                           "their finished trials are kept in the study")
+        raise WorkerError(f"{len(failed)} of {len(workers)} tuning worker processes failed (exit codes {failed}); "
+                          "their finished trials are kept in the study")
+    said = set()
+    while not stops.empty():
+        said.add(stops.get())
+    return next((reason for reason in ("timeout", "grid", "idle") if reason in said), None)
 
 
 @contextlib.contextmanager
@@ -1039,8 +1054,8 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     """The outcome of a study as stored now: best (never slower than the heuristic), heuristic with its rank
     among the evaluated configurations, trial counts, parameter importance, and where the ground truth is
     known (or is cheap, see _exhaustive_wanted) the true optimum and ranks. stopped: why this run's search
-    ended (_optimize's answer, or "interrupted"); None: told from the counts (worker processes: a search short of its target
-    that has not seen the whole grid ended by --timeout if one was given, else idle)."""
+    ended (_optimize's or the workers' answer, or "interrupted"); None (no search ran, or no worker said):
+    told from the counts, target or grid, else idle."""
     tunable = get_tunable(request.kernel)
     hw = _profile(request.hardware)
     trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
@@ -1056,8 +1071,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
               "target": request.trials}
     if stopped is None or evaluated >= request.trials:
-        stopped = ("target" if evaluated >= request.trials else "grid" if seen >= space.grid_size
-                   else "timeout" if request.timeout_s else "idle")
+        stopped = "target" if evaluated >= request.trials else "grid" if seen >= space.grid_size else "idle"
     counts["stopped"] = stopped
     reasons: dict[str, int] = {}
     counted_reasons: set[str] = set()
@@ -1116,14 +1130,16 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 def combine_seeds(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
     """One problem searched with several seeds: the outcome of the seed whose best is fastest, with `seeds`:
     per seed its best time, speed-up over the heuristic, regret and distinct configurations to within 1% of
-    the optimum (where the ground truth is known), and their spread (min, median, max)."""
+    the optimum (where the ground truth is known), configurations evaluated and why its search ended, and
+    their spread (min, median, max)."""
     rows = []
     for o in outcomes:
         ex = o.exhaustive or {}
         rows.append({"seed": _seed_of(o.study_name), "study_name": o.study_name,
                      "best_time_s": o.best["time_s"] if o.best else None, "speedup": o.speedup,
                      "regret": ex.get("regret"), "trials_to_1pct": ex.get("trials_to_1pct"),
-                     "evaluated": o.trials["evaluated"]})
+                     "evaluated": o.trials["evaluated"], "distinct": o.trials["distinct"],
+                     "infeasible": o.trials["infeasible"], "stopped": o.trials.get("stopped")})
 
     def spread(name: str) -> dict[str, float] | None:
         values = [r[name] for r in rows if r[name] is not None]

@@ -300,3 +300,40 @@ def test_a_search_ended_by_timeout_says_so(tmp_path, cli):
                "--no-exhaustive", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     assert "of 100000 configurations: stopped by --timeout" in " ".join(out.stdout.split())
+    # with --seeds, each seed's search that ended short says so (the table shows the fastest seed only)
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "100000", "--timeout", "0.3", "--seeds", "2", "--no-exhaustive",
+               "--no-save", "--study-name", "s"], tmp_path)
+    text = " ".join(out.stdout.split())
+    assert "1024x256x512 seed 0: " in text and "1024x256x512 seed 1: " in text
+    assert text.count("of 100000 configurations: stopped by --timeout") == 2
+    # worker processes say why they stopped
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "100000", "--timeout", "1", "--jobs", "2", "--no-exhaustive",
+               "--no-save", "--json", "--study-name", "j"], tmp_path)
+    assert json.loads(out.stdout)["problems"][0]["trials"]["stopped"] == "timeout"
+
+
+def test_a_search_that_saw_the_whole_grid_says_how_much_of_it_fits(tmp_path, cli):
+    space = tmp_path / "tiny.toml"
+    space.write_text('kernel = "scan"\n[parameters.algorithm]\ntype = "categorical"\nchoices = ["mcscan"]\n'
+                     'default = "mcscan"\n[parameters.s]\ntype = "categorical"\nchoices = [64, 128]\ndefault = 128\n'
+                     '[parameters.blocks]\ntype = "int"\nlow = 10\nhigh = 20\nstep = 10\ndefault = 20\n'
+                     '[parameters.chunk]\ntype = "categorical"\nchoices = ["off"]\ndefault = "off"\n')
+    out = cli(["tune", "scan", "--n", "1e6", "--space", str(space), "--trials", "50", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert "4 of 50 configurations: every point of the grid has been seen (4 points, 0 of them do not fit)" in (
+        " ".join(out.stdout.split()))
+
+
+def test_a_storage_failure_during_tuning_is_one_line_and_keeps_the_trials(tmp_path, cli, monkeypatch):
+    from ascendbench.commands import tune as tune_command
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tune_command, "tune_problem", full)
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "5", "--no-exhaustive"], tmp_path)
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    line = " ".join(out.output.split())
+    assert line.startswith("tune: the storage or a result file failed: [Errno 28] No space left on device; the "
+                           "finished trials are kept in results/tuning/studies.journal; resume with:")
+    assert not list(tmp_path.glob("results/tuning/hgemm/*.json"))
