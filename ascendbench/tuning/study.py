@@ -157,12 +157,10 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         path = Path(target)
         _check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # A writer killed while holding the file lock leaves it behind; others break it after the grace period
-        # (a write holds the lock for milliseconds, so 10 s is safe and keeps a resumed run from waiting long).
-        # The path must be absolute: the lock is a symlink to the journal, and a relative target would dangle,
-        # so a stale lock could never be broken.
+        # A stale lock is broken after LOCK_GRACE_SECONDS. The path must be absolute: the lock is a symlink to
+        # the journal, and a relative target would dangle, so a stale lock could never be broken.
         path = path.resolve()
-        lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=10)
+        lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=LOCK_GRACE_SECONDS)
         return Journal(JournalFile(str(path), lock))
     except TuneError:
         raise
@@ -173,6 +171,11 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
 
+
+# A writer killed while holding the journal's file lock leaves it behind; others break it after this long (an
+# append holds the lock for milliseconds, so 10 s is safe and keeps a resumed run from waiting long; Optuna
+# warns below 3 s).
+LOCK_GRACE_SECONDS = 10
 
 # A worker's journal appends are fsync'd at most this often (and when its loop ends): an fsync'd append per trial
 # (0.5-2.5 ms here) was a fifth of a 500-trial HGEMM loop; a killed process loses nothing written before it died.

@@ -247,6 +247,7 @@ def test_a_lock_left_by_a_killed_writer_is_broken(tmp_path, monkeypatch):
     # A writer killed with SIGKILL while holding the journal's lock leaves the lock symlink behind; the next
     # run must break it after the grace period instead of waiting forever (relative paths used to dangle).
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(study_module, "LOCK_GRACE_SECONDS", 3)  # 10 in use
     req = request(tmp_path, space_path("hgemm"), trials=2, exhaustive=False, storage="results/s.journal")
     tune_problem(req, PROBLEM)
     lock = tmp_path / "results" / "s.journal.lock"
