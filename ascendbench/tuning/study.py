@@ -700,7 +700,7 @@ class _Mirror:
         # never be seen; adding each trial as it finishes (no bursts) keeps that rare.
         arrived = [t for t in trials[self.scanned:] if t.number not in self.looked_at]
         # a trial still running (a plain Optuna process writes one RUNNING, then finishes it) is looked at again
-        self.looked_at.update(t.number for t in arrived if t.state in _FINISHED or t.state == TrialState.FAIL)
+        self.looked_at.update(t.number for t in arrived if t.state.is_finished())
         while (self.scanned < len(trials) and trials[self.scanned].number == self.scanned
                and self.scanned in self.looked_at):
             self.looked_at.discard(self.scanned)
@@ -767,6 +767,12 @@ def _unseen_neighbour(space: SearchSpace, config: Mapping[str, Any], seen: set[s
     return None
 
 
+def _reached(feasible: int, seen: int, trials: int, space: SearchSpace) -> str | None:
+    """Why a study with `feasible` distinct feasible and `seen` distinct configurations needs no more trials:
+    "target" (it holds --trials), "grid" (every point seen); None: it does."""
+    return "target" if feasible >= trials else "grid" if seen >= space.grid_size else None
+
+
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
               progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
               storage=None, warm_start: Sequence[Mapping[str, Any]] = ()) -> str:
@@ -782,8 +788,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     seed = request.seed if grid else _sampler_seed(request.seed, worker, done)
     sampler = make_sampler(request.sampler, seed, space)
     mirror = _Mirror(study, sampler, request.run_id, storage.file if isinstance(storage, Journal) else None)
-    if len(mirror.feasible) >= request.trials or len(mirror.seen) >= space.grid_size:
-        return "target" if len(mirror.feasible) >= request.trials else "grid"  # nothing left to do
+    if reached := _reached(len(mirror.feasible), len(mirror.seen), request.trials, space):
+        return reached  # nothing left to do
     hw = _profile(request.hardware)
     if not mirror.seen:  # a new study (workers starting together may each run the start; repeats are free)
         _enqueue_start(mirror.local, space, request.kernel, problem, hw, warm_start)
@@ -820,9 +826,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         feasible, seen = len(mirror.feasible), len(mirror.seen)
         # idle: trials in a row that found no new feasible configuration (repeats, or new points that do not fit)
         idle[:] = [0, feasible] if feasible > idle[1] else [idle[0] + 1, feasible]
-        if feasible >= request.trials or seen >= space.grid_size or idle[0] >= MAX_IDLE_TRIALS:
-            stopped[0] = ("target" if feasible >= request.trials else "grid" if seen >= space.grid_size
-                          else "idle")
+        if (reached := _reached(feasible, seen, request.trials, space)) or idle[0] >= MAX_IDLE_TRIALS:
+            stopped[0] = reached or "idle"
             st.stop()
         if progress is not None:
             progress(feasible, best[0])
@@ -1074,7 +1079,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
               "target": request.trials}
     if stopped is None or evaluated >= request.trials:
-        stopped = "target" if evaluated >= request.trials else "grid" if seen >= space.grid_size else "idle"
+        stopped = _reached(evaluated, seen, request.trials, space) or "idle"
     counts["stopped"] = stopped
     reasons: dict[str, int] = {}
     counted_reasons: set[str] = set()

@@ -199,6 +199,17 @@ def test_a_worker_pulls_another_workers_trial_and_writes_its_own_at_once(tmp_pat
     assert len(mirror.local.get_trials()) == 4 and mirror.feasible == {'{"a": 0}', '{"a": 1}', '{"a": 2}', '{"a": 99}'}
 
 
+def _stored_after_a_storage_error(tmp_path, message):
+    """Tune 1024^3 (20 configurations) on a journal until the storage error the test arranged, which must reach
+    the caller; the study as stored."""
+    req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 20, exhaustive=False,
+                      storage=str(tmp_path / "s.journal"))
+    with pytest.raises(OSError, match=message):
+        tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
+    return optuna.load_study(study_name="hgemm/atlas-300t-a2/1024x1024x1024",
+                             storage=study_module.open_storage(req.storage))
+
+
 def test_a_storage_error_while_adding_a_trial_reaches_the_caller(tmp_path, monkeypatch):
     original = optuna.Study.add_trial
     calls = []
@@ -211,11 +222,7 @@ def test_a_storage_error_while_adding_a_trial_reaches_the_caller(tmp_path, monke
         return original(self, trial)
 
     monkeypatch.setattr(optuna.Study, "add_trial", failing)
-    req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 20, exhaustive=False,
-                      storage=str(tmp_path / "s.journal"))
-    with pytest.raises(OSError, match="No space left"):
-        tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
-    stored = optuna.load_study(study_name="hgemm/atlas-300t-a2/1024x1024x1024", storage=study_module.open_storage(req.storage))
+    stored = _stored_after_a_storage_error(tmp_path, "No space left")
     assert len(stored.trials) == 3 and len(calls) == 4  # the trials added before the error are kept, none retried
 
 
@@ -232,11 +239,7 @@ def test_a_failed_fsync_does_not_store_a_trial_twice(tmp_path, monkeypatch):
         original(self, fh)
 
     monkeypatch.setattr(study_module.JournalFile, "_fsync", failing)
-    req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", "tpe", 0, 20, exhaustive=False,
-                      storage=str(tmp_path / "s.journal"))
-    with pytest.raises(OSError, match="Input/output error"):
-        tune_problem(req, {"m": 1024, "n": 1024, "k": 1024, "batch": 1})
-    stored = optuna.load_study(study_name="hgemm/atlas-300t-a2/1024x1024x1024", storage=study_module.open_storage(req.storage))
+    stored = _stored_after_a_storage_error(tmp_path, "Input/output error")
     keys = [(t.user_attrs["config"], t.datetime_complete) for t in stored.trials]
     assert len(stored.trials) == 6 and all(keys.count(k) == 1 for k in keys)
 
