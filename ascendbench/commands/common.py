@@ -25,6 +25,7 @@ __all__ = [
     "NoSaveOption",
     "TraceOption",
     "argparse_count",
+    "clear_leftovers",
     "count_option",
     "default_result_path",
     "err_console",
@@ -187,6 +188,7 @@ def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, 
         if not os.access(parent, os.W_OK):
             fail(f"--{option}: folder {str(parent)!r} is not writable")
         _probe_folder(parent, option)
+        clear_leftovers(parent)  # before the work: a run's disk-space check counts the space they held
         if len(os.fsencode(path.name)) > os.pathconf(parent, "PC_NAME_MAX"):
             fail(f"--{option}: file name too long: {str(path)!r}")
         if path.exists() and not path.is_file():
@@ -204,13 +206,36 @@ def _probe_folder(folder: Path, option: str) -> None:
     cannot be created (the later disk-space check would then report "0.0 GB free")."""
     import tempfile
 
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".ascendbench-", dir=folder)
+    from ascendbench.store.io import staging_prefix
+
+    try:  # named as staging files are: one left by a kill right here is removed by a later run
+        fd, probe = tempfile.mkstemp(prefix=staging_prefix(), dir=folder)
     except OSError as exc:
         fail(f"--{option}: cannot create files in folder {str(folder)!r} ({exc.strerror or exc}); give a path on a "
              "writable filesystem")
     os.close(fd)
     os.unlink(probe)
+
+
+def clear_leftovers(folder: Path) -> list[tuple[Path, int]]:
+    """Remove the hidden staging and partial files in `folder` left by runs that were killed (their writer no
+    longer runs; store.io.remove_leftovers says which files count) and say so in one line on stderr.
+
+    Returns:
+        (path, size in bytes) of each removed file.
+    """
+    from ascendbench.store.io import remove_leftovers
+
+    removed = remove_leftovers(folder)
+    if removed:
+        names = ", ".join(path.name for path, _ in removed[:3]) + (f" and {len(removed) - 3} more"
+                                                                    if len(removed) > 3 else "")
+        many = len(removed) > 1
+        err_console.print(f"note: removed {len(removed)} file{'s' if many else ''} left in {str(folder)!r} by "
+                          f"{'runs that were' if many else 'a run that was'} killed "
+                          f"({human_bytes(sum(size for _, size in removed))}): {names}",
+                          highlight=False, soft_wrap=True, markup=False)
+    return removed
 
 
 class Outputs:
@@ -233,9 +258,9 @@ class Outputs:
 
     def write(self, option: str, path: Path, writer) -> None:
         # A short hidden name (the target's suffix kept: np.save appends .npy otherwise) that fits any folder.
-        from ascendbench.store.io import remove_stale_staging, staging_prefix
+        from ascendbench.store.io import staging_prefix
 
-        remove_stale_staging(path.parent)  # those of killed runs
+        clear_leftovers(path.parent)  # those of killed runs, in every folder a command writes to
         stage = path.with_name(f"{staging_prefix()}{secrets.token_hex(4)}{path.suffix}")
         try:
             writer(stage)

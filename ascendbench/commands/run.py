@@ -36,7 +36,7 @@ from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError, load_prof
 from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.runner import GENERATORS, PARTITION_LIMIT, InputError, estimate_functional_seconds, run_scan
-from ascendbench.store.io import partial_path, remove_stale_partials
+from ascendbench.store.io import partial_path
 
 app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
 
@@ -186,8 +186,7 @@ def scan(
                                   chunk_elems, exclusive, dtype or _header_dtype(input_file), out_dtype, hardware)
     tmp_output = None
     if output_file is not None:
-        remove_stale_partials(output_file)  # left by runs that were killed (SIGKILL runs no clean-up)
-        tmp_output = partial_path(output_file)
+        tmp_output = partial_path(output_file)  # check_files removed those of killed runs
 
     progress, report = progress_bar(json_out)
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import os
 import re
 import secrets
+import socket
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text", "partial_path", "remove_stale_partials",
-           "remove_stale_staging", "staging_prefix", "unreadable_npy"]
+__all__ = ["atomic_save_npy", "atomic_write_bytes", "atomic_write_text", "partial_path", "process_space_tag",
+           "remove_leftovers", "remove_stale_partials", "remove_stale_staging", "staging_prefix", "unreadable_npy"]
 
 NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 ZIP_MAGIC = b"PK\x03\x04"  # np.load reads a file that starts so as an .npz archive
@@ -28,7 +32,7 @@ def _atomic(path: Path, write) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # A short temporary name: one built from a long target name would exceed the file-name limit.
-    remove_stale_staging(path.parent)
+    remove_leftovers(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=staging_prefix(), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -87,10 +91,18 @@ def unreadable_npy(path: Path, exc: BaseException, what: str = ".npy array") -> 
 
 def partial_path(target: Path) -> Path:
     """The hidden file a large output is written to before it is renamed over `target`:
-    ``.<target name>.<pid of this process>.<8 hex digits>.partial`` beside it. The pid lets a later run tell a
-    file left by a killed writer from one still being written (remove_stale_partials)."""
+    ``.ascendbench-<pid>-<tag>-<8 hex digits>.<target name>.partial`` beside it (staging_prefix; the target's
+    name shortened to 100 bytes, so that the name fits any folder). A later write in that folder removes it
+    once its writer no longer runs (remove_leftovers)."""
     target = Path(target)
-    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    return target.with_name(f"{staging_prefix()}{secrets.token_hex(4)}.{_shortened(target.name, 100)}.partial")
+
+
+def _shortened(name: str, limit: int) -> str:
+    """`name` cut to at most `limit` bytes of its file-system encoding (whole characters)."""
+    while len(os.fsencode(name)) > limit:
+        name = name[:-1]
+    return name
 
 
 def _running(pid: int) -> bool:
@@ -106,43 +118,86 @@ def _running(pid: int) -> bool:
     return True
 
 
+@functools.cache
+def process_space_tag() -> str:
+    """Eight hex digits naming the space in which this process's pid means something: a hash of the host name,
+    the machine id and the pid namespace (a container has its own, so two containers, or two hosts sharing a
+    folder, get different tags even where their host names agree). A file whose name carries another tag is
+    never judged by its pid (remove_leftovers keeps it)."""
+    parts = [socket.gethostname()]
+    for source in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        with contextlib.suppress(OSError):
+            parts.append(Path(source).read_text().strip())
+            break
+    with contextlib.suppress(OSError, AttributeError):
+        parts.append(os.readlink("/proc/self/ns/pid"))  # Linux; the init namespace's is the same after a reboot
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
 def staging_prefix() -> str:
-    """The start of this process's hidden staging files (".ascendbench-<pid>-"): the pid lets a later run tell
-    the file of a killed writer from one still being written (remove_stale_staging)."""
-    return f".ascendbench-{os.getpid()}-"
+    """The start of this process's hidden staging and partial files, ".ascendbench-<pid>-<tag>-" (tag:
+    process_space_tag): the pid and the tag let a later run tell the file of a killed writer from one still
+    being written (remove_leftovers)."""
+    return f".ascendbench-{os.getpid()}-{process_space_tag()}-"
 
 
-def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the hidden staging files in `folder` (".ascendbench-<pid>-..." as staging_prefix names them) whose
-    writer process no longer runs, e.g. after a SIGKILL; other files are kept (see remove_stale_partials)."""
-    return _remove_dead(Path(folder), re.compile(r"\.ascendbench-([0-9]+)-[0-9a-z_]+(\.[A-Za-z0-9]+)?"))
+# Names of earlier versions, without a tag: their pids are taken as this host's.
+_OLD_STAGING = re.compile(r"\.ascendbench-([0-9]+)-[0-9a-z_]+(\.[A-Za-z0-9]+)?")
+_OLD_PARTIAL = re.compile(r"\..+\.([0-9]+)\.[0-9a-f]{8}\.partial")
 
 
-def _remove_dead(folder: Path, pattern: re.Pattern) -> list[Path]:
-    """Remove the regular files of `folder` whose name fully matches `pattern` (group 1: the writer's pid) and
-    whose writer no longer runs. Returns the removed paths; errors are ignored."""
+def _writer_pid(name: str) -> int | None:
+    """The pid of the process that wrote the hidden file `name` of this tool, on this host and in this pid
+    namespace; None for any other file (another tag's, a user's, a name of no known form)."""
+    if name.startswith(".ascendbench-"):
+        mine = re.fullmatch(rf"\.ascendbench-([0-9]+)-{process_space_tag()}-.+", name, re.DOTALL)
+        match = mine or _OLD_STAGING.fullmatch(name)
+    else:
+        match = _OLD_PARTIAL.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def remove_leftovers(folder: Path) -> list[tuple[Path, int]]:
+    """Remove the hidden staging and partial files in `folder` whose writer no longer runs (left by a SIGKILL,
+    an out-of-memory kill or a crash: such a writer runs no clean-up), whatever output they were for.
+
+    A file is removed only when its name is one this tool makes (staging_prefix, partial_path, or the names of
+    earlier versions) and its pid is not a running process of this host and pid namespace. Files of running
+    writers, of other hosts or containers (another tag), and every other file are kept; a reused pid keeps a
+    stale file (the safe side).
+
+    Args:
+        folder: the folder to clean (not its subfolders).
+
+    Returns:
+        (path, size in bytes) of each removed file. Errors (an unreadable folder, a file removed meanwhile)
+        are ignored: cleaning never stops a write.
+    """
     removed = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
-        match = pattern.fullmatch(entry.name)
-        if match is None or _running(int(match.group(1))):
+        pid = _writer_pid(entry.name)
+        if pid is None or _running(pid):
             continue
         try:
             if entry.is_file(follow_symlinks=False):
+                size = entry.stat(follow_symlinks=False).st_size
                 os.unlink(entry.path)
-                removed.append(Path(entry.path))
+                removed.append((Path(entry.path), size))
         except OSError:
             pass
     return removed
 
 
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """remove_leftovers(folder), the removed paths only."""
+    return [path for path, _ in remove_leftovers(Path(folder))]
+
+
 def remove_stale_partials(target: Path) -> list[Path]:
-    """Remove the partial files of `target` (exactly the partial_path pattern for its name, in its folder) whose
-    writer process no longer runs, e.g. after a SIGKILL. Files of running writers, other targets' files and
-    anything else are kept; a reused pid keeps a stale file (the safe side). Writers on other hosts sharing the
-    folder cannot be seen: their pids are taken as this host's. Returns the removed paths; errors are ignored."""
-    target = Path(target)
-    return _remove_dead(target.parent, re.compile(rf"\.{re.escape(target.name)}\.([0-9]+)\.[0-9a-f]{{8}}\.partial"))
+    """remove_leftovers in `target`'s folder (every dead writer's file there, not only `target`'s), the removed
+    paths only."""
+    return remove_stale_staging(Path(target).parent)

@@ -1224,18 +1224,15 @@ def load_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping
 
 def _store_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
                         grid: list[tuple[dict[str, Any], float | None]]) -> bool:
-    """Write atomically (a temporary file renamed), so that a killed run leaves no half-written file.
-    Returns whether it was kept."""
+    """Write atomically (store.io's staging file renamed), so that a killed run leaves no half-written file,
+    and its staging file is removed by a later write there. Returns whether it was kept."""
+    from ascendbench.store.io import atomic_write_text
+
     path = ground_truth_path(request, space, problem)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"kernel": request.kernel, "problem": dict(problem),
-                                   "hardware": request.hardware, "grid": grid}))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps({"kernel": request.kernel, "problem": dict(problem),
+                                            "hardware": request.hardware, "grid": grid}))
     except OSError:  # a read-only folder, a file in the way: the ground truth is not kept (the report says so)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         return False
     return True
 

@@ -64,21 +64,26 @@ def test_without_an_output_file_the_output_is_checked_on_the_fly_and_not_kept(tm
     assert doc["problem"]["output"] == "discarded" and doc["verification"]["passed"] is True
 
 
-def test_a_run_removes_partial_files_of_its_target_left_by_dead_writers_only(tmp_path, cli):
+def test_a_run_removes_the_partial_files_left_by_dead_writers_only_and_says_so(tmp_path, cli):
     import subprocess
     import sys
 
+    from ascendbench.store.io import process_space_tag
+
+    tag = process_space_tag()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # its pid no longer runs
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         names = {
-            f".y.npy.{dead.pid}.0a1b2c3d.partial": False,  # a killed writer's file: removed
-            f".y.npy.{live.pid}.0a1b2c3d.partial": True,  # a running writer's file: kept
-            f".z.npy.{dead.pid}.0a1b2c3d.partial": True,  # another target's
+            f".ascendbench-{dead.pid}-{tag}-0a1b2c3d.y.npy.partial": False,  # a killed writer's file: removed
+            f".ascendbench-{dead.pid}-{tag}-0a1b2c3d.z.npy.partial": False,  # another target's too
+            f".z.npy.{dead.pid}.0a1b2c3d.partial": False,  # as the previous version named them
+            f".ascendbench-{live.pid}-{tag}-0a1b2c3d.y.npy.partial": True,  # a running writer's file: kept
+            f".y.npy.{live.pid}.0a1b2c3d.partial": True,
             f".y.npy.{dead.pid}.0a1b2c3d.partial.bak": True,  # not the exact pattern
             f"y.npy.{dead.pid}.0a1b2c3d.partial": True,
-            ".y.npy.0a1b2c3d.partial": True,  # no pid (older versions): its writer cannot be told
+            ".y.npy.0a1b2c3d.partial": True,  # no pid: its writer cannot be told
         }
         for name in names:
             (tmp_path / name).write_bytes(b"x")
@@ -86,6 +91,65 @@ def test_a_run_removes_partial_files_of_its_target_left_by_dead_writers_only(tmp
         assert out.exit_code == 0, out.output
         left = sorted(f.name for f in tmp_path.iterdir())
         assert left == sorted(["y.npy", *(name for name, kept in names.items() if kept)])
+        notes = [line for line in out.output.splitlines() if line.startswith("note: removed")]
+        assert len(notes) == 1 and notes[0].startswith("note: removed 3 files left in '.' by runs that were killed "
+                                                       "(3 B): "), out.output
+        assert sorted(notes[0].split("): ", 1)[1].split(", ")) == sorted(n for n, kept in names.items() if not kept)
     finally:
         live.kill()
         live.wait()
+
+
+def _dead_leftover(folder, name="y.npy"):
+    """A partial file named as run scan names it, left by a process that has ended (as after a SIGKILL)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from ascendbench.store.io import partial_path; "
+            "p = partial_path(Path(sys.argv[1])); p.write_bytes(b'x' * 2000); print(p.name)")
+    done = subprocess.run([sys.executable, "-c", code, str(folder / name)], capture_output=True, text=True,
+                          check=True)
+    return folder / done.stdout.strip()
+
+
+def test_any_command_that_writes_into_a_folder_removes_the_partial_files_of_killed_runs(tmp_path, cli):
+    (tmp_path / "big").mkdir()
+    leftover = _dead_leftover(tmp_path / "big")
+    assert leftover.exists()
+    out = cli(["run", "hgemm", "--m", "64", "--n", "64", "--k", "64", "--out", "big/r.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert sorted(p.name for p in (tmp_path / "big").iterdir()) == ["r.json"]
+    assert f"note: removed 1 file left in 'big' by a run that was killed (2.0 kB): {leftover.name}" in out.output
+    # the default result folder too (no option names it)
+    runs = tmp_path / "results" / "runs" / "sort"
+    runs.mkdir(parents=True)
+    leftover = _dead_leftover(runs, "r.json")
+    out = cli(["run", "sort", "--n", "100"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert not leftover.exists() and len(list(runs.iterdir())) == 1 and leftover.name in out.output
+
+
+def test_the_partial_file_of_a_sigkilled_run_is_removed_by_the_next_write_there(tmp_path, cli):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "ascendbench.cli", "run", "scan", "--n", "2**27", "--output-file",
+                             "y.npy", "--no-save"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".*.partial")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it wrote its partial file"
+        os.kill(proc.pid, signal.SIGKILL)  # while it writes y.npy's partial file
+    finally:
+        proc.kill()
+        proc.wait()
+    (partial,) = tmp_path.glob(".*.partial")
+    assert str(proc.pid) in partial.name and "y.npy" in partial.name and not (tmp_path / "y.npy").exists()
+    out = cli(["run", "sort", "--n", "100", "--out", "r.json"], tmp_path)  # another command, another file
+    assert out.exit_code == 0, out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    assert f"by a run that was killed (536.9 MB): {partial.name}" in out.output
