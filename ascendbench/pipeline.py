@@ -205,9 +205,10 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
         names = {s.name for s in spec.inputs}
         unknown = set(arrays) - names
         if unknown or spec.family == "gemm":
-            raise ParamError("input", f"{spec.name} takes the arrays {', '.join(sorted(names))}" +
-                             ("; give HGEMM's matrices with ascendbench.run_hgemm(a_file=..., ...)"
-                              if spec.family == "gemm" else ""))
+            raise ParamError("input", f"{spec.name} takes its matrices as .npy files, not arrays: "
+                                      "ascendbench.runner.run_hgemm(a_file=..., b_file=..., c_file=...)"
+                             if spec.family == "gemm" else
+                             f"{spec.name} takes the arrays {', '.join(sorted(names))}")
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
     if spec.family == "gemm":  # run_hgemm always times every shape; without data there is nothing to verify
         options["verify"] = verify and not options.pop("model_only")
