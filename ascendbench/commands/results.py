@@ -17,16 +17,37 @@ from ascendbench.commands.common import JsonOption, dump_json, fail, out_console
 app = typer.Typer(help="List, show and compare result files (runs and tuning results).", no_args_is_help=True)
 
 
+def _decode(path: Path) -> tuple[Any, str | None]:
+    """(the decoded JSON of file `path`, None), or (None, why it cannot be read, the rest of a sentence that
+    starts "... is not readable: "): empty, truncated (a write cut short), not UTF-8, not JSON, nested too
+    deeply, or the operating system's reason."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if not data.strip():
+        return None, "empty (0 bytes)" if not data else f"empty ({len(data)} bytes of white space)"
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text), None
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        # an error at the very end, or a string that never closes: the document stops before it is complete
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            return None, f"truncated, the JSON stops part way ({len(data)} bytes; {exc})"
+        return None, f"not JSON ({exc})"
+    except RecursionError:
+        return None, "nested too deeply"
+
+
 def _read(path: Path, option: str) -> dict[str, Any]:
     """The decoded JSON object of a result file (not yet validated); a one-line error otherwise."""
     if not path.is_file():
         fail(f"{option}: {'not a file' if path.exists() else 'file not found'}: {path}")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{option}: {path} is not a JSON result file: {exc}")
-    except RecursionError:
-        fail(f"{option}: {path} is not a JSON result file: nested too deeply")
+    doc, unreadable = _decode(path)
+    if unreadable:
+        fail(f"{option}: {path} is not a JSON result file: {unreadable}")
     if not isinstance(doc, dict) or "schema_version" not in doc:
         fail(f"{option}: {path} is not an ascendbench result (no schema_version)")
     return doc
@@ -188,20 +209,29 @@ def _validated(path: Path, option: str) -> dict[str, Any]:
     return doc
 
 
-def _scan_folder(folder: Path) -> tuple[list[tuple[Path, dict[str, Any], str | None]], int]:
-    """Every result document under `folder` (recursively, sorted by path): (path, document, None when it
-    validates, else why not). Files that are not JSON objects with a schema_version are left out and
-    counted."""
+@dataclass
+class _Folder:
+    """What `_scan_folder` found: results as (path, document, None when it validates, else why not), files
+    that cannot be read as (path, why not: _decode), and how many JSON files are another tool's (no
+    schema_version)."""
+
+    found: list[tuple[Path, dict[str, Any], str | None]]
+    unreadable: list[tuple[Path, str]]
+    foreign: int
+
+
+def _scan_folder(folder: Path) -> _Folder:
+    """Every *.json file under `folder` (recursively, sorted by path), as a result, an unreadable file (empty,
+    truncated, not JSON: a result file cut short is one) or another tool's JSON (counted only)."""
     from ascendbench.store.documents import parse_result
 
-    found, foreign = [], 0
+    found, unreadable, foreign = [], [], 0
     for path in sorted(folder.rglob("*.json")):
         if not path.is_file():  # a folder or a FIFO named *.json would not be a result (and a FIFO blocks)
             continue
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            foreign += 1
+        doc, reason = _decode(path)
+        if reason:
+            unreadable.append((path, reason))
             continue
         if not isinstance(doc, dict) or "schema_version" not in doc:
             foreign += 1
@@ -211,7 +241,7 @@ def _scan_folder(folder: Path) -> tuple[list[tuple[Path, dict[str, Any], str | N
             found.append((path, doc, None))
         except ValueError as exc:
             found.append((path, doc, str(exc)))
-    return found, foreign
+    return _Folder(found, unreadable, foreign)
 
 
 @app.command("list")
@@ -220,7 +250,9 @@ def list_results(
     json_out: JsonOption = False,
 ) -> None:
     """List saved results, newest first: file, kind, kernel, creation time, problems and what they report.
-    A file that does not match its kind's schema is listed as not valid, with no problems."""
+    A file that does not match its kind's schema is listed as not valid, and one that cannot be read (empty,
+    truncated, not JSON) as not readable, each with no problems and the reason (the "error" field of --json,
+    a line under the table); JSON files of other tools (no schema_version) are counted in one line."""
     from ascendbench.store.documents import result_kind
 
     if not folder.exists() and folder == Path("results"):  # nothing run here yet: not an error
@@ -232,28 +264,42 @@ def list_results(
         return
     if not folder.is_dir():
         fail(f"FOLDER: not a folder: {folder}")
+    scanned = _scan_folder(folder)
     rows = []
-    for path, doc, error in _scan_folder(folder)[0]:
+    for path, doc, error in scanned.found:
         problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
         kernel = doc.get("kernel") or problem.get("operator", "")
         rows.append({"path": str(path), "kind": result_kind(doc), "kernel": str(kernel),
                      "created_at": str(doc.get("created_at", "")),
                      "problems": 0 if error else len(document_entries(doc, str(path))),
-                     "valid": error is None, "error": error})
+                     "valid": error is None, "readable": True, "error": error})
     rows.sort(key=lambda r: r["created_at"], reverse=True)
+    rows += [{"path": str(path), "kind": None, "kernel": "", "created_at": "", "problems": 0, "valid": False,
+              "readable": False, "error": f"not readable: {reason}"} for path, reason in scanned.unreadable]
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
         return
+    foreign = (f"{scanned.foreign} other JSON file(s) under {folder} left out: not ascendbench results (no "
+               "schema_version)") if scanned.foreign else None
     if not rows:
-        out_console.print(f"no result files under {folder}")
+        out_console.print(f"no result files under {folder}", highlight=False, markup=False)
+        if foreign:
+            out_console.print(foreign, highlight=False, markup=False)
         return
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
     for col in ("created (UTC)", "kind", "kernel", "problems", "file"):
         table.add_column(col, justify="right" if col == "problems" else "left")
     for r in rows:
-        kind = r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]"
-        table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), str(r["problems"]), escape(r["path"]))
+        kind = (r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]" if r["readable"] else
+                "[red](not readable)[/]")
+        table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), str(r["problems"]),
+                      escape(r["path"]))
     out_console.print(whole_keys(table, "file"))
+    for r in rows:  # the reason of each file left without problems, one line each
+        if r["error"]:
+            out_console.print(f"{r['path']} is {r['error']}", highlight=False, markup=False, soft_wrap=True)
+    if foreign:
+        out_console.print(foreign, highlight=False, markup=False)
 
 
 @app.command("show")
@@ -262,19 +308,15 @@ def show(
     json_out: JsonOption = False,
 ) -> None:
     """Show a result file: its command, hardware and, per problem, what ran, under which conditions and the
-    simulated time. A file that does not match its kind's schema is shown with the first mismatch."""
-    from ascendbench.store.documents import parse_result, result_kind
+    simulated time (--json: the document as it is). A file that cannot be read or does not match its kind's
+    schema is refused (exit status 2) with one line: the first mismatch."""
+    from ascendbench.store.documents import result_kind
 
-    doc = _read(file, "FILE")
+    doc = _validated(file, "FILE")
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
         return
-    try:
-        parse_result(doc)
-        error = None
-    except ValueError as exc:
-        error = str(exc)
-    if result_kind(doc) == "tuning" and error is None:
+    if result_kind(doc) == "tuning":
         from ascendbench.commands.tune import _print
 
         _print(doc, None)
@@ -286,12 +328,9 @@ def show(
     c.print(f"{result_kind(doc)} result, created {doc.get('created_at', '?')} by ascendbench "
             f"{doc.get('tool_version', '?')} on {hardware.get('name', '?')}", highlight=False, markup=False)
     c.print(f"command: {' '.join(map(str, command))}", highlight=False, soft_wrap=True, markup=False)
-    if error:
-        c.print(f"this file is {error}", style="yellow", highlight=False, markup=False)
-    entries = [] if error else document_entries(doc, str(file))
+    entries = document_entries(doc, str(file))
     if not entries:
-        c.print("no simulated problem times in this file (a validation or figure result, or not one of ours); "
-                "--json prints it whole")
+        c.print("no simulated problem times in this file (a validation or figure result); --json prints it whole")
         return
     table = Table()
     for col in ("problem", "ran", "parameters", "conditions", "simulated time"):
@@ -316,15 +355,18 @@ def _pairs(values: dict[str, Any]) -> str:
 
 def _collect(path: Path, option: str) -> tuple[list[Entry], dict[str, Any]]:
     """The entries of a result file (validated: a one-line error otherwise) or of every valid result under a
-    folder (the newest of the same experiment kept), with what was left out: {"skipped": [{file, reason}],
-    "superseded": count of older results of the same experiment}."""
+    folder (the newest of the same experiment kept), with what was left out: {"skipped": [{file, reason}]
+    (files that are not valid or not readable, by path; reason completes "<file> is ..."), "superseded":
+    count of older results of the same experiment}."""
     if not path.is_dir():
         return document_entries(_validated(path, option), str(path)), {"skipped": [], "superseded": 0}
-    found, _foreign = _scan_folder(path)
-    skipped = [{"file": str(p), "reason": error} for p, _doc, error in found if error]
+    scanned = _scan_folder(path)
+    skipped = sorted([{"file": str(p), "reason": error} for p, _doc, error in scanned.found if error] +
+                     [{"file": str(p), "reason": f"not readable: {why}"} for p, why in scanned.unreadable],
+                     key=lambda s: s["file"])
     newest: dict[str, Entry] = {}
     total = 0
-    for p, doc, error in found:
+    for p, doc, error in scanned.found:
         if error:
             continue
         for e in document_entries(doc, str(p)):
@@ -413,7 +455,9 @@ def compare(
     b, left_out_b = _collect(candidate, "CANDIDATE")
     pairs, only_a, only_b = _pair(a, b)
     if not pairs:
-        fail(f"CANDIDATE: no problem of {candidate} is also in {baseline}")
+        left = [f"{len(s['skipped'])} file(s) of {side} left out, first {s['skipped'][0]['file']} is "
+                f"{s['skipped'][0]['reason']}" for side, s in (("A", left_out_a), ("B", left_out_b)) if s["skipped"]]
+        fail(f"CANDIDATE: no problem of {candidate} is also in {baseline}" + (f" ({'; '.join(left)})" if left else ""))
     rows, unlike = [], []
     for ea, eb in pairs:
         diff = _differences(ea, eb)
@@ -475,10 +519,10 @@ def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, thre
             for e in entries:
                 c.print(f"  {e.key}  ({e.ran}; {e.path})", highlight=False, markup=False)
     for side, left in (("A", left_out_a), ("B", left_out_b)):
-        if left["skipped"]:
-            first = left["skipped"][0]
-            c.print(f"{len(left['skipped'])} file(s) of {side} left out, not valid results (first: {first['file']} "
-                    f"is {first['reason']})", highlight=False, markup=False, soft_wrap=True)
+        if left["skipped"]:  # a line per file: a truncated or empty result must not pass unnoticed
+            c.print(f"{len(left['skipped'])} file(s) of {side} left out, not valid or not readable:", highlight=False)
+            for s in left["skipped"]:
+                c.print(f"  {s['file']} is {s['reason']}", highlight=False, markup=False, soft_wrap=True)
         if left["superseded"]:
             c.print(f"{left['superseded']} older result(s) of the same experiments in {side} left out (the newest "
                     "is compared)", highlight=False)

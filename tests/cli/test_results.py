@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from ascendbench.store.documents import parse_result
+from ascendbench.store.documents import FigureResult, parse_result
 from ascendbench.store.operators import OperatorRunResult
 from ascendbench.store.rows import BatchedScanResult, SegmentedScanResult
 from ascendbench.store.schema import HgemmRunResult, RunResult
@@ -111,6 +111,12 @@ def test_foreign_and_figure_files_do_not_crash(tmp_path, cli):
     assert {r["path"]: r["error"] for r in rows} == {
         "results/figure.json": "not a valid figure result: figure: Field required (and 8 more)",
         "results/other.json": "not a valid scan result: schema_version: Input should be 1 (and 15 more)"}
+    shown = cli(["results", "show", "results/figure.json"], tmp_path)
+    assert shown.exit_code == 2 and shown.output == ("error: FILE: results/figure.json is not a valid figure result: "
+                                                     "figure: Field required (and 8 more)\n")
+    figure = FigureResult(figure="fig1", paper="p", caption="c", source="s", tool_version="0", created_at="t",
+                          hardware=[], compute_time_s=0.0, data={})
+    (folder / "figure.json").write_text(figure.model_dump_json())
     shown = cli(["results", "show", "results/figure.json"], tmp_path)
     assert shown.exit_code == 0 and "no simulated problem times" in shown.output
     out = cli(["results", "compare", "results/other.json", "results/other.json"], tmp_path)
@@ -225,4 +231,83 @@ def test_a_deeply_nested_file_is_not_a_result(tmp_path, cli):
     out = cli(["results", "show", "deep.json"], tmp_path)
     assert out.exit_code == 2 and "nested too deeply" in out.output and "Traceback" not in out.output
     out = cli(["results", "list", "."], tmp_path)
-    assert out.exit_code == 0 and "no result files under ." in out.output
+    assert out.exit_code == 0 and "deep.json is not readable: nested too deeply" in out.output
+
+
+@pytest.fixture
+def damaged(tmp_path, cli):
+    """R/a.json, a valid scan result, and beside it the files a full disk, a kill or another tool leave: the
+    result cut at 10 offsets, an empty file, white space, bytes that are not UTF-8, text that is not JSON, a
+    result with a field removed, and a trace (JSON without schema_version)."""
+    folder = tmp_path / "R"
+    folder.mkdir()
+    assert cli(["run", "scan", "--n", "1000", "--out", "R/a.json"], tmp_path).exit_code == 0
+    data = (folder / "a.json").read_bytes()
+    for i in range(10):
+        (folder / f"cut{i}.json").write_bytes(data[:1 + i * (len(data) - 3) // 9])
+    (folder / "empty.json").write_bytes(b"")
+    (folder / "blank.json").write_bytes(b" \n")
+    (folder / "latin.json").write_bytes(b'{"a": "\xe9"}')
+    (folder / "text.json").write_text("{} and more")
+    doc = json.loads(data)
+    del doc["metrics"]
+    (folder / "invalid.json").write_text(json.dumps(doc))
+    (folder / "trace.json").write_text('{"traceEvents": []}')
+    return tmp_path
+
+
+REASONS = {"R/empty.json": "not readable: empty (0 bytes)",
+           "R/blank.json": "not readable: empty (2 bytes of white space)",
+           "R/latin.json": "not readable: not UTF-8 text (byte 7)",
+           "R/text.json": "not readable: not JSON (Extra data: line 1 column 4 (char 3))",
+           "R/invalid.json": "not a valid scan result: metrics: Field required"}
+
+
+def test_list_names_every_unreadable_or_invalid_file_with_its_reason(damaged, cli):
+    out = cli(["results", "list", "R", "--json"], damaged)
+    assert out.exit_code == 0
+    rows = {r["path"]: r for r in json.loads(out.stdout)}
+    assert sorted(rows) == sorted(["R/a.json", *REASONS, *(f"R/cut{i}.json" for i in range(10))])  # not trace
+    assert rows["R/a.json"]["valid"] and rows["R/a.json"]["problems"] == 1 and rows["R/a.json"]["error"] is None
+    assert {p: rows[p]["error"] for p in REASONS} == REASONS
+    for i in range(10):
+        r = rows[f"R/cut{i}.json"]
+        assert (r["valid"], r["readable"], r["kind"], r["problems"]) == (False, False, None, 0)
+        assert r["error"].startswith("not readable: truncated, the JSON stops part way ("), r["error"]
+    assert not rows["R/invalid.json"]["valid"] and rows["R/invalid.json"]["readable"]
+    text = cli(["results", "list", "R"], damaged).output
+    for path, reason in REASONS.items():
+        assert f"\n{path} is {reason}\n" in text
+    assert text.count("(not readable)") == 14 and text.count(" is not readable: truncated") == 10
+    assert text.endswith("\n1 other JSON file(s) under R left out: not ascendbench results (no schema_version)\n")
+
+
+def test_compare_lists_every_file_it_left_out(damaged, cli):
+    (damaged / "A").mkdir()
+    assert cli(["run", "scan", "--n", "1000", "--out", "A/a.json"], damaged).exit_code == 0
+    out = cli(["results", "compare", "A", "R", "--json"], damaged)
+    doc = json.loads(out.stdout)
+    assert out.exit_code == 0 and [r["verdict"] for r in doc["rows"]] == ["same"]
+    skipped = {s["file"]: s["reason"] for s in doc["skipped_b"]}
+    assert len(skipped) == 15 and {p: skipped[p] for p in REASONS} == REASONS
+    text = cli(["results", "compare", "A", "R"], damaged).output
+    assert "\n15 file(s) of B left out, not valid or not readable:\n  R/blank.json is not readable: empty" in text
+    assert all(f"\n  {path} is {reason}\n" in text for path, reason in REASONS.items())
+    assert text.count("\n  R/cut") == 10
+    (damaged / "E").mkdir()
+    (damaged / "E" / "empty.json").write_bytes(b"")
+    out = cli(["results", "compare", "A", "E"], damaged)
+    assert out.exit_code == 2 and out.output == ("error: CANDIDATE: no problem of E is also in A (1 file(s) of B left "
+                                                 "out, first E/empty.json is not readable: empty (0 bytes))\n")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("invalid.json", "R/invalid.json is not a valid scan result: metrics: Field required"),
+    ("empty.json", "R/empty.json is not a JSON result file: empty (0 bytes)"),
+    ("cut4.json", "R/cut4.json is not a JSON result file: truncated, the JSON stops part way ("),
+])
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_show_refuses_a_file_that_is_not_a_valid_result(damaged, cli, name, message, json_flag):
+    out = cli(["results", "show", f"R/{name}", *json_flag], damaged)
+    assert out.exit_code == 2 and out.output.startswith(f"error: FILE: {message}") and out.output.count("\n") == 1
+    assert cli(["results", "show", "R/a.json", *json_flag], damaged).exit_code == 0
