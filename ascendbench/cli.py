@@ -163,10 +163,13 @@ def main_options(
 
 def main() -> None:
     """Console entry point: usage errors from option parsing become one line on stderr with exit status 2,
-    and SIGTERM unwinds like Ctrl-C so that no temporary file is left behind."""
+    and SIGTERM unwinds like Ctrl-C so that no temporary file is left behind. Whatever it prints of the
+    command line (a usage error quoting an argument, the traceback of an unexpected error) has URL passwords
+    as *** (ascendbench.redact)."""
     import sys
 
     from ascendbench import interrupts
+    from ascendbench.redact import redact
 
     # typer bundles its own click; its exception classes are reached through typer's public ones
     usage_error = typer.BadParameter.__mro__[1]
@@ -183,15 +186,20 @@ def main() -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help text has been printed
             sys.exit(0)
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-        print(f"error: {exc.format_message()}{hint}", file=sys.stderr)
+        print(redact(f"error: {exc.format_message()}{hint}"), file=sys.stderr)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         interrupts.exit_for_signal()
     except click_exception as exc:
-        exc.show()
+        print(redact(f"Error: {exc.format_message()}"), file=sys.stderr)  # as exc.show() prints it
         sys.exit(exc.exit_code)
+    except Exception:  # a bug: Python's own traceback, exit status 1, with the exception's text masked
+        import traceback
+
+        sys.stderr.write(redact(traceback.format_exc()))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

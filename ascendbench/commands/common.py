@@ -50,11 +50,14 @@ ExclusiveOption = Annotated[bool, typer.Option("--exclusive/--inclusive", help="
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line user error on stderr and exit with `code` (no traceback)."""
+    """Print a one-line user error on stderr and exit with `code` (no traceback). A URL's password in the
+    message (an option's value quoted back) is printed as *** (ascendbench.redact)."""
     from rich.markup import escape
 
+    from ascendbench.redact import redact
+
     # Escaped: messages quote user input and hints such as "pip install 'ascendbench[gp]'", not markup.
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -170,7 +173,12 @@ def default_result_path(kind: str, kernel: str) -> Path:
 
 
 def dump_json(doc) -> str:
-    return json.dumps(_finite(doc), indent=2, sort_keys=False, allow_nan=False)
+    """`doc` as the JSON text every result file and --json output is written as: non-finite numbers as null,
+    and a URL's password in any string as *** (ascendbench.redact.redact_tree; the command and storage
+    fields are masked already, this guards every other field)."""
+    from ascendbench.redact import redact_tree
+
+    return json.dumps(redact_tree(_finite(doc)), indent=2, sort_keys=False, allow_nan=False)
 
 
 def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, str]) -> None:
@@ -323,7 +331,21 @@ def check_files(input_file, output_file, trace, out, no_save: bool, model_only: 
     check_target(out, "out", ".json", taken)
 
 def command_line() -> list[str]:
-    return ["ascendbench", *sys.argv[1:]]
+    """This command as result documents record it and messages print it: ["ascendbench", arguments...], each
+    argument's URL passwords as *** (``--storage postgresql://user:***@host/db``, ``--storage=...`` too)."""
+    from ascendbench.redact import mask_url
+
+    return ["ascendbench", *(mask_url(arg) for arg in sys.argv[1:])]
+
+
+def resume_hint() -> str:
+    """"resume with: <this command>" for a message, with where the password goes when command_line() masked
+    one (the printed command holds *** in its place)."""
+    import shlex
+
+    command = command_line()
+    masked = command[1:] != sys.argv[1:]
+    return f"resume with: {shlex.join(command)}" + (" (with the password in place of ***)" if masked else "")
 
 
 def progress_bar(json_out: bool):

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ascendbench.commands.common import JsonOption, dump_json, fail, out_console, whole_keys
+from ascendbench.redact import mask_url
 
 app = typer.Typer(help="List, show and compare result files (runs and tuning results).", no_args_is_help=True)
 
@@ -327,7 +328,9 @@ def show(
     command = doc.get("command") if isinstance(doc.get("command"), list) else []
     c.print(f"{result_kind(doc)} result, created {doc.get('created_at', '?')} by ascendbench "
             f"{doc.get('tool_version', '?')} on {hardware.get('name', '?')}", highlight=False, markup=False)
-    c.print(f"command: {' '.join(map(str, command))}", highlight=False, soft_wrap=True, markup=False)
+    # a file of an earlier version may hold a database password in its command: printed as ***
+    c.print(f"command: {' '.join(mask_url(str(a)) for a in command)}", highlight=False, soft_wrap=True,
+            markup=False)
     entries = document_entries(doc, str(file))
     if not entries:
         c.print("no simulated problem times in this file (a validation or figure result); --json prints it whole")

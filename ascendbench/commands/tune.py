@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import shlex
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,12 +27,14 @@ from ascendbench.commands.common import (
     err_console,
     fail,
     out_console,
+    resume_hint,
     whole_keys,
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.plotting import DEFAULT_DPI
+from ascendbench.redact import redact
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
     EMPTY_STORAGE,
@@ -459,9 +460,10 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
             except TuneError as exc:
                 fail(str(exc))
             except (WorkerError, OSError) as exc:  # a killed worker, a full disk, a storage gone read-only
-                what = str(exc) if isinstance(exc, WorkerError) else f"the storage or a result file failed: {exc}"
+                what = redact(str(exc) if isinstance(exc, WorkerError) else
+                              f"the storage or a result file failed: {exc}")
                 err_console.print(f"tune: {what}; the finished trials are kept in {describe_storage(storage)}; "
-                                  f"resume with: {shlex.join(command_line())}", highlight=False, soft_wrap=True)
+                                  + resume_hint(), highlight=False, soft_wrap=True)
                 raise typer.Exit(1) from None
             except KeyboardInterrupt:
                 interrupted = True
@@ -497,9 +499,8 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
     else:
         _print(doc, saved_to)
     if interrupted:
-        resume = shlex.join(command_line())
-        err_console.print(f"the finished trials are kept in {describe_storage(storage)}; "
-                          f"resume with: {resume}", highlight=False, soft_wrap=True)
+        err_console.print(f"the finished trials are kept in {describe_storage(storage)}; {resume_hint()}",
+                          highlight=False, soft_wrap=True)
         raise typer.Exit(130)
 
 

@@ -51,6 +51,7 @@ from ascendbench.interrupts import note
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.kernels.tunable import Evaluation, Infeasible
+from ascendbench.redact import mask_url, redact
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.tuning.space import SearchSpace, load_space
 
@@ -168,7 +169,7 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         raise TuneError(f"--storage: no database driver for {describe_storage(storage)} is installed "
                         "(PostgreSQL: the postgres extra, pip install -e '.[postgres]' in the project's folder)") from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy, OS and Optuna errors all mean "cannot open"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
 
 
@@ -305,17 +306,12 @@ def _check_journal(path: Path) -> None:
 
 
 def describe_storage(storage: str | None) -> str:
-    """The storage as it may be printed or saved: passwords of URLs hidden."""
+    """The storage as it may be printed or saved: a URL's password replaced by *** (ascendbench.redact.mask_url:
+    as SQLAlchemy's render_as_string(hide_password=True) renders an ordinary URL, and also a password holding
+    an unencoded @ or given as a query parameter); a journal path as it is; None: the default journal."""
     if storage is None:
         return str(DEFAULT_STORAGE)
-    if _is_url(storage):
-        try:
-            from sqlalchemy.engine import make_url
-
-            return make_url(storage).render_as_string(hide_password=True)
-        except Exception:  # noqa: BLE001 - an unparsable URL is printed without its credentials part
-            return storage.split("://", 1)[0] + "://..."
-    return storage
+    return mask_url(storage)
 
 
 class NewPointTPESampler(optuna.samplers.TPESampler):

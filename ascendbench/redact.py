@@ -1,0 +1,79 @@
+"""Credentials out of everything the tool writes or prints: the password of a URL is replaced by ``***``.
+
+A database URL on the command line (``--storage postgresql://user:PASSWORD@host/db``) must not reach a result
+document, a report, a log line or an error message. Two entry points, one rule:
+
+- mask_url(value): one value that is, or holds, a URL (a command-line argument, ``--storage=URL``, a storage);
+  the password runs to the last ``@`` of the value, so that one with an unencoded ``@``, ``/`` or space is
+  masked whole (SQLAlchemy's make_url stops at the first ``@`` and would show the rest as the host).
+- redact(text): free text (an error message, a traceback), where a password ends at white space or a quote.
+
+Both also mask the value of query parameters named like a password (``?password=``, ``sslpassword=``, which
+libpq and the MySQL drivers accept), which make_url(...).render_as_string(hide_password=True) leaves in the
+clear. Where a URL has no credentials, the text is returned unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["MASK", "mask_url", "redact", "redact_tree"]
+
+MASK = "***"
+
+# scheme://user:  (RFC 3986 scheme; a user without ':', '/', '@' or white space)
+_USER = r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#'\"]*:)"
+# a whole value: the password runs to the value's last '@' (greedy, any character)
+_IN_VALUE = re.compile(_USER + r"(?P<password>.*)(?P<at>@)", re.DOTALL)
+# free text: to the last '@' before white space or a quote
+_IN_TEXT = re.compile(_USER + r"(?P<password>[^\s'\"]*)(?P<at>@)")
+# ?password=..., &sslpassword=..., ;pwd=... (a query parameter named like a password)
+_QUERY = re.compile(r"(?P<head>[?&;][^\s'\"#=&;?]*(?:pass|pwd|secret|token)[^\s'\"#=&;?]*=)"
+                    r"(?P<password>[^\s'\"#&;]+)", re.IGNORECASE)
+
+
+def _masked(userinfo: re.Pattern[str], text: str) -> str:
+    if "://" not in text:  # no URL: nothing to mask (and no query parameter to mistake for one)
+        return text
+    text = userinfo.sub(lambda m: m["head"] + MASK + m["at"], text)
+    return _QUERY.sub(lambda m: m["head"] + MASK, text)
+
+
+def mask_url(value: str) -> str:
+    """`value` (a URL, or a command-line argument holding one such as ``--storage=URL``) with its passwords
+    replaced by ``***``: the password of ``user:password@`` up to the value's last ``@``, and the values of
+    query parameters named like a password. Anything without credentials is returned unchanged.
+
+    Args:
+        value: the text of one value.
+
+    Returns:
+        The masked value (str).
+    """
+    return _masked(_IN_VALUE, value)
+
+
+def redact(text: str) -> str:
+    """`text` (a message, a log line, a traceback) with the password of every URL in it replaced by ``***``
+    (a password here ends at white space or a quote; see mask_url for one value).
+
+    Args:
+        text: free text.
+
+    Returns:
+        The masked text (str).
+    """
+    return _masked(_IN_TEXT, text)
+
+
+def redact_tree(value: Any) -> Any:
+    """A JSON-ready value (dicts, lists, strings, numbers) with mask_url applied to every string in it, keys
+    included: the last guard before a document is written or printed."""
+    if isinstance(value, str):
+        return mask_url(value)
+    if isinstance(value, dict):
+        return {redact_tree(k) if isinstance(k, str) else k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v) for v in value]
+    return value
