@@ -104,6 +104,9 @@ def test_a_whole_tune_on_a_password_url_writes_and_prints_no_password(tmp_path, 
     code, shown, err3 = ascendbench_main(["results", "show", "out/r.json"], tmp_path)
     assert code == 0 and masked in shown
     assert journal.is_file() and _leaks(tmp_path, out, err, out2, err2, shown, err3) == []
+    code, _, err4 = ascendbench_main(["tune", "plot", "out/r.json"], tmp_path)  # the result cannot reopen it
+    assert code == 2 and err4 == ("error: --storage: the result names a database whose password is not stored; "
+                                  "give --storage URL\n")
 
 
 URL = os.environ.get("ASCENDBENCH_TEST_PG_URL")
