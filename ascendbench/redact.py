@@ -37,7 +37,8 @@ def _masked(userinfo: re.Pattern[str], text: str) -> str:
     if "://" not in text:  # no URL: nothing to mask (and no query parameter to mistake for one)
         return text
     text = userinfo.sub(lambda m: m["head"] + MASK + m["at"], text)
-    return _QUERY.sub(lambda m: m["head"] + MASK, text)
+    # a value masked already is kept whole (in a message it may run into the text after it: "=***: reason")
+    return _QUERY.sub(lambda m: m[0] if m["password"].startswith(MASK) else m["head"] + MASK, text)
 
 
 def mask_url(value: str) -> str:

@@ -51,6 +51,9 @@ def test_redact_masks_every_url_in_a_message_and_keeps_the_rest():
     assert redact(text) == ("Could not parse 'postgresql://u:***@h/db' nor \"mysql://a:***@c/d\"; see "
                             "https://sqlalche.me/e/20/e3q8 and http://x:***@y/?token=***&n=1 (user@host stays)")
     assert redact("no url here: a:b@c") == "no url here: a:b@c"
+    # a message quoting a masked storage (describe_storage) keeps its text; masking twice changes nothing
+    once = redact(f"cannot open {mask_url('postgresql://u:pw@h/db?password=pw2')}: refused")
+    assert once == "cannot open postgresql://u:***@h/db?password=***: refused" and redact(once) == once
 
 
 def test_redact_tree_and_dump_json_mask_every_string_of_a_document():
