@@ -203,6 +203,12 @@ def scan(
     except MemoryError:
         _drop(tmp_output)
         fail("--n: not enough memory for the functional run at this size; use --model-only")
+    except OSError as exc:
+        _drop(tmp_output)
+        if tmp_output is None or exc.filename != str(tmp_output):
+            raise
+        # a full disk or a file-size limit met while reserving the output (partition.npy_memmap)
+        fail(f"--output-file: cannot write {output_file}: {exc.strerror}", code=1)
     except BaseException:
         _drop(tmp_output)
         raise

@@ -21,7 +21,9 @@ opened by ``npy_memmap``) or nothing (the caller verifies on the fly and discard
 
 from __future__ import annotations
 
+import errno
 import mmap
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,5 +258,20 @@ class ArraySink:
 
 
 def npy_memmap(path: Path, n: int, dtype) -> np.memmap:
-    """A new (n,) .npy file of `dtype` opened as a writable memory map (pages go to disk, not to RSS)."""
-    return np.lib.format.open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=(int(n),))
+    """A new (n,) .npy file of `dtype` opened as a writable memory map (pages go to disk, not to RSS).
+
+    The file's blocks are reserved before the map is returned: a store to a page of a sparse file that the
+    disk cannot hold is a SIGBUS, which kills the process with no message, where a full disk or a file-size
+    limit is here an OSError naming `path`."""
+    try:
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.dtype(dtype), shape=(int(n),))
+        with open(path, "r+b") as fh:
+            try:
+                if hasattr(os, "posix_fallocate"):  # Linux, BSD; not macOS
+                    os.posix_fallocate(fh.fileno(), 0, os.fstat(fh.fileno()).st_size)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise  # a filesystem that cannot reserve blocks keeps the sparse file
+        return out
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
