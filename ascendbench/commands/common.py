@@ -64,12 +64,16 @@ def fail(message: str, code: int = 2) -> NoReturn:
 MAX_COUNT = 2**60
 COUNT_FORMS = "1000000, 1_000_000, 1e6, 2**20 or 2**32+1"
 
-_INT = r"\d+(?:_\d+)*"
+# ASCII only: Python's \d and \s (and int(), float(), Decimal()) also take ١٠٠, １２ and U+3000, which README's
+# forms do not include
+_INT = r"[0-9]+(?:_[0-9]+)*"
 # a term: 2**20, 1e6, 1.5e9, 1_000_000 (the exponent's sign is part of the term: 1e+6)
-_TERM = rf"(?:{_INT}\s*\*\*\s*{_INT}|{_INT}(?:\.\d*)?(?:[eE][+-]?\d+)?)"
-_EXPR = re.compile(rf"{_TERM}(?:\s*[+-]\s*{_TERM})*")
-_SIGNED_TERM = re.compile(rf"([+-]?)\s*({_TERM})")
-_POWER = re.compile(rf"({_INT})\s*\*\*\s*({_INT})")
+_TERM = rf"(?:{_INT}\s*\*\*\s*{_INT}|{_INT}(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
+_EXPR = re.compile(rf"{_TERM}(?:\s*[+-]\s*{_TERM})*", re.ASCII)
+_SIGNED_TERM = re.compile(rf"([+-]?)\s*({_TERM})", re.ASCII)
+_POWER = re.compile(rf"({_INT})\s*\*\*\s*({_INT})", re.ASCII)
+_WHOLE = re.compile(_INT, re.ASCII)
+_ASCII_SPACE = " \t\n\r\f\v"
 
 
 class CountError(ValueError):
@@ -83,13 +87,14 @@ class CountError(ValueError):
 
 def parse_count(text: str | int, name: str) -> int:
     """A count from 0 to 2**60 written as 100000000, 100_000_000, 1e8, 1.5e9, 2**27, or a sum or difference of
-    such terms (2**32+1, 2**31-1); exact (a decimal term must be integral). An int passes through the same
-    range check (typer hands option defaults over as ints). Raises CountError (a ValueError) naming --name."""
+    such terms (2**32+1, 2**31-1), in ASCII digits and spaces only (not ١٠٠ or １２); exact (a decimal term must
+    be integral). An int passes through the same range check (typer hands option defaults over as ints). Raises
+    CountError (a ValueError) naming --name."""
     if isinstance(text, int) and not isinstance(text, bool):
         if not 0 <= text <= MAX_COUNT:
             raise CountError(name, f"expected a non-negative integer up to 2**60, got {text}")
         return text
-    raw = str(text).strip()
+    raw = str(text).strip(_ASCII_SPACE)
     bad = CountError(name, f"expected a non-negative integer such as {COUNT_FORMS}, got {text!r}")
     large = CountError(name, f"too large, got {text!r} (no count option takes more than 2**60)")
     if not _EXPR.fullmatch(raw):
@@ -117,7 +122,7 @@ def _term(term: str, large: CountError) -> int:
         if base >= 2 and (base.bit_length() - 1) * exponent > 60:
             raise large
         return base**exponent if base >= 2 else base ** min(exponent, 1)
-    if re.fullmatch(_INT, term):
+    if _WHOLE.fullmatch(term):
         return int(term)
     number = Decimal(term.replace("_", ""))
     if number.adjusted() > 19:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ascendbench.cli import app
 from ascendbench.commands.common import CountError, parse_count
@@ -148,3 +150,41 @@ def test_bench_intmax_takes_the_readme_count():
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (f"bench_intmax.py: error: argument --n: expected a "
                                                     f"non-negative integer such as {ALLOWED}, got '2**32+x'")
+
+
+# Python's \d, \s, int(), float() and Decimal() take any Unicode digit or space; README's forms are ASCII.
+NON_ASCII = ["١٠٠", "１２", "1e٣", "2**１０", "\u3000 5", "2\u2003**\u20034", "1\u00a0000", "৪২", "1_٠٠٠"]
+
+
+@pytest.mark.parametrize("text", NON_ASCII)
+def test_non_ascii_digits_and_spaces_are_refused(text):
+    with pytest.raises(CountError) as info:
+        parse_count(text, "n")
+    assert str(info.value) == f"--n: expected a non-negative integer such as {ALLOWED}, got {text!r}"
+
+
+# Count-like text: Unicode digits and spaces (categories Nd, Zs) among the ASCII characters of the forms.
+COUNT_LIKE = st.text(st.characters(categories=("Nd", "Zs")) | st.sampled_from("0123456789_*+-eE. "),
+                     min_size=1, max_size=12)
+
+
+@given(st.one_of(COUNT_LIKE, st.text(min_size=1, max_size=12)).filter(lambda t: not t.isascii()))
+@settings(max_examples=300, deadline=None)
+def test_any_text_with_a_non_ascii_character_is_refused(text):
+    with pytest.raises(CountError) as info:
+        parse_count(text, "n")
+    assert str(info.value) == f"--n: expected a non-negative integer such as {ALLOWED}, got {text!r}"
+
+
+@given(st.integers(min_value=0, max_value=2**60))
+@settings(max_examples=200, deadline=None)
+def test_ascii_forms_still_parse(value):
+    assert parse_count(str(value), "n") == value
+    assert parse_count(f" {value:_} ", "n") == value
+
+
+def test_the_cli_refuses_arabic_indic_digits(tmp_path, cli):
+    out = cli(["run", "scan", "--n", "١٠٠", "--model-only", "--no-save"], tmp_path)
+    assert out.exit_code == 2, out.output
+    assert out.output.strip() == f"error: --n: expected a non-negative integer such as {ALLOWED}, got '١٠٠'"
+    assert list(tmp_path.iterdir()) == []
