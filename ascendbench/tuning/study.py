@@ -33,7 +33,9 @@ import random
 import secrets
 import signal
 import socket
+import stat
 import statistics
+import sys
 import threading
 import time
 import warnings
@@ -41,6 +43,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not on a POSIX system: a stale lock is broken without the flock guard
+    fcntl = None
 
 import numpy as np
 import optuna
@@ -140,9 +147,12 @@ EMPTY_STORAGE = ("--storage: must not be empty; give a journal file path (defaul
 
 def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
     """An Optuna storage: an RDB URL (sqlite:///..., postgresql://...) with heartbeats, so that trials of a
-    killed worker are marked failed; anything else is a journal file path (created with its folder).
+    killed worker are marked failed; anything else is a journal file path (created with its folder), whose
+    torn last record, if any, is set aside with a note on stderr (JournalFile.recover), and whose lock, if a
+    process that is gone left it, is broken at once with a note (JournalLock).
 
-    Raises TuneError (--storage) when the database cannot be opened or the path cannot be written."""
+    Raises TuneError (--storage) when the database cannot be opened, the path cannot be written, or a line
+    that is not a journal record has records after it (named: nothing is changed)."""
     target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
     if not target.strip():  # Path("") is the current folder: "'.' is not a regular file" would mislead
         raise TuneError(EMPTY_STORAGE)
@@ -158,11 +168,14 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         path = Path(target)
         _check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # A stale lock is broken after LOCK_GRACE_SECONDS. The path must be absolute: the lock is a symlink to
-        # the journal, and a relative target would dangle, so a stale lock could never be broken.
-        path = path.resolve()
-        lock = optuna.storages.journal.JournalFileSymlinkLock(str(path), grace_period=LOCK_GRACE_SECONDS)
-        return Journal(JournalFile(str(path), lock))
+        path = path.resolve()  # worker processes and the lock's guard find it wherever they run
+        file = JournalFile(str(path), JournalLock(str(path), LOCK_GRACE_SECONDS), shown=target)
+        file.recover()  # a torn last record is set aside (a note says where) before anything is appended
+        try:
+            return Journal(file)
+        except Exception:
+            _refuse_torn_middle(path, target)  # a record that is not one, with records after it
+            raise
     except TuneError:
         raise
     except ImportError:
@@ -173,51 +186,374 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None
 
 
-# A writer killed while holding the journal's file lock leaves it behind; others break it after this long (an
-# append holds the lock for milliseconds, so 10 s is safe and keeps a resumed run from waiting long; Optuna
-# warns below 3 s).
+# A lock whose owner cannot be checked (a lock of Optuna's own kind, from an older version of this tool, plain
+# Optuna or optuna-dashboard; or one taken on another machine sharing the folder) is broken once it has stayed
+# unchanged this long (an append holds the lock for milliseconds). A lock whose owner is on this machine is
+# broken at once when that process is gone, and waited for while it lives (JournalLock).
 LOCK_GRACE_SECONDS = 10
+LOCK_WAIT_NOTE_SECONDS = 10.0  # a live owner holding the lock this long is named, once
 
 # A worker's journal appends are fsync'd at most this often (and when its loop ends): an fsync'd append per trial
 # (0.5-2.5 ms here) was a fifth of a 500-trial HGEMM loop; a killed process loses nothing written before it died.
 FSYNC_SECONDS = 1.0
 
 
+def _storage_note(text: str) -> None:
+    """One line on stderr about the storage (a lock broken, a torn record set aside): the command's user sees
+    it, also from a --jobs worker process (which shares the command's stderr)."""
+    print(f"note: {text}", file=sys.stderr, flush=True)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return fh.read().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks after boot) of a process, from /proc (Linux); None elsewhere or when
+    the process is gone."""
+    text = _read_text(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces and parentheses
+    try:
+        return fields[0], int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _lock_owner(pid: int) -> dict[str, Any]:
+    """This process as a lock's owner: host name, boot id and PID namespace (Linux; None elsewhere), PID and
+    start time (cached per PID: a forked child is another owner)."""
+    ns = None
+    with contextlib.suppress(OSError):
+        ns = os.readlink("/proc/self/ns/pid")
+    ps = _proc_stat(pid)
+    return {"host": socket.gethostname(), "boot": _read_text("/proc/sys/kernel/random/boot_id"), "pidns": ns,
+            "pid": pid, "start": ps[1] if ps else None}
+
+
+def _owner_alive(owner: Mapping[str, Any]) -> bool | None:
+    """Whether the process that wrote the owner record `owner` still runs: True or False when this process can
+    tell (the same boot of the same kernel, the same PID namespace; the start time tells a reused PID), None
+    when it cannot (another machine, another container, a system without /proc, or this machine before its
+    last start: a host name can repeat across machines, a boot id cannot)."""
+    me = _lock_owner(os.getpid())
+    same = me["boot"] and me["pidns"] and owner.get("boot") == me["boot"] and owner.get("pidns") == me["pidns"]
+    if not same or not isinstance(owner.get("pid"), int) or not isinstance(owner.get("start"), int):
+        return None
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process has that PID: the owner if its start time agrees
+        pass
+    except OSError:
+        return None
+    ps = _proc_stat(owner["pid"])
+    if ps is None:
+        return False  # gone between the two looks
+    state, start = ps
+    return state not in ("Z", "X") and start == owner["start"]  # a zombie (killed, not yet reaped) is gone
+
+
+class JournalLock:
+    """The journal's file lock, `<journal>.lock`, that knows its owner: a regular file made exclusively (as
+    Optuna's JournalFileOpenLock; Optuna's own locks have the same path, so plain Optuna and optuna-dashboard
+    exclude it and are excluded by it), holding its owner as JSON (host, boot id, PID namespace, PID and start
+    time). It has Optuna's lock contract (acquire, release).
+
+    A lock left by a process of this machine that is gone (killed while it held the lock, SIGKILL included) is
+    broken at once, with one note on stderr; a lock whose owner runs is waited for, however long it holds it
+    (named once after LOCK_WAIT_NOTE_SECONDS). A lock whose owner this process cannot check (another machine
+    sharing the folder, another container, a lock made before the machine restarted or without an owner
+    record) is broken, with a note, once it has stayed unchanged for `grace_period_s` seconds, as Optuna does.
+
+    Breaking is done holding an fcntl.flock of the journal file, and only if the lock is still the one
+    judged stale, so that several processes finding one stale lock together break it once and then take turns
+    (otherwise the second would remove the lock the first had just taken). The kernel releases an flock when
+    its owner dies, so it can never be stale itself; on NFS it is a lock of the server (NFSv4, or v3 with
+    lockd), and where flock is not supported the breaking goes on without it. Exclusive creation works on
+    NFSv3 and later (Optuna's JournalFileOpenLock has the same limit). Owners on other machines are judged by
+    the grace period only: their PIDs mean nothing here.
+
+    Args:
+        filepath: the journal file (absolute, or relative to a folder that does not change).
+        grace_period_s: seconds after which a lock whose owner cannot be checked is broken; None: never.
+        notify: called with each note's text (default: one line on stderr).
+    """
+
+    def __init__(self, filepath: str, grace_period_s: float | None = LOCK_GRACE_SECONDS,
+                 notify: Callable[[str], None] = _storage_note):
+        self._journal_path = filepath
+        self._lock_file = filepath + ".lock"  # Optuna's lock path
+        self.grace_period = grace_period_s
+        self.notify = notify
+        self._held: tuple[int, int] | None = None  # (device, inode) of the lock this process made
+
+    def acquire(self) -> bool:
+        """Take the lock, blocking (see the class). Returns True. Raises OSError when the lock file cannot be
+        made (a folder gone read-only, a full disk)."""
+        record = json.dumps(_lock_owner(os.getpid())).encode("ascii")
+        sleep_s, started = 0.001, time.monotonic()
+        unknown: tuple[Any, float] | None = None  # a lock of unknown owner: its state, and since when
+        named = False
+        while True:
+            try:
+                fd = os.open(self._lock_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pass
+            else:
+                try:
+                    os.write(fd, record)
+                    st = os.fstat(fd)
+                except BaseException:
+                    os.close(fd)
+                    with contextlib.suppress(OSError):
+                        os.unlink(self._lock_file)
+                    raise
+                os.close(fd)
+                self._held = (st.st_dev, st.st_ino)
+                return True
+            state, owner, alive = self._inspect()
+            if state is None:
+                continue  # released meanwhile: try again at once
+            if alive is False:
+                if self._break(state, False):
+                    self.notify(f"broke the journal lock {self._lock_file}: its owner, process "
+                                f"{owner['pid']} on this machine, is gone (killed while it held the lock)")
+                continue
+            if alive is None:
+                now = time.monotonic()
+                if unknown is None or unknown[0] != state:
+                    unknown = (state, now)
+                elif self.grace_period is not None and now - unknown[1] > self.grace_period:
+                    if self._break(state, None):
+                        who = (f"process {owner['pid']} on {owner.get('host')}" if owner
+                               else "an owner that is not recorded (Optuna's own lock)")
+                        self.notify(f"broke the journal lock {self._lock_file}: unchanged for "
+                                    f"{self.grace_period:g} s, held by {who}, which this machine cannot "
+                                    "check")
+                    unknown = None
+                    continue
+            elif not named and time.monotonic() - started > LOCK_WAIT_NOTE_SECONDS:
+                named = True
+                self.notify(f"waiting for the journal lock {self._lock_file}, held by process "
+                            f"{owner['pid']} on this machine (still running; stopped with Ctrl-Z?)")
+            time.sleep(sleep_s)
+            sleep_s = min(sleep_s * 2, 0.05)
+
+    def _inspect(self) -> tuple[Any, dict[str, Any] | None, bool | None]:
+        """(state, owner record, whether the owner runs: see _owner_alive) of the lock file as it is now;
+        state None when there is no lock file."""
+        try:
+            st = os.lstat(self._lock_file)
+        except FileNotFoundError:
+            return None, None, None
+        state = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        owner = None
+        if stat.S_ISREG(st.st_mode):
+            try:
+                with open(self._lock_file, "rb") as fh:
+                    owner = json.loads(fh.read(4096))
+            except (OSError, ValueError):
+                owner = None  # being written (made empty, the record follows), or not ours
+        if not isinstance(owner, dict):
+            return state, None, None
+        return state, owner, _owner_alive(owner)
+
+    def _break(self, state: Any, alive: bool | None) -> bool:
+        """Remove the lock file if it is still in `state` with its owner still judged `alive` (False or None);
+        returns whether this call removed it."""
+        guard = None
+        with contextlib.suppress(OSError):
+            guard = os.open(self._journal_path, os.O_RDWR)  # O_RDWR: NFS needs a writable file to lock it
+        try:
+            if guard is not None and fcntl is not None:
+                with contextlib.suppress(OSError):  # no flock on this file system: break without it
+                    fcntl.flock(guard, fcntl.LOCK_EX)
+            now, _owner, now_alive = self._inspect()
+            if now != state or now_alive is not alive:
+                return False  # released, or broken and taken by another process meanwhile
+            try:
+                os.unlink(self._lock_file)
+            except FileNotFoundError:
+                return False
+            return True
+        finally:
+            if guard is not None:
+                os.close(guard)  # releases the flock
+
+    def release(self) -> None:
+        """Remove the lock this process holds (nothing if another process broke it meanwhile)."""
+        held, self._held = self._held, None
+        try:
+            st = os.lstat(self._lock_file)
+        except FileNotFoundError:
+            return
+        if held == (st.st_dev, st.st_ino):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._lock_file)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_held": None}  # a copy in another process holds nothing
+
+
+def _is_record(line: bytes) -> bool:
+    """Whether `line` (without its newline) is one whole journal record: a JSON object with an op_code. A cut
+    prefix of a record never is one (its braces are not closed)."""
+    try:
+        record = json.loads(line)
+    except ValueError:  # UnicodeDecodeError included
+        return False
+    return isinstance(record, dict) and "op_code" in record
+
+
+def _line_start(fh, end: int) -> int:
+    """Offset of the line that ends at `end` (just after the last newline before it; 0 if none)."""
+    pos = end
+    while pos > 0:
+        step = min(pos, 1 << 16)
+        fh.seek(pos - step)
+        chunk = fh.read(step)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return pos - step + cut + 1
+        pos -= step
+    return 0
+
+
 class JournalFile(optuna.storages.journal.JournalFileBackend):
-    """Optuna's journal file (same records, same lock), whose appends made inside `grouped()` are fsync'd at
-    most once per FSYNC_SECONDS and when the outermost `grouped()` ends, instead of each on its own.
+    """Optuna's journal file (same records, same lock path) that survives a torn write, and whose appends
+    made inside `grouped()` are fsync'd at most once per FSYNC_SECONDS and when the outermost `grouped()`
+    ends, instead of each on its own.
 
-    Every append still goes to the file at once under the file lock, so other processes read it at once, and a
-    process killed (SIGKILL included) loses nothing it had appended: the operating system holds the data. Only
-    a crash of the operating system can lose appends: those made less than FSYNC_SECONDS after the last fsync,
-    until the next append or the end of the group fsyncs them. Outside `grouped()` it is Optuna's
-    JournalFileBackend (each append fsync'd). Appends are serialised by JournalStorage's own lock."""
+    Every append goes to the file at once under the file lock (JournalLock), so other processes read it at
+    once, and a process killed (SIGKILL included) loses nothing it had appended: the operating system holds
+    the data. Only a crash of the operating system can lose appends: those made less than FSYNC_SECONDS after
+    the last fsync, until the next append or the end of the group fsyncs them. Outside `grouped()` each append
+    is fsync'd, as Optuna's. Appends are serialised by JournalStorage's own lock.
 
-    def __init__(self, file_path: str,
-                 lock_obj: optuna.storages.journal.JournalFileSymlinkLock | optuna.storages.journal.JournalFileOpenLock):
+    Torn writes: an append that fails part way (a full disk, a file size limit, an interrupt) is taken back
+    (the file cut to its size before the append) and its error raised. A last line that is not a whole
+    record (a write cut by a crash, a disk filled by another program, a take-back that failed) is set aside in
+    a file `<journal>.torn-<UTC time>` beside the journal, with one note, before the next append and when the
+    journal is opened (recover), so that no record is ever glued onto a partial line; a last record cut just
+    before its newline is whole and kept. Optuna's readers skip such a line: nothing read is set aside.
+
+    Args:
+        file_path: the journal file (created if missing).
+        lock_obj: the file lock (JournalLock, or one of Optuna's).
+        shown: the journal's name in notes (default: file_path).
+        notify: called with each note's text (default: one line on stderr).
+    """
+
+    def __init__(self, file_path: str, lock_obj: JournalLock,
+                 shown: str | None = None, notify: Callable[[str], None] = _storage_note):
         super().__init__(file_path, lock_obj)
         self._path, self._file_lock = file_path, lock_obj
+        self.shown, self.notify = shown or file_path, notify
         self._grouping = 0
         self._unsynced = False
         self._synced_at = -math.inf
         self._own_bytes = 0  # appended by the grouped appends of this process
 
+    def _open_append(self):
+        # unbuffered: a failed write leaves no buffered rest that a later flush or close would append
+        return open(self._path, "a+b", buffering=0)
+
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
-        if not self._grouping:
-            super().append_logs(logs)
-            return
         data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode("utf-8")
-        self._file_lock.acquire()  # blocks (breaking a lock older than its grace period), as Optuna's append does
+        self._file_lock.acquire()
         try:
-            with open(self._path, "ab") as fh:
-                fh.write(data)
-                fh.flush()
+            with self._open_append() as fh:
+                self._mend(fh)
+                start = fh.seek(0, os.SEEK_END)
+                try:
+                    view = memoryview(data)
+                    while view:  # a raw write may write part of it (a full disk: the next one raises)
+                        view = view[fh.write(view):]
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        fh.truncate(start)  # else the next append or open sets the partial record aside
+                    raise
+                if not self._grouping:
+                    os.fsync(fh.fileno())
+                    return
                 self._own_bytes += len(data)
                 self._unsynced = True
                 if time.monotonic() - self._synced_at >= FSYNC_SECONDS:
                     self._fsync(fh)
         finally:
             self._file_lock.release()
+
+    def recover(self) -> str | None:
+        """Set aside a last line that is not a whole record (see the class), under the file lock so that
+        processes opening the journal together do it once. Returns the note written, None if nothing was torn.
+
+        Raises OSError when the torn bytes cannot be kept (a full disk: the journal is left as it is)."""
+        self._file_lock.acquire()
+        try:
+            with self._open_append() as fh:
+                return self._mend(fh, whole=True)
+        finally:
+            self._file_lock.release()
+
+    def _mend(self, fh, whole: bool = False) -> str | None:
+        """End the file (`fh`, open a+b, the lock held) with a whole record: a last line cut short is set
+        aside, or completed with its newline when it is a whole record. whole=True also checks a last line
+        that has its newline (a torn write a crash filled up to a newline). Returns the note written, if
+        any."""
+        size = fh.seek(0, os.SEEK_END)
+        if not size:
+            return None
+        fh.seek(size - 1)
+        ends = fh.read(1) == b"\n"
+        if ends and not whole:
+            return None  # every append's check: two system calls
+        end = size - 1 if ends else size
+        start = _line_start(fh, end)
+        fh.seek(start)
+        line = fh.read(end - start)
+        if _is_record(line):
+            if not ends:
+                fh.write(b"\n")  # cut just before its newline: the record is whole
+            return None
+        aside = self._set_aside(start, fh, size)
+        text = (f"the last record of the journal {self.shown} was cut short (a full disk, or a write killed "
+                f"part way): its {size - start} bytes are set aside in {aside}; every whole record is kept")
+        self.notify(text)
+        return text
+
+    def _set_aside(self, start: int, fh, size: int) -> str:
+        """Copy bytes start..size of the journal to a new file beside it, then cut the journal at `start`;
+        returns the new file's name as shown."""
+        fh.seek(start)
+        torn = fh.read(size - start)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for n in itertools.count(1):
+            suffix = f".torn-{stamp}" + (f"-{n}" if n > 1 else "")
+            try:
+                out = open(self._path + suffix, "xb")  # noqa: SIM115 - removed below if it cannot be written
+            except FileExistsError:
+                continue
+            try:
+                with out:
+                    out.write(torn)
+                    out.flush()
+                    os.fsync(out.fileno())
+            except BaseException:  # a full disk: the journal is left as it is (the caller says why)
+                with contextlib.suppress(OSError):
+                    os.unlink(self._path + suffix)
+                raise
+            break
+        fh.truncate(start)
+        os.fsync(fh.fileno())
+        return self.shown + suffix
 
     def _fsync(self, fh) -> None:
         os.fsync(fh.fileno())
@@ -286,11 +622,10 @@ def _check_journal(path: Path) -> None:
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
         if first:
-            try:
-                ok = isinstance(json.loads(first), dict) and "op_code" in json.loads(first)
-            except (ValueError, UnicodeDecodeError):
-                ok = False
-            if not ok:
+            # a first record cut short (a disk that filled at the journal's first append): recover sets it aside
+            start = b'{"op_code":'  # how Optuna's records begin
+            torn = not first.endswith(b"\n") and (first.startswith(start) or start.startswith(first))
+            if not (_is_record(first) or torn):
                 raise TuneError(f"--storage: {path} is not an Optuna journal file (its first line is not a "
                                 "journal record); give a new path or the journal of earlier studies")
         if not os.access(path, os.W_OK):
@@ -303,6 +638,23 @@ def _check_journal(path: Path) -> None:
             if not os.access(parent, os.W_OK):
                 raise TuneError(f"--storage: folder {parent} is not writable")
             break
+
+
+def _refuse_torn_middle(path: Path, shown: str) -> None:
+    """Raise TuneError naming the first line of the journal that is not a record, if one is (Optuna's replay
+    fails on it once records follow). It is left as it is: the records after it may depend on it, so dropping
+    them, or it, could change what the studies hold."""
+    bad, count = None, 0
+    with open(path, "rb") as fh:
+        for count, line in enumerate(fh, start=1):
+            if bad is None and not _is_record(line):
+                bad = count
+    if bad is None:
+        return
+    raise TuneError(f"--storage: line {bad} of {count} of the journal {shown} is not a journal record, and "
+                    "records follow it (a torn write that an older version appended to, or an edit); nothing "
+                    f"is changed: its first {bad - 1} lines are whole (head -n {bad - 1} {shown} > "
+                    "other.journal keeps them, then give --storage other.journal)")
 
 
 def describe_storage(storage: str | None) -> str:

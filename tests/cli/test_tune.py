@@ -337,3 +337,82 @@ def test_a_storage_failure_during_tuning_is_one_line_and_keeps_the_trials(tmp_pa
     assert line.startswith("tune: the storage or a result file failed: [Errno 28] No space left on device; the "
                            "finished trials are kept in results/tuning/studies.journal; resume with:")
     assert not list(tmp_path.glob("results/tuning/hgemm/*.json"))
+
+
+JOURNAL = "results/tuning/studies.journal"
+
+
+def _evaluated(out):
+    return json.loads(out.stdout)["problems"][0]["trials"]["evaluated"]
+
+
+def test_a_journal_whose_last_record_is_torn_is_mended_with_a_note_and_tuning_goes_on(tmp_path, cli):
+    # as a full disk or a kill in the middle of an append left it in earlier versions: the next append was
+    # glued onto the partial line, and every later run failed (JSONDecodeError, "Should not reach.")
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "3", "--no-exhaustive", "--no-save", "--json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    journal = tmp_path / JOURNAL
+    data = journal.read_bytes()
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1
+    journal.write_bytes(data[:last + (len(data) - last) // 2])
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "5", "--no-exhaustive", "--no-save", "--json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    aside = [p.name for p in journal.parent.glob("studies.journal.torn-*")]
+    assert len(aside) == 1
+    notes = [line for line in out.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: the last record of the journal {JOURNAL} was cut short (a full disk, or a write killed "
+                     f"part way): its {(len(data) - last) // 2} bytes are set aside in results/tuning/{aside[0]}; every "
+                     "whole record is kept"]
+    assert _evaluated(out) == 5
+    assert all(json.loads(line) for line in journal.read_bytes().splitlines())
+
+
+def test_a_write_that_fills_the_file_size_limit_leaves_the_journal_whole_and_the_resume_command_works(tmp_path, cli):
+    import resource
+    import shlex
+
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "3", "--no-exhaustive", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    journal = tmp_path / JOURNAL
+    limit = journal.stat().st_size + 4000  # room for a few trials: then a write stops part way (EFBIG)
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the process
+
+    full = subprocess.run([sys.executable, "-m", "ascendbench.cli", "tune", "hgemm", *SHAPE, "--trials", "40",
+                           "--no-exhaustive", "--no-save"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, preexec_fn=small_files, check=False)
+    assert full.returncode == 1, full.stderr
+    assert "[Errno 27] File too large" in full.stderr and "Traceback" not in full.stderr
+    assert journal.read_bytes().endswith(b"\n") and journal.stat().st_size <= limit  # the partial write taken back
+    assert all(json.loads(line) for line in journal.read_bytes().splitlines())
+    command = shlex.split(full.stderr.split("resume with: ", 1)[1].splitlines()[0])
+    assert command[:2] == ["ascendbench", "tune"]
+    resumed = cli([*command[1:], "--json"], tmp_path)
+    assert resumed.exit_code == 0, resumed.output
+    assert _evaluated(resumed) == 40 and "note:" not in resumed.stderr
+
+
+def test_a_lock_left_by_a_killed_tuner_is_broken_at_once(tmp_path, cli, monkeypatch):
+    from ascendbench.tuning import study as study_module
+
+    monkeypatch.setattr(study_module, "LOCK_GRACE_SECONDS", 3600)  # only the owner check can break it in time
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "2", "--no-exhaustive", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    journal = (tmp_path / JOURNAL).resolve()
+    pid = os.fork()
+    if pid == 0:  # a tuner killed while it held the lock
+        try:
+            study_module.JournalLock(str(journal)).acquire()
+            os.kill(os.getpid(), signal.SIGKILL)
+        finally:
+            os._exit(1)
+    os.waitpid(pid, 0)
+    assert journal.with_name("studies.journal.lock").exists()
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "4", "--no-exhaustive", "--no-save", "--json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert [line for line in out.stderr.splitlines() if line] == [
+        f"note: broke the journal lock {journal}.lock: its owner, process {pid} on this machine, is gone (killed "
+        "while it held the lock)"]
+    assert _evaluated(out) == 4 and not journal.with_name("studies.journal.lock").exists()

@@ -1,8 +1,6 @@
 """Optuna studies over the timing model: resume, determinism, infeasible trials, exhaustive optimum, workers."""
 
 import json
-import os
-import time
 
 import optuna
 import pytest
@@ -241,22 +239,6 @@ def test_storage_errors_and_descriptions(tmp_path):
     assert not (tmp_path / "foo:").exists()
     assert describe_storage("postgresql://user:secret@host/db") == "postgresql://user:***@host/db"
     assert describe_storage(None) == "results/tuning/studies.journal"
-
-
-def test_a_lock_left_by_a_killed_writer_is_broken(tmp_path, monkeypatch):
-    # A writer killed with SIGKILL while holding the journal's lock leaves the lock symlink behind; the next
-    # run must break it after the grace period instead of waiting forever (relative paths used to dangle).
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(study_module, "LOCK_GRACE_SECONDS", 3)  # 10 in use
-    req = request(tmp_path, space_path("hgemm"), trials=2, exhaustive=False, storage="results/s.journal")
-    tune_problem(req, PROBLEM)
-    lock = tmp_path / "results" / "s.journal.lock"
-    lock.symlink_to((tmp_path / "results" / "s.journal").resolve())
-    old = time.time() - 3600
-    os.utime(tmp_path / "results" / "s.journal", (old, old))
-    out = tune_problem(request(tmp_path, space_path("hgemm"), trials=4, exhaustive=False,
-                               storage="results/s.journal"), PROBLEM)
-    assert out.trials["evaluated"] == 4 and not lock.exists()
 
 
 def test_a_new_study_tries_the_warm_start_configurations_right_after_the_heuristic(tmp_path):
