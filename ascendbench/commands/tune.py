@@ -633,6 +633,11 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
                                                        infeasible=r.get("infeasible", t["infeasible"]))
                 c.print(f"{who}: {r['evaluated']} of {t['target']} configurations: {reason}", style="yellow",
                         highlight=False)
+        if t.get("foreign"):  # trials of plain Optuna in the study (summarise leaves them out)
+            n = t["foreign"]
+            c.print(f"{p['key']}: left out {n} trial{'s' if n != 1 else ''} of its study that ascendbench "
+                    "did not make (no 'config' user attribute: plain Optuna, optuna-dashboard)",
+                    style="yellow", highlight=False)
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")

@@ -185,6 +185,10 @@ class TrialCounts(_Model):
                           "trials in a row found no new feasible configuration: fewer may exist than --trials), "
                           "timeout (--timeout), interrupted (Ctrl-C, SIGTERM); absent in results written "
                           "before it was recorded")
+    foreign: int = Field(0, description="finished trials of the study that this tool did not make (no "
+                                        "'config' user attribute: plain Optuna, optuna-dashboard): left out "
+                                        "of every other count, the best and the importance; 0 in results "
+                                        "written before")
 
 
 class Configuration(_Model):

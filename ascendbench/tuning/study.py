@@ -859,6 +859,13 @@ def config_key(config: Mapping[str, Any]) -> str:
     return json.dumps(dict(config), sort_keys=True)
 
 
+def _ours(trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether the trial was made by this tool (it has the user attribute "config"). A study can also hold
+    trials of plain Optuna (another script, optuna-dashboard): they are left out of the counts, the report,
+    the repeat check and the workers' samplers, and counted as "foreign" (summarise)."""
+    return "config" in trial.user_attrs
+
+
 class _Objective:
     """Simulated time of the suggested configuration; infeasible points are pruned with their reason; a
     configuration the study (or this process) already evaluated is answered from it, marked "repeat"."""
@@ -875,9 +882,9 @@ class _Objective:
         """Take the outcomes a study (or a list of trials) holds: other workers' trials, earlier runs."""
         trials = source.get_trials(deepcopy=False, states=_FINISHED) if isinstance(source, optuna.Study) else source
         for t in trials:
-            if t.state not in _FINISHED:
+            if t.state not in _FINISHED or not _ours(t):
                 continue
-            key = config_key(t.user_attrs.get("config", {}))
+            key = config_key(t.user_attrs["config"])
             if key in self.cache or t.user_attrs.get("repeat"):
                 continue
             if t.state == TrialState.COMPLETE:
@@ -935,7 +942,9 @@ def distinct_counts(study: optuna.Study) -> tuple[int, int]:
     """(distinct feasible configurations, distinct configurations) the study holds (finished trials)."""
     feasible, seen = set(), set()
     for t in study.get_trials(deepcopy=False, states=_FINISHED):
-        key = config_key(t.user_attrs.get("config", {}))
+        if not _ours(t):
+            continue
+        key = config_key(t.user_attrs["config"])
         seen.add(key)
         if t.state == TrialState.COMPLETE:
             feasible.add(key)
@@ -1029,8 +1038,8 @@ class _Mirror:
         self.pull()
 
     def note(self, trial: optuna.trial.FrozenTrial) -> None:
-        if trial.state in _FINISHED:
-            key = config_key(trial.user_attrs.get("config", {}))
+        if trial.state in _FINISHED and _ours(trial):
+            key = config_key(trial.user_attrs["config"])
             self.seen.add(key)
             if trial.state == TrialState.COMPLETE:
                 self.feasible.add(key)
@@ -1053,7 +1062,9 @@ class _Mirror:
                and self.scanned in self.looked_at):
             self.looked_at.discard(self.scanned)
             self.scanned += 1
-        new = [t for t in arrived if t.state in _FINISHED and not self._own(t)]
+        # trials of plain Optuna are not copied: they hold no configuration to learn from, and their parameters
+        # would shrink the sampler's search space (the parameters that every trial has)
+        new = [t for t in arrived if t.state in _FINISHED and not self._own(t) and _ours(t)]
         if new:
             start = len(self.local.get_trials(deepcopy=False))  # in-memory numbers run on from there
             self.local.add_trials(new)
@@ -1415,7 +1426,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     tunable = get_tunable(request.kernel)
     hw = _profile(request.hardware)
     trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
-    finished = [t for t in trials if t.state in _FINISHED]
+    finished = [t for t in trials if t.state in _FINISHED and _ours(t)]
     complete = [t for t in finished if t.state == TrialState.COMPLETE]
     evaluated, seen = distinct_counts(study)
     # evaluated + infeasible + repeats = finished: a trial either brought a new configuration (feasible or
@@ -1425,14 +1436,15 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               "failed": sum(1 for t in trials if t.state == TrialState.FAIL),
               "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
-              "target": request.trials}
+              "target": request.trials,
+              "foreign": sum(1 for t in trials if t.state in _FINISHED and not _ours(t))}
     if stopped is None or evaluated >= request.trials:
         stopped = _reached(evaluated, seen, request.trials, space) or "idle"
     counts["stopped"] = stopped
     reasons: dict[str, int] = {}
     counted_reasons: set[str] = set()
     for t in finished:
-        k = config_key(t.user_attrs.get("config", {}))
+        k = config_key(t.user_attrs["config"])
         if t.state == TrialState.PRUNED and k not in counted_reasons:
             counted_reasons.add(k)
             reason = str(t.user_attrs.get("infeasible", "pruned"))
@@ -1441,7 +1453,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     history: list[float] = []  # best-so-far time after each new feasible configuration
     best_so_far, counted = math.inf, set()
     for t in complete:
-        k = config_key(t.user_attrs.get("config", {}))
+        k = config_key(t.user_attrs["config"])
         if k in counted:
             continue
         counted.add(k)
@@ -1521,10 +1533,15 @@ def importance(study: optuna.Study, space: SearchSpace) -> dict[str, float] | No
     extra package), keyed by the space's parameter names; None with fewer than 10 distinct configurations or
     when nothing varies."""
     complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                if not t.user_attrs.get("repeat")]
+                if not t.user_attrs.get("repeat") and _ours(t)]
     if len(complete) < 10:
         return None
     names = {p.optuna_name(name): name for name, p in space.parameters.items()}
+    if any(not _ours(t) for t in study.get_trials(deepcopy=False)):
+        # plain Optuna's trials have other parameters (the importance would be theirs): measured without
+        own = optuna.create_study(storage=optuna.storages.InMemoryStorage(), direction="minimize")
+        own.add_trials([t for t in study.get_trials(deepcopy=False, states=_FINISHED) if _ours(t)])
+        study = own
     try:
         with warnings.catch_warnings():  # experimental in Optuna
             warnings.simplefilter("ignore")
@@ -1589,7 +1606,9 @@ def _grid_from_study(study: optuna.Study, space: SearchSpace) -> list[tuple[dict
     """The whole grid as the study's finished trials give it (None unless every grid point is there)."""
     outcome: dict[str, float | None] = {}
     for t in study.get_trials(deepcopy=False, states=_FINISHED):
-        outcome.setdefault(config_key(t.user_attrs.get("config", {})),
+        if not _ours(t):
+            continue
+        outcome.setdefault(config_key(t.user_attrs["config"]),
                            t.value if t.state == TrialState.COMPLETE else None)
     if len(outcome) < space.grid_size:
         return None

@@ -416,3 +416,17 @@ def test_a_lock_left_by_a_killed_tuner_is_broken_at_once(tmp_path, cli, monkeypa
         f"note: broke the journal lock {journal}.lock: its owner, process {pid} on this machine, is gone (killed "
         "while it held the lock)"]
     assert _evaluated(out) == 4 and not journal.with_name("studies.journal.lock").exists()
+
+
+def test_trials_of_plain_optuna_in_a_study_are_named_in_one_line(tmp_path, cli):
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "2", "--no-exhaustive", "--no-save", "--study-name", "s"],
+              tmp_path)
+    assert out.exit_code == 0, out.output
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / JOURNAL)))
+    optuna.load_study(study_name="s/1024x256x512", storage=storage).optimize(lambda t: t.suggest_float("x", 0, 1),
+                                                                            n_trials=3)
+    out = cli(["tune", "hgemm", *SHAPE, "--trials", "4", "--no-exhaustive", "--no-save", "--study-name", "s"],
+              tmp_path)
+    assert out.exit_code == 0, out.output
+    assert ("1024x256x512: left out 3 trials of its study that ascendbench did not make (no 'config' user "
+            "attribute: plain Optuna, optuna-dashboard)") in " ".join(out.stdout.split())

@@ -10,8 +10,8 @@ import optuna
 import pytest
 
 from ascendbench.tuning import study as study_module
-from ascendbench.tuning.space import space_path
-from ascendbench.tuning.study import JournalLock, TuneError, TuneRequest, open_storage, tune_problem
+from ascendbench.tuning.space import load_space, space_path
+from ascendbench.tuning.study import JournalLock, TuneError, TuneRequest, open_storage, study_name_for, tune_problem
 
 PROBLEM = {"m": 1024, "n": 256, "k": 512, "batch": 1}
 M0 = optuna.distributions.CategoricalDistribution([64, 128])
@@ -268,3 +268,20 @@ def test_a_lock_of_optunas_own_kind_is_broken_after_the_grace_period(tmp_path, m
     err = capsys.readouterr().err.splitlines()
     assert err == [f"note: broke the journal lock {(tmp_path / 'results').resolve() / lock.name}: unchanged for 0.3 s, held "
                    "by an owner that is not recorded (Optuna's own lock), which this machine cannot check"]
+
+
+def test_trials_of_plain_optuna_in_a_study_are_left_out_and_counted(tmp_path):
+    req = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", trials=3, exhaustive=False,
+                      storage=str(tmp_path / "s.journal"))
+    key = tune_problem(req, PROBLEM).key
+    shared = optuna.load_study(study_name=study_name_for(req, key), storage=open_storage(req.storage))
+    # another script on the study, with its own parameters (Optuna refuses another kind under one of the space's
+    # names) and attributes
+    shared.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    out = tune_problem(TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", trials=12, exhaustive=False,
+                                   storage=req.storage), PROBLEM)
+    t = out.trials
+    assert t["foreign"] == 2 and t["evaluated"] == 12
+    assert t["evaluated"] + t["infeasible"] + t["repeats"] == t["finished"]
+    assert set(out.best["config"]) == set(load_space(space_path("hgemm")).parameters)
+    assert out.importance is not None and "x" not in out.importance
