@@ -31,7 +31,7 @@ import numpy as np
 
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import BufferCapacityError, ParamError
+from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityError, ParamError
 from ascendbench.kernels.contract import Check, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
@@ -123,7 +123,7 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     if arrays is not None and not isinstance(arrays, Mapping):
         raise ParamError("input", f"arrays must map names to arrays, got {type(arrays).__name__}")
     if model_only and arrays is not None:
-        raise ParamError("input", "there is no data with --model-only; drop one of them")
+        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ParamError("seed", f"must be a non-negative integer, got {seed!r}")
     hardware = spec.default_hardware if hardware is None else hardware

@@ -27,6 +27,7 @@ import numpy as np
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels import ParamError, ScanParams, get_kernel
+from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY
 from ascendbench.kernels.partition import (
     GENERATORS,
     PARTITION_LIMIT,
@@ -250,7 +251,7 @@ def run_scan(
         seed: seed of the generated input (ignored with x / input_file).
         x: the user's own (n,) float16 or int8 array; input_file: a .npy file holding one.
         hardware: profile name or TOML path, or a HardwareProfile.
-        model_only: timings and counters only, no data.
+        model_only: timings and counters only, no data (x and input_file must be None: give n and dtype).
         warm_l2: start with the input resident in L2 (the same as l2="warm").
         l2: what L2 holds when the kernel starts (kernels.scan.L2_STARTS): "flushed" (default: full of the dirty
             lines of the buffer the papers' profiling script zeroes before every timed run, which the kernel's
@@ -282,6 +283,8 @@ def run_scan(
     _check_int("seed", seed, 0)
     if x is not None and input_file is not None:
         raise ParamError("input", "give either x or input_file, not both")
+    if model_only and (x is not None or input_file is not None):
+        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     requested = algorithm
     kernel = get_kernel(algorithm or "mcscan-ul1")

@@ -20,7 +20,7 @@ import numpy as np
 
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, ParamError
 from ascendbench.kernels.scan import ul1_overflow_message
 from ascendbench.runner import (
     _DTYPES,
@@ -111,7 +111,8 @@ def run_batched_scan(
         s: tile side 16/32/64/128. exclusive: exclusive scan of every row. dtype: "fp16" or "int8".
         seed: seed of the generated input (fp16 uniform in [0, 1), int8 uniform in [-128, 127]).
         x: the user's own (batch, length) float16/int8 array; input_file: a .npy file holding one.
-        model_only: timings and counters only. verify: compare with NumPy (per row, float64 / int64).
+        model_only: timings and counters only (x and input_file must be None). verify: compare with NumPy (per
+            row, float64 / int64).
         progress: called as progress(stage, done, total).
 
     Returns:
@@ -128,6 +129,8 @@ def run_batched_scan(
     _check_int("seed", seed, 0)
     if x is not None and input_file is not None:
         raise ParamError("input", "give either x or input_file, not both")
+    if model_only and (x is not None or input_file is not None):
+        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     x, dtype, sha = _resolve_data(x, input_file, dtype, load_rows)
     if x is not None:
@@ -334,6 +337,8 @@ def run_segmented_scan(
         segment_length, heads: how flags are generated when none are given: "random" (each element a head
             with probability 1/segment_length, seeded) or "regular" (a head every segment_length elements).
         values, flags: the user's own arrays; input_file: a .npz with `values` and `flags`, or a .npy of values.
+        model_only: timings and counters only, for the segment count `heads` gives (values, flags and
+            input_file must be None).
 
     Returns:
         SegmentedRun; bandwidth_gbps counts the values and flags read once and the output written once.
@@ -351,6 +356,8 @@ def run_segmented_scan(
         raise ParamError("heads", f"must be random or regular, got {heads!r}")
     if values is not None and input_file is not None:
         raise ParamError("input", "give either values or input_file, not both")
+    if model_only and (values is not None or flags is not None or input_file is not None):
+        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     sha = None
     if input_file is not None:
@@ -388,7 +395,7 @@ def run_segmented_scan(
             raise ParamError("algorithm", f"{ul1_overflow_message(algorithm, s, *found)}; use --algorithm mcscan")
     flag_source = "file" if flags is not None else ("segment-length" if heads == "regular" else "random")
     data = "none"
-    if not model_only or flags is not None:
+    if not model_only:
         if flags is None:
             flags = generate_flags(n, segment_length, heads, seed)
         segments = ss.count_segments(flags)

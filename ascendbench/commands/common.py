@@ -321,11 +321,22 @@ def _unlink(path: Path) -> None:
         pass
 
 
+def refuse_input_with_model_only(input_file: Path | None, model_only: bool) -> None:
+    """Fails (exit 2) on an --input with --model-only, before the file is read, as ascendbench.run refuses
+    arrays with model_only: a model-only run reads no data."""
+    if input_file is not None and model_only:
+        from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY
+
+        fail(f"--input: {NO_DATA_WITH_MODEL_ONLY}")
+
+
 def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:
-    """Checks of a scan command's files (run scan and the row scans) before any work: the input exists, the output paths are writable,
-    distinct from the input and have the right suffix."""
+    """Checks of a scan command's files (run scan and the row scans) before any work: the input exists and does
+    not come with --model-only, the output paths are writable, distinct from the input and have the right
+    suffix."""
     if output_file is not None and model_only:
         fail("--output-file: there is no output with --model-only; drop one of them")
+    refuse_input_with_model_only(input_file, model_only)
     if input_file is not None and not input_file.exists():
         fail(f"--input: file not found: {input_file}")
     if out is not None and no_save:

@@ -29,6 +29,7 @@ from ascendbench.commands.common import (
     human_bytes,
     out_console,
     print_utilisation,
+    refuse_input_with_model_only,
 )
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
@@ -107,10 +108,13 @@ def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict
 
 
 def prepare(*, input_file: Path | None, output_file: Path | None, output_suffix: str, trace: Path | None,
-            out: Path | None, no_save: bool, seed: int, hardware: str) -> HardwareProfile:
-    """Checks shared by every operator command before any work; returns the hardware profile."""
+            out: Path | None, no_save: bool, seed: int, hardware: str,
+            model_only: bool = False) -> HardwareProfile:
+    """Checks shared by every operator command before any work (an --input with --model-only is refused
+    before the file is read); returns the hardware profile."""
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
+    refuse_input_with_model_only(input_file, model_only)
     if input_file is not None and not input_file.exists():
         fail(f"--input: file not found: {input_file}")
     if out is not None and no_save:

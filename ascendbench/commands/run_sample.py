@@ -54,7 +54,7 @@ def sample_command(
     category is never returned."""
     wall0 = time.perf_counter()
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
-                 trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
+                 trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware, model_only=model_only)
     arrays, sha = load_arrays(input_file, ("weights",), "weights") if input_file is not None else (None, None)
     run = execute("sample", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
                   model_only=model_only, **given(n=n), samples=samples, variant=variant, s=s, warm_l2=warm_l2)

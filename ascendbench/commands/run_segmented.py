@@ -22,6 +22,7 @@ from ascendbench.commands.common import (
     out_console,
     parse_count,
     print_utilisation,
+    refuse_input_with_model_only,
 )
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.commands.run_batched import (
@@ -123,6 +124,7 @@ def segmented_scan(
     check_scan_options("segmented-scan", algorithm, s, dtype, seed)
     if input_file is None and count is None:
         fail("--n: is required without --input")
+    refuse_input_with_model_only(input_file, model_only)
     if input_file is not None and input_file.suffix not in (".npz", ".npy"):
         fail(f"--input: must be a .npz (values and flags) or a .npy (values), got {str(input_file)!r}")
     if input_file is not None and not input_file.exists():  # before the --output-file check, as before

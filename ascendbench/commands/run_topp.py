@@ -71,7 +71,7 @@ def topp_command(
     renormalise, sample, map back), timed on the simulated NPU: 17 scans per fp16 row (claim S-16)."""
     wall0 = time.perf_counter()
     hw = prepare(input_file=input_file, output_file=output_file, output_suffix=output_suffix(output_file, model_only),
-                 trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware)
+                 trace=trace, out=out, no_save=no_save, seed=seed, hardware=hardware, model_only=model_only)
     arrays, sha = (None, None)
     if input_file is not None:
         probs, sha = load_probs(input_file)

@@ -16,6 +16,11 @@ __all__ = ["KERNELS", "BufferCapacityError", "Kernel", "ParamError", "Verificati
            "register"]
 
 
+# Refused rather than timing the input's size: ascendbench.run refuses the pair for every kernel, and --n /
+# --batch / --length (with --dtype) give the same timings without a file the run would not read.
+NO_DATA_WITH_MODEL_ONLY = "there is no data with --model-only; drop one of them"
+
+
 class ParamError(ValueError):
     """A kernel parameter is out of its allowed range; the message names the parameter and what is allowed.
 

@@ -110,3 +110,36 @@ def test_an_empty_storage_is_named_as_such(tmp_path, cli, args):
     out = cli(args, tmp_path)
     assert one_line(out) == EMPTY_STORAGE
     assert leftovers(tmp_path, {"r.json"}) == []
+
+
+def _commands_with(*options: str) -> list[str]:
+    """The `run` subcommands that have every one of `options` (read from the CLI: a new one is covered)."""
+    import typer
+
+    from ascendbench.cli import app
+
+    run = typer.main.get_command(app).get_command(None, "run")
+    return sorted(name for name in run.list_commands(None)
+                  if set(options) <= {o for p in run.get_command(None, name).params for o in p.opts})
+
+
+# An array of each command's own kind: the refusal must not depend on the file being one it could read.
+INPUTS = {"scan": np.ones(1000, np.float16), "batched-scan": np.ones((4, 256), np.float16),
+          "segmented-scan": np.ones(1000, np.float16), "sample": np.full(1000, 1e-3, np.float32),
+          "topp": np.full(1000, 1e-3, np.float16)}
+
+
+def test_every_command_with_input_and_model_only_is_listed():
+    assert _commands_with("--input", "--model-only") == sorted(INPUTS)
+
+
+@pytest.mark.parametrize("command", sorted(INPUTS))
+def test_an_input_with_model_only_is_refused_naming_both(tmp_path, cli, command):
+    # run scan, batched-scan and segmented-scan timed the file's size and said nothing of the data they did not
+    # read; ascendbench.run, sample and topp refused the pair: now every command refuses it, before reading
+    np.save(tmp_path / "x.npy", INPUTS[command])
+    out = cli(["run", command, "--input", "x.npy", "--model-only"], tmp_path)
+    assert one_line(out) == "error: --input: there is no data with --model-only; drop one of them"
+    assert leftovers(tmp_path, {"x.npy"}) == []
+    out = cli(["run", command, "--input", "missing.npy", "--model-only", "--no-save"], tmp_path)
+    assert one_line(out) == "error: --input: there is no data with --model-only; drop one of them"

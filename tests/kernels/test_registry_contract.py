@@ -296,6 +296,27 @@ def test_the_python_api_refuses_like_the_cli(call, message):
     assert str(err.value) == message
 
 
+def _runners():
+    from ascendbench.runner_rows import run_batched_scan, run_segmented_scan
+
+    return [(ascendbench.run_scan, {"x": np.ones(10, np.float16)}),
+            (run_batched_scan, {"x": np.ones((2, 10), np.float16)}),
+            (run_segmented_scan, {"values": np.ones(10, np.float16)}),
+            (run_segmented_scan, {"values": np.ones(10, np.float16), "flags": np.zeros(10, bool)})]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_the_scan_runners_refuse_data_with_model_only_like_ascendbench_run(tmp_path, index):
+    runner, data = _runners()[index]
+    with pytest.raises(ParamError) as err:
+        runner(model_only=True, **data)
+    assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
+    np.save(tmp_path / "x.npy", next(iter(data.values())))
+    with pytest.raises(ParamError) as err:
+        runner(model_only=True, input_file=tmp_path / "x.npy")
+    assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
+
+
 def test_a_buffer_too_small_for_the_tiles_names_the_hardware(tmp_path):
     text = (Path(ascendbench.__file__).parent / "hardware" / "profiles" / "ascend-910b4.toml").read_text()
     profile = tmp_path / "tiny.toml"
