@@ -17,8 +17,8 @@ from ascendbench.commands.common import (
     whole_keys,
 )
 from ascendbench.hardware import HardwareError, load_profile
-from ascendbench.kernels.hgemm import MAX_DIM
-from ascendbench.kernels.hgemm_tiling import select_tiling
+from ascendbench.kernels.hgemm import MAX_DIM, GemmShape, HgemmParams, tile_misfit
+from ascendbench.kernels.hgemm_tiling import FALLBACK, NoTileFits, select_tiling
 
 app = typer.Typer(help="HGEMM kernels of the HGEMM paper: tiling selection.", no_args_is_help=True)
 
@@ -39,8 +39,9 @@ def select(
     """Choose M0 x N0 x K0 with the HGEMM paper's selector (§4.2.3); the threshold is the chip's ai_cores.
 
     Prints every candidate tried, K0 of Table 2 larger first and M0 x N0 of Table 1 smaller first, with
-    aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen. With
-    --selector learned: the learned table's bucket of the shape and its tile, step by step.
+    aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen. A tile that
+    does not fit the profile's buffers (as run hgemm checks them) is passed over. With --selector learned:
+    the learned table's bucket of the shape and its tile, step by step.
     """
     for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
         if value > MAX_DIM:  # the same bound as run hgemm (values below 1 get the selector's own message)
@@ -51,11 +52,18 @@ def select(
         profile = load_profile(hardware)
     except HardwareError as exc:
         fail(str(exc))
+    shape, params = GemmShape(m, n, k, batch), HgemmParams()  # run hgemm's defaults: the paper's kernel
+
+    def misfit(m0: int, n0: int, k0: int) -> str | None:
+        return tile_misfit(m0, n0, k0, shape, params, profile)
+
     if selector == "learned":
-        _select_learned(m, n, k, batch, profile.name, json_out)
+        _select_learned(m, n, k, batch, profile.name, json_out, misfit)
         return
     try:
-        decision = select_tiling(m, n, k, batch=batch, threshold=profile.ai_cores)
+        decision = select_tiling(m, n, k, batch=batch, threshold=profile.ai_cores, fits=misfit)
+    except NoTileFits as exc:
+        fail(f"--hardware: {str(exc).removeprefix('fits: ')}; give run hgemm --m0, --n0 and --k0 that fit")
     except ValueError as exc:
         name, _, rest = str(exc).partition(": ")
         if name == "threshold":
@@ -79,6 +87,8 @@ def select(
             verdict, style = f"skipped: K0 >= 2K = {2 * k}", "dim"
         elif step.accepted:
             verdict, style = f"accepted: {step.aicore_num} < {decision.threshold}", "bold green"
+        elif step.aicore_num < decision.threshold:
+            verdict, style = f"does not fit: {step.misfit}", "yellow"
         else:
             verdict, style = f"rejected: {step.aicore_num} >= {decision.threshold}", None
         table.add_row(str(step.k0), dash if step.index_mn is None else str(step.index_mn),
@@ -88,12 +98,17 @@ def select(
     out_console.print(whole_keys(table, "K0", "M0xN0"))
     out_console.print(f"M0xN0xK0 = {decision.tile}, aicore_num {decision.aicore_num}, acc_loop "
                       f"{decision.acc_loop} (source: {decision.source})", highlight=False)
-    if decision.source == "fallback":
-        out_console.print("no K0 of Table 2 admits a tiling under the threshold: the paper's 256x128x128 "
-                          "(§4.2.3)", highlight=False)
+    if decision.source == "fallback" and decision.fallback_misfit is None:
+        out_console.print("no K0 of Table 2 admits a tiling under the threshold that fits: the paper's "
+                          "256x128x128 (§4.2.3)", highlight=False)
+    elif decision.source == "fallback":
+        fallback = "x".join(map(str, FALLBACK))
+        out_console.print(f"no K0 of Table 2 admits a tiling under the threshold that fits, and the paper's "
+                          f"fallback {fallback} does not fit ({decision.fallback_misfit}): the fitting candidate "
+                          "with the fewest aicore_num", highlight=False)
 
 
-def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool) -> None:
+def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool, misfit) -> None:
     from ascendbench.tuning.selector import SelectorError, load_selector
 
     for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
@@ -104,6 +119,9 @@ def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out:
     except SelectorError as exc:
         fail(f"--selector: {exc}")
     tile, trace = learned.select(m, n, k)
+    if why := misfit(*tile):  # a profile of that name with other buffers: the table was not learned on it
+        fail(f"--selector: the learned table's tile {tile[0]}x{tile[1]}x{tile[2]} does not fit this profile's "
+             f"buffers ({why}); use --selector paper")
     if batch != 1:
         trace.append(f"batch {batch}: the table was learned on single GEMMs; each of the batch uses the tile")
     held_out = learned.trained_on.get("held_out") or {}

@@ -32,9 +32,9 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
-from ascendbench.kernels.hgemm_tiling import TilingDecision, select_tiling
+from ascendbench.kernels.hgemm_tiling import NoTileFits, TilingDecision, select_tiling
 from ascendbench.kernels.programs import Ring, copy_pass
-from ascendbench.sim.engine import Engine, Op, core_groups, gc_paused
+from ascendbench.sim.engine import BufferCapacityError, Engine, Op, core_groups, gc_paused
 from ascendbench.sim.result import RunCache, SimResult, fixed_cost, sequence, simulate_2d
 
 __all__ = [
@@ -46,8 +46,10 @@ __all__ = [
     "Tiling",
     "compute_hgemm",
     "hgemm_counters",
+    "paper_selection",
     "resolve_tiling",
     "simulate_hgemm",
+    "tile_misfit",
     "verify_hgemm",
 ]
 
@@ -157,42 +159,84 @@ def check_params(shape: GemmShape, params: HgemmParams) -> None:
 
 
 def resolve_tiling(shape: GemmShape, params: HgemmParams, hw: HardwareProfile) -> Tiling:
-    """The tile sizes of a run: the user's, else the paper's selector (threshold = the profile's AI cores),
-    with the L1 panel depth K1 the largest multiple of K0 whose panels fit L1 (two slots if double-buffered).
+    """The tile sizes of a run: the user's, else the paper's selector (paper_selection: threshold the
+    profile's AI cores, tiles that do not fit its buffers passed over), with the L1 panel depth K1 the largest
+    multiple of K0 whose panels fit L1 (two slots if double-buffered). Where the user gives some of M0, N0, K0,
+    the selector gives the others without a fit check (the user's sizes decide what fits).
 
     Raises:
-        ParamError: invalid options; BufferCapacityError: a block that does not fit L0A, L0B, L0C, L1 or UB.
+        ParamError: invalid options; BufferCapacityError: a block that does not fit L0A, L0B, L0C, L1 or UB,
+        or no tile of the selector fits.
     """
     check_params(shape, params)
     if params.variant == "gemm-example":
         t = GEMM_EXAMPLE_TILE
         return Tiling(t["m0"], t["n0"], t["k0"], t["k1"], "gemm-example")
     decision = None
-    if params.m0 is None or params.n0 is None or params.k0 is None:
+    user = params.m0 is not None or params.n0 is not None or params.k0 is not None
+    if not user:
+        try:
+            decision = paper_selection(shape, params, hw)
+        except NoTileFits as exc:  # as a tile that does not fit: the buffer named first
+            raise BufferCapacityError(f"{exc.why.split(' ', 1)[0]}: none of the {exc.tried} tile(s) the HGEMM "
+                                      f"paper's selector tries fits {hw.name} (the smallest, {exc.smallest}: "
+                                      f"{exc.why}); give --m0, --n0 and --k0") from None
+    elif params.m0 is None or params.n0 is None or params.k0 is None:  # the user's sizes decide what fits
         decision = select_tiling(max(shape.m, 1), max(shape.n, 1), max(shape.k, 1), shape.batch, hw.ai_cores)
     m0 = params.m0 or decision.m0
     n0 = params.n0 or decision.n0
     k0 = params.k0 or decision.k0
-    user = params.m0 is not None or params.n0 is not None or params.k0 is not None
-    source = "user" if user else decision.source
+    tiling = _tiling(m0, n0, k0, "user" if user else decision.source, decision, shape, params, hw)
+    _check_buffers(tiling, params, hw)
+    return tiling
+
+
+def paper_selection(shape: GemmShape, params: HgemmParams, hw: HardwareProfile) -> TilingDecision:
+    """The HGEMM paper's selector (hgemm_tiling.select_tiling) for this problem on `hw`: threshold the
+    profile's AI cores, tiles that do not fit its buffers (tile_misfit) passed over.
+
+    Raises:
+        NoTileFits: no tile the selector tries fits the profile's buffers.
+    """
+    return select_tiling(max(shape.m, 1), max(shape.n, 1), max(shape.k, 1), shape.batch, hw.ai_cores,
+                         fits=lambda m0, n0, k0: tile_misfit(m0, n0, k0, shape, params, hw))
+
+
+def tile_misfit(m0: int, n0: int, k0: int, shape: GemmShape, params: HgemmParams,
+                hw: HardwareProfile) -> str | None:
+    """Why an M0 x N0 x K0 tile (elements) cannot run this problem on `hw`: the first buffer it overflows, in
+    the order resolve_tiling checks them, e.g. "UB needs 49,152 B, 32,768 B on <profile>"; None when it fits."""
+    tiling = _tiling(m0, n0, k0, "check", None, shape, params, hw)
+    for name, (need, capacity) in _block_bytes(tiling, hw).items():
+        if need > capacity:  # one slot: _buffer_depths drops to one where two do not fit
+            return f"{name} needs {need:,} B, {capacity:,} B on {hw.name}"
+    return None
+
+
+def _tiling(m0: int, n0: int, k0: int, source: str, decision: TilingDecision | None, shape: GemmShape,
+            params: HgemmParams, hw: HardwareProfile) -> Tiling:
+    """The tiling with its L1 panel depth K1: the largest multiple of K0 whose panels fit L1 (two slots if
+    double-buffered), no deeper than one task's K range."""
     slots = 2 if params.double_buffer else 1
     per_k = slots * (m0 + n0) * _FP16  # L1 bytes per unit of K1
     k1 = (hw.l1_bytes // per_k) // k0 * k0
     k_task = max(k0, math.ceil(max(shape.k, 1) / params.split_k))
     k1 = max(k0, min(k1, math.ceil(k_task / k0) * k0)) if k1 >= k0 else k0
-    tiling = Tiling(m0, n0, k0, k1, source, decision)
-    _check_buffers(tiling, params, hw)
-    return tiling
+    return Tiling(m0, n0, k0, k1, source, decision)
+
+
+def _block_bytes(tiling: Tiling, hw: HardwareProfile) -> dict[str, tuple[int, int]]:
+    """Bytes of one slot of each buffer the tiling uses and the buffer's capacity, in _check_buffers' order."""
+    m0, n0, k0 = tiling.m0, tiling.n0, tiling.k0
+    return {"L0A": (m0 * k0 * _FP16, hw.l0a_bytes), "L0B": (k0 * n0 * _FP16, hw.l0b_bytes),
+            "L0C": (m0 * n0 * _FP32, hw.l0c_bytes), "L1": ((m0 + n0) * tiling.k1 * _FP16, hw.l1_bytes),
+            "UB": (3 * math.ceil(m0 / 2) * n0 * _FP16, hw.ub_bytes)}
 
 
 def _buffer_depths(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> dict[str, int]:
     """Slots per buffer: two where double buffering is on and two copies fit, else one."""
-    m0, n0, k0 = tiling.m0, tiling.n0, tiling.k0
     want = 2 if params.double_buffer else 1
-    sizes = {"L0A": (m0 * k0 * _FP16, hw.l0a_bytes), "L0B": (k0 * n0 * _FP16, hw.l0b_bytes),
-             "L0C": (m0 * n0 * _FP32, hw.l0c_bytes), "L1": ((m0 + n0) * tiling.k1 * _FP16, hw.l1_bytes),
-             "UB": (3 * math.ceil(m0 / 2) * n0 * _FP16, hw.ub_bytes)}
-    return {name: (want if want * need <= cap else 1) for name, (need, cap) in sizes.items()}
+    return {name: (want if want * need <= cap else 1) for name, (need, cap) in _block_bytes(tiling, hw).items()}
 
 
 def _k_splits(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> int:

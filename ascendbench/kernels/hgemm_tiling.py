@@ -3,7 +3,9 @@
 The selector balances fewer accumulation loops along K (a larger K0) against the number of AI cores a tiling
 needs (a larger M0, N0 needs fewer): it tries K0 from Table 2 larger first and, for each K0, the M0 x N0 of
 Table 1 that fit the buffers for that K0, smaller first, and accepts the first tiling whose aicore_num is
-smaller than the threshold (the number of AI cores of the chip).
+smaller than the threshold (the number of AI cores of the chip). Table 2's index_mn_max keeps blocks inside the
+paper's chip's L0 buffers; on another profile a `fits` check (kernels.hgemm.tile_misfit, the check run hgemm
+makes) skips the candidates that do not fit its buffers.
 
 Source: the HGEMM paper ("Efficient Low-Precision GEMM on Ascend NPU") §4.2.1 equations 4-5 (aicore_num,
 acc_loop), §4.2.2 Table 1 (index_mn -> M0, N0), §4.2.3 Table 2 (index_k -> K0, index_mn_max) and the two-queue
@@ -13,12 +15,14 @@ algorithm with its worked example 2048 x 128 x 2048 -> 128 x 128 x 256 (claims G
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_THRESHOLD",
     "FALLBACK",
+    "NoTileFits",
     "TABLE_1",
     "TABLE_2",
     "TilingDecision",
@@ -36,6 +40,20 @@ TABLE_2: dict[int, tuple[int, int]] = {0: (128, 4), 1: (256, 3), 2: (512, 2), 3:
 FALLBACK: tuple[int, int, int] = (256, 128, 128)
 # §4.2.3: the threshold the paper uses on the Atlas 300T A2 (its number of AI cores).
 DEFAULT_THRESHOLD = 20
+
+# fits(m0, n0, k0): None when the tile fits the chip's buffers, else why not ("UB needs 98,304 B, ...")
+Fits = Callable[[int, int, int], str | None]
+
+
+class NoTileFits(ValueError):
+    """No tile the selector tries, the fallback included, fits the buffers (see select_tiling's `fits`).
+
+    `smallest` is the smallest tile tried, M0xN0xK0, and `why` the reason it does not fit."""
+
+    def __init__(self, tried: int, smallest: str, why: str) -> None:
+        super().__init__(f"fits: none of the {tried} tile(s) the HGEMM paper's selector tries fits (the smallest, "
+                         f"{smallest}: {why})")
+        self.tried, self.smallest, self.why = tried, smallest, why
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -81,8 +99,9 @@ class TilingStep:
     index_mn, m0, n0: the Table 1 entry tried (None when K0 itself was rejected by the K0 < 2K rule).
     aicore_num, acc_loop: equations 4 and 5 for this candidate (None when K0 was rejected).
     accepted: whether the selector stopped here.
-    reason: why, e.g. "aicore_num 1024 >= threshold 20", "accepted: aicore_num 16 < threshold 20" or
-        "K0 1024 not < 2K (2K = 200)".
+    reason: why, e.g. "aicore_num 1024 >= threshold 20", "accepted: aicore_num 16 < threshold 20",
+        "K0 1024 not < 2K (2K = 200)" or "does not fit: UB needs 49,152 B, 32,768 B on <profile>".
+    misfit: why the tile does not fit the buffers (None when it fits, or when no `fits` check was given).
     """
 
     k0: int
@@ -94,9 +113,14 @@ class TilingStep:
     acc_loop: int | None
     accepted: bool
     reason: str
+    misfit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready dict; `misfit` only where a tile did not fit (documents of fitting runs unchanged)."""
+        out = asdict(self)
+        if out["misfit"] is None:
+            del out["misfit"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -105,9 +129,11 @@ class TilingDecision:
 
     m0, n0, k0: the tile sizes (elements).
     aicore_num, acc_loop: equations 4 and 5 for the chosen tiling.
-    source: "selector" (a candidate was accepted) or "fallback" (none was: 256 x 128 x 128).
+    source: "selector" (a candidate was accepted) or "fallback" (none was: 256 x 128 x 128, or when that does
+        not fit the buffers, the fitting candidate tried with the fewest aicore_num).
     trace: every candidate tried, in queue order (see TilingStep).
     m, n, k, batch, threshold: the inputs.
+    fallback_misfit: why 256 x 128 x 128 does not fit, when the fallback is another tile (else None).
     """
 
     m0: int
@@ -122,6 +148,7 @@ class TilingDecision:
     k: int
     batch: int
     threshold: int
+    fallback_misfit: str | None = None
 
     @property
     def tile(self) -> str:
@@ -135,7 +162,7 @@ class TilingDecision:
             "m0": self.m0, "n0": self.n0, "k0": self.k0, "tile": self.tile,
             "aicore_num": self.aicore_num, "acc_loop": self.acc_loop, "source": self.source,
             "trace": [step.to_dict() for step in self.trace],
-        }
+        } | ({"fallback_misfit": self.fallback_misfit} if self.fallback_misfit is not None else {})
 
 
 def _check_positive(name: str, value: int) -> int:
@@ -152,7 +179,7 @@ def _check_positive(name: str, value: int) -> int:
 
 
 def select_tiling(
-    m: int, n: int, k: int, batch: int = 1, threshold: int = DEFAULT_THRESHOLD
+    m: int, n: int, k: int, batch: int = 1, threshold: int = DEFAULT_THRESHOLD, fits: Fits | None = None
 ) -> TilingDecision:
     """Choose M0 x N0 x K0 for an M x N x K GEMM with the paper's two-queue selector.
 
@@ -161,22 +188,32 @@ def select_tiling(
     is smaller than the threshold (strictly) is the answer. When no K0 admits one, or queue A is empty
     (K <= 64), the answer is the fallback 256 x 128 x 128.
 
+    With `fits`, a candidate that does not fit the buffers is passed over as one over the threshold is (the
+    next candidate of the queues is tried), and when the fallback does not fit either, the answer is the
+    fitting candidate tried with the fewest aicore_num (the fallback's aim: fewest blocks; the earliest in
+    queue order on a tie, so the larger K0).
+
     Args:
         m, n, k: the GEMM's dimensions (elements, each >= 1).
         batch: number of GEMMs of this size in the batch (>= 1).
         threshold: AI cores available (>= 1); the paper uses 20 for the Atlas 300T A2.
+        fits: fits(m0, n0, k0) -> None when the tile fits the chip's buffers, else the reason (a str). None:
+            every tile fits (the paper's chip, for which Table 2's index_mn_max was made).
 
     Returns:
         The TilingDecision, with the trace of every candidate tried (K0 rejected by K0 < 2K included).
 
     Raises:
         ValueError: an argument is not an integer >= 1; the message starts with the argument's name.
+        NoTileFits (a ValueError, message starting "fits: "): with `fits`, no candidate tried and not the
+            fallback fits.
 
     Source: HGEMM paper §4.2.3 (Tables 1 and 2, the algorithm, and the example, claims G-1 and G-3).
     """
     m, n, k = _check_positive("m", m), _check_positive("n", n), _check_positive("k", k)
     batch, threshold = _check_positive("batch", batch), _check_positive("threshold", threshold)
     steps: list[TilingStep] = []
+    fitting: list[tuple[int, TilingStep]] = []  # (aicore_num, step) of the candidates that fit, in queue order
     for index_k in sorted(TABLE_2, key=lambda i: TABLE_2[i][0], reverse=True):  # queue A: larger K0 first
         k0, index_mn_max = TABLE_2[index_k]
         if not k0 < 2 * k:
@@ -189,13 +226,28 @@ def select_tiling(
         for index_mn in queue_b:  # queue B: smaller M0 x N0 first
             m0, n0 = TABLE_1[index_mn]
             cores = aicore_num(m, n, m0, n0, batch)
-            if cores < threshold:
+            misfit = fits(m0, n0, k0) if fits is not None else None
+            if cores < threshold and misfit is None:
                 steps.append(TilingStep(k0, index_k, index_mn, m0, n0, cores, loops, True,
                                         f"accepted: aicore_num {cores} < threshold {threshold}"))
                 return TilingDecision(m0, n0, k0, cores, loops, "selector", tuple(steps),
                                       m, n, k, batch, threshold)
-            steps.append(TilingStep(k0, index_k, index_mn, m0, n0, cores, loops, False,
-                                    f"aicore_num {cores} >= threshold {threshold}"))
+            reason = (f"aicore_num {cores} >= threshold {threshold}" if cores >= threshold
+                      else f"does not fit: {misfit}")
+            steps.append(TilingStep(k0, index_k, index_mn, m0, n0, cores, loops, False, reason, misfit))
+            if misfit is None:
+                fitting.append((cores, steps[-1]))
     m0, n0, k0 = FALLBACK
-    return TilingDecision(m0, n0, k0, aicore_num(m, n, m0, n0, batch), acc_loop(k, k0), "fallback",
-                          tuple(steps), m, n, k, batch, threshold)
+    misfit = fits(m0, n0, k0) if fits is not None else None
+    if misfit is None:
+        return TilingDecision(m0, n0, k0, aicore_num(m, n, m0, n0, batch), acc_loop(k, k0), "fallback",
+                              tuple(steps), m, n, k, batch, threshold)
+    if not fitting:
+        tried = [(s.m0 * s.n0, s.k0, s) for s in steps if s.m0 is not None]
+        if not tried:
+            raise NoTileFits(1, f"{m0}x{n0}x{k0}", misfit)
+        *_, small = min(tried, key=lambda t: t[:2])
+        raise NoTileFits(len(tried) + 1, f"{small.m0}x{small.n0}x{small.k0}", small.misfit)
+    cores, best = min(fitting, key=lambda c: c[0])  # min() keeps the first of equal ones: queue order
+    return TilingDecision(best.m0, best.n0, best.k0, cores, best.acc_loop, "fallback", tuple(steps),
+                          m, n, k, batch, threshold, fallback_misfit=misfit)

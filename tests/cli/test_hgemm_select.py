@@ -68,3 +68,93 @@ def test_unknown_hardware_is_a_one_line_error():
 def test_json_error_keeps_stdout_empty():
     out = runner.invoke(root, ["hgemm", "select", "--m", "0", "--n", "1", "--k", "1", "--json"])
     assert out.exit_code == 2 and out.stdout == ""
+
+
+# Issue 26 item 10: on a profile with a small UB the selector passes over tiles that do not fit, as run hgemm
+# checks them, so that run hgemm accepts every tile select prints.
+def small_profile(tmp_path, ub_bytes=196608, name="small-ub", l0a_bytes=65536):
+    """The Atlas 300T A2's profile with a smaller UB (L0A), under another name unless told."""
+    from pathlib import Path
+
+    import ascendbench
+
+    text = (Path(ascendbench.__file__).parent / "hardware" / "profiles" / "atlas-300t-a2.toml").read_text()
+    text = text.replace("ub_bytes = { value = 196608", f"ub_bytes = {{ value = {ub_bytes}", 1)
+    text = text.replace("l0a_bytes = { value = 65536", f"l0a_bytes = {{ value = {l0a_bytes}", 1)
+    text = text.replace('name = "atlas-300t-a2"', f'name = "{name}"', 1)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_small_ub_passes_over_the_tiles_that_do_not_fit(tmp_path, cli):
+    profile = small_profile(tmp_path, ub_bytes=32768)  # 128x128 needs 49,152 B of UB, 64x64 12,288 B
+    out = runner.invoke(root, ["hgemm", "select", "--m", "2048", "--n", "128", "--k", "2048", "--hardware",
+                               profile, "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["tile"] == "64x64x512" and doc["source"] == "fallback" and doc["aicore_num"] == 64
+    assert doc["fallback_misfit"] == "UB needs 98,304 B, 32,768 B on small-ub"
+    assert [s["reason"] for s in doc["trace"] if "misfit" in s and s["aicore_num"] < 20] == [
+        "does not fit: UB needs 49,152 B, 32,768 B on small-ub"] * 2 + [
+        "does not fit: UB needs 98,304 B, 32,768 B on small-ub"]
+    text = runner.invoke(root, ["hgemm", "select", "--m", "2048", "--n", "128", "--k", "2048", "--hardware",
+                                profile]).output
+    assert "does not fit: UB needs 49,152 B, 32,768 B on small-ub" in text
+    assert "the paper's fallback 256x128x128 does not fit (UB needs 98,304 B, 32,768 B on small-ub)" in " ".join(
+        text.split())
+    # run hgemm, choosing for itself, takes the same tile, and accepts it given by hand
+    for extra in ([], ["--m0", "64", "--n0", "64", "--k0", "512"]):
+        out = cli(["run", "hgemm", "--m", "2048", "--n", "128", "--k", "2048", "--hardware", profile, "--json",
+                   "--no-save", *extra], tmp_path)
+        assert out.exit_code == 0, out.output
+        tiling = json.loads(out.stdout)["shapes"][0]["tiling"]
+        assert (tiling["m0"], tiling["n0"], tiling["k0"]) == (64, 64, 512)
+        assert tiling["source"] == ("user" if extra else "fallback")
+
+
+def test_a_small_l0a_takes_the_next_candidate_of_the_rule(tmp_path, cli):
+    profile = small_profile(tmp_path, l0a_bytes=32768)  # 128x128x256's A block needs 65,536 B, x128 32,768 B
+    doc = json.loads(runner.invoke(root, ["hgemm", "select", "--m", "2048", "--n", "128", "--k", "2048",
+                                          "--hardware", profile, "--json"]).stdout)
+    assert (doc["tile"], doc["aicore_num"], doc["acc_loop"], doc["source"]) == ("128x128x128", 16, 16, "selector")
+    assert [s["reason"] for s in doc["trace"] if "misfit" in s and s["aicore_num"] < 20] == [
+        "does not fit: L0A needs 65,536 B, 32,768 B on small-ub"]
+    out = cli(["run", "hgemm", "--m", "2048", "--n", "128", "--k", "2048", "--hardware", profile, "--json",
+               "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    tiling = json.loads(out.stdout)["shapes"][0]["tiling"]
+    assert (tiling["m0"], tiling["n0"], tiling["k0"], tiling["source"]) == (128, 128, 128, "selector")
+
+
+def test_a_ub_between_the_tiles_falls_back_to_the_fitting_tile_with_fewest_cores(tmp_path, cli):
+    profile = small_profile(tmp_path, ub_bytes=65536)  # 128x128 fits (49,152 B), 256x128 does not (98,304 B)
+    doc = json.loads(runner.invoke(root, ["hgemm", "select", "--m", "1000", "--n", "300", "--k", "700",
+                                          "--hardware", profile, "--json"]).stdout)
+    # the paper's chip takes 256x128x128 (12 cores); here the next candidate is the fallback, which does
+    # not fit either: the fitting candidate with the fewest cores, 128x128 at K0 = 256 (24 cores)
+    assert (doc["tile"], doc["aicore_num"], doc["source"]) == ("128x128x256", 24, "fallback")
+    out = cli(["run", "hgemm", "--m", "1000", "--n", "300", "--k", "700", "--hardware", profile, "--json",
+               "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["shapes"][0]["tiling"]["k0"] == 256
+
+
+def test_a_profile_no_tile_fits_is_one_line_naming_the_hardware(tmp_path, cli):
+    profile = small_profile(tmp_path, ub_bytes=512)  # 16x16 needs 768 B of UB
+    out = runner.invoke(root, ["hgemm", "select", "--m", "2048", "--n", "128", "--k", "2048", "--hardware",
+                               profile])
+    one_line_error(out, "--hardware: none of the 15 tile(s) the HGEMM paper's selector tries fits (the smallest, "
+                        "16x16x128: UB needs 768 B, 512 B on small-ub); give run hgemm --m0, --n0 and --k0 that fit")
+    out = cli(["run", "hgemm", "--m", "2048", "--n", "128", "--k", "2048", "--hardware", profile, "--no-save"],
+              tmp_path)
+    one_line_error(out, "UB: none of the 15 tile(s) the HGEMM paper's selector tries fits small-ub (the smallest, "
+                        "16x16x128: UB needs 768 B, 512 B on small-ub); give --m0, --n0 and --k0")
+
+
+def test_the_learned_table_on_a_profile_of_its_name_with_other_buffers(tmp_path):
+    profile = small_profile(tmp_path, ub_bytes=32768, name="atlas-300t-a2")
+    out = runner.invoke(root, ["hgemm", "select", "--m", "2048", "--n", "128", "--k", "2048", "--hardware",
+                               profile, "--selector", "learned"])
+    one_line_error(out, "--selector: the learned table's tile 128x128x64 does not fit this profile's buffers "
+                        "(UB needs 49,152 B, 32,768 B on atlas-300t-a2); use --selector paper")

@@ -308,3 +308,32 @@ def test_a_scalar_fp16_cannot_hold_is_refused_before_the_run(name):
     with pytest.raises(ParamError, match=f"must be representable in fp16 \\(\\|{name}\\| <= 65504\\), got 70000"):
         resolve_tiling(GemmShape(16, 16, 16), HgemmParams(**{name: 70000.0}), HW)
     resolve_tiling(GemmShape(16, 16, 16), HgemmParams(**{name: 65504.0}), HW)  # the largest fp16 is fine
+
+
+def test_tile_misfit_agrees_with_the_buffer_checks_of_a_run():
+    # the selector's fits check (issue 26 item 10) must refuse exactly the tiles resolve_tiling refuses
+    import dataclasses
+
+    from ascendbench.kernels.hgemm import tile_misfit
+    from ascendbench.kernels.hgemm_tiling import TABLE_1, TABLE_2
+
+    base = load_profile("atlas-300t-a2")
+    profiles = [base, dataclasses.replace(base, ub_bytes=32768), dataclasses.replace(base, l0a_bytes=32768),
+                dataclasses.replace(base, l0c_bytes=65536), dataclasses.replace(base, l1_bytes=65536),
+                dataclasses.replace(base, l0b_bytes=16384, ub_bytes=8192)]
+    seen = {True: 0, False: 0}
+    for hw in profiles:
+        for m0, n0 in TABLE_1.values():
+            for k0, _ in TABLE_2.values():
+                for shape, params in ((GemmShape(2048, 512, 4096), HgemmParams()),
+                                      (GemmShape(100, 100, 100), HgemmParams(double_buffer=False, split_k=2))):
+                    why = tile_misfit(m0, n0, k0, shape, params, hw)
+                    try:
+                        resolve_tiling(shape, dataclasses.replace(params, m0=m0, n0=n0, k0=k0), hw)
+                        runs = True
+                    except BufferCapacityError as exc:
+                        runs = False
+                        assert why is not None and str(exc).startswith(why.split(" ", 1)[0] + ":"), (why, exc)
+                    assert (why is None) == runs, (hw.ub_bytes, m0, n0, k0, why)
+                    seen[runs] += 1
+    assert seen[True] > 50 and seen[False] > 50  # both sides of the check were exercised

@@ -212,3 +212,43 @@ def test_decision_is_the_first_acceptable_candidate_in_queue_order(m, n, k, batc
         else:
             assert s.k0 < 2 * k and s.index_mn <= TABLE_2[s.index_k][1] and TABLE_2[s.index_k][0] == s.k0
             assert s.accepted == (s.aicore_num < threshold)
+
+
+# fits checks (issue 26 item 10): on a profile with smaller buffers than the paper's chip, a tile that does not
+# fit is passed over like one over the threshold.
+def too_big_for(limit_area):
+    """A fits check that refuses tiles of M0 x N0 above limit_area (as a UB of that size would)."""
+    return lambda m0, n0, k0: None if m0 * n0 <= limit_area else f"UB needs {3 * m0 * n0} B"
+
+
+def test_a_tile_that_does_not_fit_passes_to_the_next_candidate():
+    d = select_tiling(2048, 128, 2048, threshold=20, fits=too_big_for(128 * 128))
+    assert d.tile == "128x128x256" and d.source == "selector"  # G-1 fits: unchanged, no misfit recorded
+    assert all(s.misfit is None for s in d.trace)
+    d = select_tiling(2048, 2048, 2048, threshold=40, fits=too_big_for(128 * 128))
+    # 256 cores for 128x128 at every K0: the fallback 256x128 would take 128, but does not fit
+    assert d.source == "fallback" and d.fallback_misfit == f"UB needs {3 * 256 * 128} B"
+    # the fitting candidate with the fewest blocks, the first (largest K0) of equal ones: 128x128x256
+    assert (d.m0, d.n0, d.k0, d.aicore_num, d.acc_loop) == (128, 128, 256, 256, 8)
+    assert d.to_dict()["fallback_misfit"] == f"UB needs {3 * 256 * 128} B"
+
+
+def test_an_accepted_candidate_that_does_not_fit_is_recorded_and_the_next_taken():
+    d = select_tiling(2048, 128, 2048, threshold=20, fits=too_big_for(64 * 64))
+    misfits = [(s.k0, s.m0, s.n0, s.reason) for s in d.trace if s.misfit is not None]
+    assert misfits == [(256, 128, 128, f"does not fit: UB needs {3 * 128 * 128} B"),
+                       (128, 128, 128, f"does not fit: UB needs {3 * 128 * 128} B"),
+                       (128, 256, 128, f"does not fit: UB needs {3 * 256 * 128} B")]
+    assert d.tile == "64x64x512" and d.source == "fallback" and d.aicore_num == 64
+
+
+def test_no_tile_that_fits_is_named():
+    from ascendbench.kernels.hgemm_tiling import NoTileFits
+
+    with pytest.raises(NoTileFits) as err:
+        select_tiling(2048, 128, 2048, fits=lambda m0, n0, k0: f"L1 needs {m0 * k0} B")
+    assert str(err.value) == ("fits: none of the 15 tile(s) the HGEMM paper's selector tries fits (the smallest, "
+                              "16x16x128: L1 needs 2048 B)")
+    with pytest.raises(NoTileFits) as err:  # K <= 64: only the fallback is tried
+        select_tiling(16, 16, 64, fits=lambda m0, n0, k0: "UB needs 98304 B")
+    assert err.value.tried == 1 and err.value.smallest == "256x128x128"
