@@ -9,7 +9,6 @@ machine, verify it, and build the result document.
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import shutil
 import sys
@@ -47,6 +46,7 @@ from ascendbench.kernels.scan import (
     ul1_overflow_message,
 )
 from ascendbench.kernels.scan_numerics import C1Overflow, CheckThread, ScanVerifier, stream_pieces
+from ascendbench.processes import jobs_error, starting_children, usable_cores
 from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Problem, RunResult, Verification
@@ -565,7 +565,8 @@ def run_hgemm(
         every_core: simulate every AI core instead of one representative per group of cores with the same
             task count (slower: about 10x per shape when nothing is cached; the grouping's lock-step transfers on
             the shared L2 make it up to 14% slow on some shapes, see README).
-        jobs: worker processes for the shapes (default: the CPU count for 64 shapes or more, else 1).
+        jobs: worker processes for the shapes (default: the usable cores, at most 8, for 64 shapes or more,
+            else 1); from 1 to ascendbench.processes.max_jobs() (4 per usable core).
 
     Returns:
         HgemmRun; times in seconds, TFLOPS = 2 M N K batch / time / 1e12, fraction_of_peak of the profile's
@@ -608,9 +609,9 @@ def run_hgemm(
     total = len(shapes)
     limit = VERIFY_LIMIT_MACS if workload is None else WORKLOAD_VERIFY_LIMIT_MACS
     if jobs is None:
-        jobs = min(os.cpu_count() or 1, 8) if total >= 64 else 1
-    if jobs < 1:
-        raise ParamError("jobs", f"must be at least 1, got {jobs}")
+        jobs = min(usable_cores(), 8) if total >= 64 else 1
+    if problem_with_jobs := jobs_error(jobs):
+        raise ParamError("jobs", problem_with_jobs)
     task = (params, hw, warm_l2, every_core, verify, limit, seed, mats, total == 1)
     results: list = [None] * total
     if jobs == 1 or total == 1:
@@ -619,21 +620,31 @@ def run_hgemm(
             if progress:
                 progress("simulating" if not verify else "simulating and verifying", i + 1, total)
     else:
-        # Shapes are independent: spread them over worker processes (results do not depend on the order).
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        # Shapes are independent: spread them over worker processes (results do not depend on the order). A
+        # Pool, not a ProcessPoolExecutor: on Ctrl-C the executor's shutdown ran every queued shape first (50 s
+        # for random-5000); terminate() stops at once.
+        import multiprocessing
 
         chunk = max(1, total // (jobs * 8))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_hgemm_chunk, range(i, min(total, i + chunk)), shapes[i: i + chunk], task): i
-                       for i in range(0, total, chunk)}
+        chunks = [(i, range(i, min(total, i + chunk)), shapes[i: i + chunk], task) for i in range(0, total, chunk)]
+        pool = None
+        try:
+            with starting_children() as starter:  # a Ctrl-C while the workers start is not lost
+                pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
             done = 0
-            for future in as_completed(futures):
-                start = futures[future]
-                for j, item in enumerate(future.result()):
-                    results[start + j] = item
-                done += len(future.result())
+            for start, items in pool.imap_unordered(_hgemm_chunk_at, chunks):
+                results[start: start + len(items)] = items
+                done += len(items)
                 if progress:
                     progress(f"simulating on {jobs} processes", done, total)
+            pool.close()
+        except BaseException:
+            if pool is not None:
+                pool.terminate()
+            raise
+        finally:
+            if pool is not None:
+                pool.join()
     records = [r[0] for r in results]
     sims = [r[3] for r in results if r[3] is not None]
     if not sims:  # the shapes ran in worker processes; keep the first one's timeline (for --trace)
@@ -722,8 +733,9 @@ def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed,
             out if keep_output else None, model_s, verify_s, sim.extrapolated)
 
 
-def _hgemm_chunk(indices, shapes, task):
-    return [_hgemm_shape(i, shape, *task) for i, shape in zip(indices, shapes, strict=True)]
+def _hgemm_chunk_at(args):
+    start, indices, shapes, task = args
+    return start, [_hgemm_shape(i, shape, *task) for i, shape in zip(indices, shapes, strict=True)]
 
 
 def _shape_from_files(mats: dict[str, np.ndarray]) -> tuple[int | None, int | None, int | None, int]:

@@ -29,6 +29,7 @@ from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.kernels.tunable import Infeasible
+from ascendbench.processes import jobs_error, starting_children
 from ascendbench.tuning.selector import TILE_OPTIONS, fit, selector_path
 from ascendbench.tuning.space import load_space, space_path
 
@@ -87,9 +88,19 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=argparse_count("jobs"), default=2)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args(argv)
+    if message := jobs_error(args.jobs):
+        ap.error(f"--jobs: {message}")
     train, test = _shapes(args.train, 2 * args.seed), _shapes(args.test, 2 * args.seed + 1)
     t0 = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+    pool = None
+    try:  # started so that a Ctrl-C is not lost and the workers print no traceback (the pool's exit ends them)
+        with starting_children() as starter:
+            pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(args.jobs))
+    except KeyboardInterrupt:
+        if pool is not None:
+            pool.terminate()
+        raise
+    with pool:
         solved_train = pool.map(_solve, [(s, args.hardware) for s in train])
         solved_test = pool.map(_solve, [(s, args.hardware) for s in test])
     print(f"solved {len(train)} training and {len(test)} held-out shapes over {len(_tiles())} tiles in "

@@ -31,6 +31,7 @@ from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, GemmShape, HgemmParams, row_rates
+from ascendbench.processes import jobs_error
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.workloads import WorkloadError, list_workloads
 
@@ -73,7 +74,8 @@ def hgemm(
                                              "of cores with the same task count: slower, and without the "
                                              "grouping's error (up to 14% on shapes bound by L2).")] = False,
     jobs: Annotated[int | None, count_option("--jobs", help="Worker processes for a workload's shapes "
-                                             "(default: the CPU count for 64 shapes or more).")] = None,
+                                             "(default: the usable cores, at most 8, for 64 shapes or "
+                                             "more; at most 4 per usable core).")] = None,
     hardware: HardwareOption = "atlas-300t-a2",
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
@@ -89,8 +91,8 @@ def hgemm(
             fail(f"--{name}: must be an integer from 0 to 2**40, got {value}")
     if not 1 <= batch <= MAX_DIM:
         fail(f"--batch: must be from 1 to 2**40, got {batch}")
-    if jobs is not None and jobs < 1:
-        fail(f"--jobs: must be at least 1, got {jobs}")
+    if jobs is not None and (message := jobs_error(jobs)):
+        fail(f"--jobs: {message}")
     if variant not in VARIANTS:
         fail(f"--variant: must be one of {', '.join(VARIANTS)}, got {variant!r}")
     for name, value in (("alpha", alpha), ("beta", beta)):

@@ -34,6 +34,7 @@ from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.plotting import DEFAULT_DPI
+from ascendbench.processes import jobs_error
 from ascendbench.redact import redact
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
 from ascendbench.tuning.study import (
@@ -403,8 +404,8 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         fail(f"--seeds: must be from 1 to 100, got {seeds}")
     if seed + seeds > 2**32:
         fail(f"--seeds: seeds {seed} to {seed + seeds - 1} go past 2**32 - 1")
-    if jobs < 1:
-        fail(f"--jobs: must be at least 1, got {jobs}")
+    if message := jobs_error(jobs):
+        fail(f"--jobs: {message}")
     if study_name is not None and not study_name.strip():
         fail("--study-name: must not be empty")
     if study_name is not None:
@@ -441,6 +442,7 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
     unit = get_tunable(kernel).unit
     outcomes: list[ProblemOutcome] = []
     interrupted = False
+    worker_failed: str | None = None  # how a --jobs worker process died
     with progress:
         for problem in problems:
             task = progress.add_task(get_tunable(kernel).problem_key(problem), total=trials, best="")
@@ -459,22 +461,25 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
                     replicas.append(tune_problem(req, problem, report, opened, warm_start=warm))
             except TuneError as exc:
                 fail(str(exc))
-            except (WorkerError, OSError) as exc:  # a killed worker, a full disk, a storage gone read-only
-                what = redact(str(exc) if isinstance(exc, WorkerError) else
-                              f"the storage or a result file failed: {exc}")
+            except OSError as exc:  # a full disk, a storage gone read-only
+                what = redact(f"the storage or a result file failed: {exc}")
                 err_console.print(f"tune: {what}; the finished trials are kept in {describe_storage(storage)}; "
                                   + resume_hint(), highlight=False, soft_wrap=True)
                 raise typer.Exit(1) from None
-            except KeyboardInterrupt:
-                interrupted = True
+            except (KeyboardInterrupt, WorkerError) as exc:  # report what the study holds, then say why
+                if isinstance(exc, WorkerError):
+                    worker_failed = redact(str(exc))
+                else:
+                    interrupted = True
                 req = request if seeds == 1 else dataclasses.replace(request, seed=seed + len(replicas),
                                                                      replica=seed + len(replicas))
-                stored = _stored_outcome(req, space, problem, opened)
+                stored = _stored_outcome(req, space, problem, opened,
+                                         "worker_failed" if worker_failed else "interrupted")
                 if stored is not None:
                     replicas.append(stored)
             if replicas:
                 outcomes.append(combine_seeds(replicas) if seeds > 1 else replicas[0])
-            if interrupted:
+            if interrupted or worker_failed:
                 break
             progress.update(task, visible=False)
 
@@ -502,12 +507,16 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         err_console.print(f"the finished trials are kept in {describe_storage(storage)}; {resume_hint()}",
                           highlight=False, soft_wrap=True)
         raise typer.Exit(130)
+    if worker_failed:
+        err_console.print(f"tune: {worker_failed}; the finished trials are kept in {describe_storage(storage)}; "
+                          + resume_hint(), highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
 
 
-def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
-                    storage) -> ProblemOutcome | None:
-    """The outcome of an interrupted problem from what its study holds (no exhaustive evaluation); None when
-    the interrupt came before its study was made."""
+def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], storage,
+                    stopped: str = "interrupted") -> ProblemOutcome | None:
+    """The outcome of a problem whose search was cut short (stopped: "interrupted", or "worker_failed") from
+    what its study holds (no exhaustive evaluation); None when that came before its study was made."""
     import optuna
 
     from ascendbench.tuning.study import study_name_for
@@ -518,7 +527,7 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
     except KeyError:
         return None
     quick = TuneRequest(**{**request.__dict__, "exhaustive": False})
-    return summarise(quick, space, problem, key, study, stopped="interrupted")
+    return summarise(quick, space, problem, key, study, stopped=stopped)
 
 
 def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
@@ -598,6 +607,7 @@ def _time(seconds: float | None) -> str:
 # why a search ended short of --trials (TrialCounts.stopped)
 _STOPPED = {"timeout": "stopped by --timeout (run the same command again to go on)",
             "interrupted": "interrupted (run the same command again to go on)",
+            "worker_failed": "a --jobs worker process died (run the same command again to go on)",
             "idle": f"stopped after {MAX_IDLE_TRIALS} trials in a row found no new feasible configuration (the "
                     "space may hold fewer feasible ones than --trials)",
             "grid": "every point of the grid has been seen ({distinct} points, {infeasible} of them do not fit)"}

@@ -180,11 +180,12 @@ class TrialCounts(_Model):
     target: int = Field(description="--trials: distinct feasible configurations the study should hold")
     this_run: int = Field(description="finished trials this command ran (the rest were there already, or ran "
                                       "on other workers sharing the study)")
-    stopped: Literal["target", "grid", "idle", "timeout", "interrupted"] | None = Field(
+    stopped: Literal["target", "grid", "idle", "timeout", "interrupted", "worker_failed"] | None = Field(
         None, description="why the search ended: target (it holds --trials), grid (every point seen), idle (200 "
                           "trials in a row found no new feasible configuration: fewer may exist than --trials), "
-                          "timeout (--timeout), interrupted (Ctrl-C, SIGTERM); absent in results written "
-                          "before it was recorded")
+                          "timeout (--timeout), interrupted (Ctrl-C, SIGTERM), worker_failed (a --jobs worker "
+                          "process died: the others stopped after their trial in flight); absent in results "
+                          "written before it was recorded")
     foreign: int = Field(0, description="finished trials of the study that this tool did not make (no "
                                         "'config' user attribute: plain Optuna, optuna-dashboard): left out "
                                         "of every other count, the best and the importance; 0 in results "

@@ -28,6 +28,7 @@ import itertools
 import json
 import math
 import multiprocessing
+import multiprocessing.connection
 import os
 import random
 import secrets
@@ -58,6 +59,7 @@ from ascendbench.interrupts import note
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.kernels.tunable import Evaluation, Infeasible
+from ascendbench.processes import child_started, jobs_error, starting_children, usable_cores
 from ascendbench.redact import mask_url, redact
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.tuning.space import SearchSpace, load_space
@@ -1134,10 +1136,12 @@ def _reached(feasible: int, seen: int, trials: int, space: SearchSpace) -> str |
 
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
               progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
-              storage=None, warm_start: Sequence[Mapping[str, Any]] = ()) -> str:
+              storage=None, warm_start: Sequence[Mapping[str, Any]] = (),
+              signals: list[int] | None = None) -> str:
     """Run trials until the study holds request.trials distinct feasible configurations (or the grid is
     covered, the search is idle for MAX_IDLE_TRIALS trials, or the timeout ends), through a _Mirror. Returns
-    why it stopped: "target", "grid", "idle" or "timeout" (an interrupt raises KeyboardInterrupt)."""
+    why it stopped: "target", "grid", "idle" or "timeout" (an interrupt raises KeyboardInterrupt). signals: a
+    worker's record of the SIGINT / SIGTERM it took before (it then runs no trial) and while Optuna runs."""
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     done = _finished(study)
@@ -1194,13 +1198,15 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     grouped = storage.file.grouped() if isinstance(storage, Journal) else contextlib.nullcontext()
     with grouped:
         try:
-            with _stop_after_trial_on_interrupt(escalate) as interrupted:
+            with _stop_after_trial_on_interrupt(escalate, signals) as interrupted:
                 def after_trial(st: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
                     enough(st, trial)  # one callback: Optuna deep-copies the trial for each
                     if interrupted():
                         st.stop()
 
-                mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=[after_trial], catch=())
+                if not interrupted():  # a worker told to stop while it opened the study runs no trial
+                    mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=[after_trial],
+                                          catch=())
         finally:
             mirror.flush(every=True)  # every finished trial, also one whose callback an interrupt cut short
     if interrupted():
@@ -1209,13 +1215,13 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 
 
 @contextlib.contextmanager
-def _stop_after_trial_on_interrupt(escalate: bool = True):
+def _stop_after_trial_on_interrupt(escalate: bool = True, seen: list[int] | None = None):
     """While Optuna runs: a first Ctrl-C or SIGTERM lets the trial in flight finish (milliseconds) and then
     stops the study, so that nothing is left half-written or running in the storage (an interrupt inside
     Optuna's own bookkeeping can leave a trial RUNNING or fail in its clean-up); a second one interrupts at
     once (unless escalate is False: worker processes, which their parent stops). Yields a function telling
-    whether an interrupt came."""
-    seen: list[int] = []
+    whether an interrupt came. seen: the signals taken so far (a worker's, from its start), appended to."""
+    seen = [] if seen is None else seen
 
     def handler(signum, _frame) -> None:
         if seen and escalate:
@@ -1224,7 +1230,7 @@ def _stop_after_trial_on_interrupt(escalate: bool = True):
         note(signum)  # the command ends with this signal's line and status
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-        yield lambda: False
+        yield lambda: bool(seen)
         return
     old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -1235,27 +1241,42 @@ def _stop_after_trial_on_interrupt(escalate: bool = True):
 
 
 def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key: str, worker: int,
-            parent: int, warm_start: Sequence[Mapping[str, Any]] = (), stops=None) -> None:
-    """A worker process of --jobs. It starts with SIGINT ignored (the parent arranges it, so that a Ctrl-C
-    during start-up prints no traceback); an interrupt then finishes the trial in flight and ends it quietly
-    (the parent reports), and so does the parent's death (SIGKILL of the command leaves no orphans). It puts
-    why its search ended (_optimize's answer) on `stops`, a queue the parent reads."""
+            parent: int, warm_start: Sequence[Mapping[str, Any]] = (), report=None) -> None:
+    """A worker process of --jobs (started by _run_workers). Its first act takes SIGINT and SIGTERM with a
+    handler that only records them (processes.child_started): an interrupt then lets the trial in flight
+    finish and ends the worker quietly (the parent reports), and so does the parent's death (a SIGKILL of the
+    command leaves no orphans). It sends (why its search ended, None) on `report`, a pipe to the parent:
+    _optimize's answer or "interrupted"; after a storage or user error ("failed", the error in one line), and
+    exits with status 1."""
+    signals: list[int] = []
+
+    def record(signum: int, _frame) -> None:
+        signals.append(signum)
+        note(signum)
+
+    child_started(record)
 
     def watch_parent() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(30.0)  # still here: the interrupt came before the handler was installed
+        time.sleep(30.0)  # still here after the trial in flight: stuck, give up
         os._exit(1)
 
     threading.Thread(target=watch_parent, daemon=True).start()
+    detail = None
     try:
         stopped = _optimize(request, load_space(space_path), problem, key, worker, escalate=False,
-                            warm_start=warm_start)
+                            warm_start=warm_start, signals=signals)
     except KeyboardInterrupt:
         stopped = "interrupted"
-    if stops is not None:
-        stops.put(stopped)
+    except (OSError, TuneError) as exc:  # the parent says it in one line (not multiprocessing's traceback)
+        stopped, detail = "failed", redact(" ".join(str(exc).split()) or type(exc).__name__)
+    if report is not None:
+        with contextlib.suppress(OSError):
+            report.send((stopped, detail))
+    if stopped == "failed":
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1287,11 +1308,7 @@ def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points
 
 def grid_processes(request: TuneRequest) -> int:
     """Processes of an exhaustive evaluation: every core this process may use (at least --jobs)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(request.jobs, cores)
+    return max(request.jobs, usable_cores())
 
 
 def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
@@ -1304,9 +1321,10 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
     processes = grid_processes(request)
     if processes > 1 and len(chunks) > 1:
         ctx = multiprocessing.get_context("spawn")
-        with _children_ignore_sigint():
-            pool = ctx.Pool(processes)
+        pool = None
         try:
+            with starting_children() as starter:  # a Ctrl-C while the pool starts is not lost
+                pool = starter.start(lambda: ctx.Pool(processes))
             args = [(request.kernel, request.hardware, problem, c) for c in chunks]
             for part in pool.imap(_evaluate_chunk, args):
                 times.extend(part)
@@ -1314,10 +1332,12 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
                     progress(len(times), len(points))
             pool.close()
         except BaseException:
-            pool.terminate()  # Ctrl-C: stop at once, the grid is not stored anyway
+            if pool is not None:
+                pool.terminate()  # Ctrl-C: stop at once, the grid is not stored anyway
             raise
         finally:
-            pool.join()
+            if pool is not None:
+                pool.join()
     else:
         for c in chunks:
             times.extend(_evaluate_points(request.kernel, request.hardware, problem, c))
@@ -1345,7 +1365,10 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     progress(stage, done, total, best_time_s) is called as trials finish. storage: an open storage of
     request.storage, to share one between problems (opening a journal replays it). warm_start: configurations
     (the best of shapes tuned before, for a workload) a new study tries right after the heuristic.
-    Raises TuneError for user errors (sampler, storage, a study made for another problem or space)."""
+    Raises TuneError for user errors (sampler, storage, --jobs above processes.max_jobs(), a study made for
+    another problem or space); WorkerError when a --jobs worker process died (see _run_workers)."""
+    if problem_with_jobs := jobs_error(request.jobs):
+        raise TuneError(f"--jobs: {problem_with_jobs}")
     space = load_space(request.space_path)
     key = get_tunable(request.kernel).problem_key(problem)
     storage = storage if storage is not None else open_storage(request.storage)
@@ -1364,55 +1387,98 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
 
 def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress,
                  warm_start: Sequence[Mapping[str, Any]] = ()) -> str | None:
-    """request.jobs worker processes on one study. On Ctrl-C or SIGTERM of this process the workers are sent
-    SIGINT (each finishes its trial in flight and adds its finished trials to the study) and joined. Returns
-    why the search ended: "timeout" if a worker's --timeout ended it, else "grid" or "idle" as a worker saw it
-    (None: none said). Raises WorkerError when a worker process failed."""
+    """request.jobs worker processes on one study, started so that a Ctrl-C while they start up is not lost
+    (processes.starting_children). On Ctrl-C or SIGTERM of this process, or as soon as one worker dies, the
+    others are stopped (_stop_workers) and joined. Returns why the search ended: "timeout" if a worker's
+    --timeout ended it, else "grid" or "idle" as a worker saw it (None: none said).
+
+    Raises:
+        KeyboardInterrupt: a SIGINT or SIGTERM came; the workers' finished trials are in the study.
+        WorkerError: a worker process died (a signal killed it, or it met an error): the message names it and
+            how it ended; the others were stopped after their trial in flight.
+    """
     ctx = multiprocessing.get_context("spawn")
-    stops = ctx.SimpleQueue()
+    # one pipe per worker, not a shared queue: a worker killed while it writes cannot block the others
+    pipes = [ctx.Pipe(duplex=False) for _ in range(request.jobs)]
     workers = [ctx.Process(target=_worker, args=(request, request.space_path, problem, key, w, os.getpid(),
-                                                 [dict(c) for c in warm_start], stops),
+                                                 [dict(c) for c in warm_start], pipes[w][1]),
                            daemon=True) for w in range(request.jobs)]
-    with _children_ignore_sigint():
-        for proc in workers:
-            proc.start()
+    said: dict[int, str | None] = {}  # worker -> why its search ended
+    details: dict[int, str] = {}  # worker -> the error it met
+    failure = None
     try:
-        while any(proc.is_alive() for proc in workers):
-            time.sleep(0.3)
-            if progress:
+        with starting_children() as starter:
+            for proc, (_reader, writer) in zip(workers, pipes, strict=True):
+                if starter.interrupted:
+                    break
+                starter.start(proc.start)
+                writer.close()  # the worker holds its end
+        while failure is None and (alive := [proc for proc in workers if proc.is_alive()]):
+            multiprocessing.connection.wait([proc.sentinel for proc in alive], timeout=0.3)
+            _read_reports(pipes, said, details)
+            failure = _worker_failure(workers, details)
+            if progress and failure is None:
                 times = [t.value for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
                 progress(key, distinct_counts(study)[0], request.trials, min(times) if times else None)
     except KeyboardInterrupt:
-        for proc in workers:
-            if proc.is_alive():
-                os.kill(proc.pid, signal.SIGINT)
-        for proc in workers:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.terminate()
+        _stop_workers(workers)
         raise
-    failed = [proc.exitcode for proc in workers if proc.exitcode != 0]
-    if failed:
-        raise WorkerError(f"{len(failed)} of {len(workers)} tuning worker processes failed (exit codes {failed}); "
-                          "their finished trials are kept in the study")
-    said = set()
-    while not stops.empty():
-        said.add(stops.get())
-    return next((reason for reason in ("timeout", "grid", "idle") if reason in said), None)
+    if failure is not None:
+        stopped = _stop_workers(workers)
+        others = (f"; {'the other worker' if stopped == 1 else f'{stopped} other workers'} stopped after the "
+                  "trial in flight" if stopped else "")
+        raise WorkerError(failure + others)
+    _read_reports(pipes, said, details)
+    return next((reason for reason in ("timeout", "grid", "idle") if reason in said.values()), None)
 
 
-@contextlib.contextmanager
-def _children_ignore_sigint():
-    """Processes started inside inherit an ignored SIGINT (a terminal's Ctrl-C reaches the whole process group;
-    children are stopped by their parent instead, and install their own handler once started)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def _read_reports(pipes: list, said: dict[int, str | None], details: dict[int, str]) -> None:
+    """Take the (reason, error) each worker sent on its pipe (reason None: it ended without sending)."""
+    for w, (reader, _writer) in enumerate(pipes):
+        if w in said:
+            continue
+        try:
+            if not reader.poll():
+                continue
+            said[w], detail = reader.recv()
+        except (EOFError, OSError):  # it died before it sent anything
+            said[w], detail = None, None
+        if detail:
+            details[w] = detail
+
+
+def _worker_failure(workers: list, details: dict[int, str]) -> str | None:
+    """How the first worker that ended badly ended ("worker 2 of 2 (pid 123) was killed by SIGKILL");
+    None when none did."""
+    for w, proc in enumerate(workers):
+        code = proc.exitcode
+        if code is None or code == 0:
+            continue
+        who = f"worker {w + 1} of {len(workers)} (pid {proc.pid})"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"{who} was killed by {name}"
+        return f"{who} failed: {details[w]}" if w in details else f"{who} exited with status {code}"
+    return None
+
+
+def _stop_workers(workers: list, grace_s: float = 30.0) -> int:
+    """Stop the live workers: SIGTERM, which a worker takes as an interrupt (its trial in flight finishes and
+    its finished trials are stored), and which ends one still starting up at once (nothing of it is stored
+    yet). Joined within grace_s seconds, else killed. Returns how many were running."""
+    alive = [proc for proc in workers if proc.is_alive()]
+    for proc in alive:
+        proc.terminate()
+    deadline = time.monotonic() + grace_s
+    for proc in alive:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    return len(alive)
 
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
