@@ -670,8 +670,9 @@ class ScanVerifier:
         out = self._work("abs", rows * s)[: rows * s].reshape(rows, s)
         absrun = self._abs_prefix(padded, slice(None), starts, out).reshape(-1)[:m]
         finite = math.isfinite(run[m - 1])
-        if not finite:
+        if not math.isfinite(self.prefix):  # through input m - 1: an exclusive scan's last input is in no output
             self.nonfinite_input = True
+        if not finite:
             # NaN or inf in the input: the output must carry the same non-finite values from there on
             ref_finite = np.isfinite(run)
             yf = y.astype(np.float64)
