@@ -1423,12 +1423,13 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
     except KeyboardInterrupt:
         _stop_workers(workers)
         raise
+    _read_reports(pipes, said, details)
+    failure = failure or _worker_failure(workers, details)  # also the last one to end may have died
     if failure is not None:
         stopped = _stop_workers(workers)
         others = (f"; {'the other worker' if stopped == 1 else f'{stopped} other workers'} stopped after the "
                   "trial in flight" if stopped else "")
         raise WorkerError(failure + others)
-    _read_reports(pipes, said, details)
     return next((reason for reason in ("timeout", "grid", "idle") if reason in said.values()), None)
 
 
