@@ -95,7 +95,8 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "ascendbench.cli", *args]
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -109,7 +110,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _children(pid: int) -> list[int]:
+def workers_of(pid: int) -> list[int]:
     """The tuning workers `pid` spawned (multiprocessing's resource tracker left out)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
@@ -145,9 +146,11 @@ TUNE = ["tune", "scan", "--n", "1e6", "--sampler", "random", "--no-exhaustive", 
 
 
 def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str = "parent",
-               delay: float | None = None, trials: int = 400, timeout: float = 120) -> Audit:
+               delay: float | None = None, after_trials: int = 0, trials: int = 400,
+               timeout: float = 120) -> Audit:
     """SIGKILL a `tune scan` (the parent, or one --jobs worker: `victim` "worker") `delay` seconds after its
-    start (random in [1, 6] s if None), then resume it with the same command and audit the journal."""
+    start (random in [1, 6] s if None), or after `after_trials` trials were evaluated, then resume it with the
+    same command and audit the journal."""
     folder.mkdir(parents=True, exist_ok=True)
     env, audit = _env(folder), Audit()
     before_kill = _stored(folder)
@@ -158,15 +161,19 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
     proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     delay = rng.uniform(1.0, 6.0) if delay is None else delay
-    end = time.monotonic() + delay
     workers: list[int] = []
+    deadline = time.monotonic() + timeout
+    while after_trials and _lines(log) < after_trials and proc.poll() is None and time.monotonic() < deadline:
+        workers = workers_of(proc.pid) or workers
+        time.sleep(0.02)
+    end = time.monotonic() + delay
     while time.monotonic() < end and proc.poll() is None:
-        workers = _children(proc.pid) or workers
+        workers = workers_of(proc.pid) or workers
         time.sleep(0.05)
     target = proc.pid
     if victim == "worker":
-        workers = _children(proc.pid) or workers
-        spawned = [p for p in workers if _alive(p)]
+        workers = workers_of(proc.pid) or workers
+        spawned = [p for p in workers if alive(p)]
         target = rng.choice(spawned) if spawned else proc.pid  # still starting: the parent
     family = [proc.pid, *workers]
     if proc.poll() is None:
@@ -182,13 +189,13 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
         audit.bad_outputs += 1
         audit.notes.append(f"traceback after a SIGKILL of the {victim}: {err.strip().splitlines()[-1]}")
     deadline = time.monotonic() + 10  # orphaned workers notice their parent is gone and end
-    while any(_alive(p) for p in family) and time.monotonic() < deadline:
+    while any(alive(p) for p in family) and time.monotonic() < deadline:
         time.sleep(0.05)
-    alive = [p for p in family if _alive(p)]
-    if alive:
-        audit.processes_left += len(alive)
-        audit.notes.append(f"{len(alive)} process(es) still running 10 s after the kill")
-        for pid in alive:
+    outlived = [p for p in family if alive(p)]
+    if outlived:
+        audit.processes_left += len(outlived)
+        audit.notes.append(f"{len(outlived)} process(es) still running 10 s after the kill")
+        for pid in outlived:
             os.kill(pid, signal.SIGKILL)
 
     stored = _stored(folder)
@@ -249,10 +256,7 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
         if lost:
             audit.studies_lost += 1
             audit.notes.append(f"study {name}: trials {lost[:5]} gone after the resume")
-    left = _leftovers(folder)
-    audit.files_left += len(left)
-    if left:
-        audit.notes.append(f"left in the folder: {', '.join(left[:5])}")
+    _count_leftovers(audit, folder, "left in the folder")
     torn = sorted(folder.glob("studies.journal.torn-*"))
     audit.torn_records += len(torn) - torn_before
     if len(torn) > torn_before:
@@ -262,6 +266,21 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
 
 def _count(stored: dict[str, list[dict]]) -> int:
     return max((len(t) for t in stored.values()), default=0)
+
+
+def _lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _count_leftovers(audit: Audit, folder: Path, what: str) -> None:
+    left = _leftovers(folder)
+    audit.files_left += len(left)
+    if left:
+        audit.notes.append(f"{what}: {', '.join(left[:5])}")
 
 
 def _stored(folder: Path) -> dict[str, list[dict]]:
@@ -316,10 +335,7 @@ def run_fault(folder: Path, rng: random.Random, delay: float | None = None, time
     if nxt.returncode != 0:
         audit.bad_outputs += 1
         audit.notes.append(f"the run after the kill exited {nxt.returncode}: {nxt.stderr.strip()[-200:]}")
-    left = _leftovers(folder)
-    audit.files_left += len(left)
-    if left:
-        audit.notes.append(f"left after the next run: {', '.join(left[:5])}")
+    _count_leftovers(audit, folder, "left after the next run")
     (folder / "y.npy").unlink(missing_ok=True)
     (folder / "r.json").unlink(missing_ok=True)
     return audit

@@ -14,35 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from ascendbench.processes import jobs_error, max_jobs, usable_cores
+from tests.faults import alive as _alive
+from tests.faults import workers_of as _workers
 
 TUNE = [sys.executable, "-m", "ascendbench.cli", "tune", "hgemm", "--m", "1024", "--n", "256", "--k", "512",
         "--trials", "100000", "--jobs", "2", "--no-exhaustive", "--storage", "j.journal", "--out", "r.json"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is gone for every purpose here
-    except OSError:
-        return False
-
-
-def _workers(pid: int) -> list[int]:
-    """The --jobs workers of `pid` (multiprocessing's resource tracker left out)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            children = [int(p) for p in fh.read().split()]
-    except OSError:
-        return []
-    found = []
-    for child in children:
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as fh:
-                if b"resource_tracker" not in fh.read():
-                    found.append(child)
-        except OSError:
-            pass
-    return found
 
 
 def _trials(folder) -> list[optuna.trial.FrozenTrial]:
