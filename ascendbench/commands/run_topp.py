@@ -49,11 +49,16 @@ def topp_command(
     variant: Annotated[str, typer.Option("--variant", help="radix (radix sort + MCScan, the paper's) or baseline "
                                          "(vector-only sort + vector-only cumsum).")] = "radix",
     s: Annotated[int, count_option("--s", help="Tile side of the cumsum MCScan: 16, 32, 64 or 128.")] = 128,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Probabilities: fp16 (the paper's kernel) or fp32 "
+                                              "(fp32 sort keys, the cumsum by the vector-only CumSum in fp32); "
+                                              "default the --input array's (fp32 for float32/float64), else "
+                                              "fp16.")] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "top_p_sample(seed=...)); generated rows use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Probabilities: a .npy of shape (vocab,) "
-                                                    "or (batch, vocab), or a .npz with 'probs'; float16, or "
-                                                    "float32/float64 rounded to float16.")] = None,
+                                                    "or (batch, vocab), or a .npz with 'probs'; float16, "
+                                                    "float32 (scanned in fp32), or float64 (rounded to "
+                                                    "float32).")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the tokens as .npy, or 'tokens' "
                                                      "and 'kept' (nucleus sizes) as .npz.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the same rule using the "
@@ -77,6 +82,6 @@ def topp_command(
         probs, sha = load_probs(input_file)
         arrays = {"probs": probs}
     run = execute("topp", arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=seed, verify=verify,
-                  model_only=model_only, **given(vocab=vocab, batch=batch), p=p, variant=variant, s=s,
-                  warm_l2=warm_l2)
+                  model_only=model_only, **given(vocab=vocab, batch=batch, dtype=dtype), p=p, variant=variant,
+                  s=s, warm_l2=warm_l2)
     finish(run, wall0, output_file=output_file, trace=trace, out=out, no_save=no_save, json_out=json_out)

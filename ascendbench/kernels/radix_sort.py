@@ -8,7 +8,8 @@ Public API:
   descending=False) -> SimResult``
 
 Key transform (§5.3, Exercises 8-9 of Knuth §5.2.5 as the paper cites): signed integers flip the sign bit; fp16
-inverts all bits of negative numbers and sets the sign bit of the others. Two fixes make the order equal NumPy's:
+(and fp32, the keys of top-p on fp32 probabilities) inverts all bits of negative numbers and sets the sign bit of
+the others. Two fixes make the order equal NumPy's:
 -0.0 is encoded as +0.0 (NumPy treats them as equal, so ties keep input order) and every NaN is encoded as the
 largest key (NumPy puts NaNs last, in input order). Descending order inverts the encoded key: the result is the
 stable descending order (ties in input order, which is not the reverse of the ascending result), i.e. the order of
@@ -44,7 +45,7 @@ __all__ = ["KEY_DTYPES", "SORT_VARIANTS", "encode_keys", "radix_sort", "simulate
 KEY_DTYPES = {
     "uint8": (np.uint8, 8), "uint16": (np.uint16, 16), "uint32": (np.uint32, 32),
     "int8": (np.int8, 8), "int16": (np.int16, 16), "int32": (np.int32, 32),
-    "fp16": (np.float16, 16), "float16": (np.float16, 16),
+    "fp16": (np.float16, 16), "float16": (np.float16, 16), "fp32": (np.float32, 32), "float32": (np.float32, 32),
 }
 SORT_VARIANTS = ("mcscan", "vector")
 _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32}
@@ -54,7 +55,8 @@ def _key_name(dtype: np.dtype) -> str:
     for name, (t, _) in KEY_DTYPES.items():
         if np.dtype(t) == dtype:
             return name
-    raise ValueError(f"keys: dtype must be one of uint8, uint16, uint32, int8, int16, int32, float16, got {dtype}")
+    raise ValueError(f"keys: dtype must be one of uint8, uint16, uint32, int8, int16, int32, float16, float32, "
+                     f"got {dtype}")
 
 
 def encode_keys(keys: np.ndarray, descending: bool = False) -> np.ndarray:
@@ -74,7 +76,7 @@ def encode_keys(keys: np.ndarray, descending: bool = False) -> np.ndarray:
     elif name.startswith("int"):
         enc = raw ^ sign
     else:
-        # fp16: -0.0 -> +0.0 and NaN -> the largest key (NumPy's order), then the sign-magnitude flip.
+        # fp16, fp32: -0.0 -> +0.0 and NaN -> the largest key (NumPy's order), then the sign-magnitude flip.
         canon = np.where(raw == sign, u(0), raw)
         negative = (canon & sign) != 0
         enc = np.where(negative, ~canon, canon | sign).astype(u)
@@ -89,7 +91,7 @@ def radix_sort(keys: np.ndarray, descending: bool = False, stable: bool = True, 
     """Sort 1-D keys by LSB radix sort on one bit per pass (SplitInd per bit), like torch.sort(stable=True).
 
     Args:
-        keys: (n,) uint8/16/32, int8/16/32 or float16.
+        keys: (n,) uint8/16/32, int8/16/32, float16 or float32.
         descending: stable descending order (ties in input order; NaNs first).
         stable: accepted for torch.sort's signature; the radix sort is always stable.
         limit: run every SplitInd pass streamed over partitions of at most `limit` items

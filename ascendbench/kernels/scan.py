@@ -77,6 +77,7 @@ __all__ = [
     "fp16_output_overflow",
     "l2_chunk_tiles",
     "l2_start",
+    "simulate_fp32_cumsum",
     "ul1_overflow",
     "ul1_overflow_message",
 ]
@@ -280,6 +281,11 @@ class ScanKernel:
         warm_l2). Raises ParamError / BufferCapacityError as `check` does. Runs in milliseconds at any n (long
         loops are extrapolated from a few simulated iterations unless force_exact)."""
         self.check(n, params, hw)
+        return self._simulate(n, params, hw, warm_l2, force_exact, l2)
+
+    def _simulate(self, n: int, params: ScanParams, hw: HardwareProfile, warm_l2: bool = False,
+                  force_exact: bool = False, l2: str | None = None) -> SimResult:
+        """simulate without its parameter checks (simulate_fp32_cumsum's fp32 input is no scan dtype)."""
         start = l2 if l2 is not None else ("warm" if warm_l2 else "flushed")
         state = l2_start(hw, start)
         launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
@@ -476,8 +482,11 @@ class VecCumSumTile:
         outer, inner = _CUMSUM_INFO
         self.e, self.unit, self.p, self.x_hit, self.regions = engine, unit, p, x_hit, regions
         self.tile_elems = outer * inner
-        engine.alloc(unit, "UB", 2 * self.tile_elems * p.in_bytes + 2 * self.tile_elems * _ACC_BYTES,
-                     "CumSum 128x128 tile (2 input buffers, work and transpose buffers)")
+        # fp32 input (simulate_fp32_cumsum) is scanned as it is: no cast, so no work buffer beside the transpose
+        work = 1 if p.in_bytes == _ACC_BYTES else 2
+        engine.alloc(unit, "UB", 2 * self.tile_elems * p.in_bytes + work * self.tile_elems * _ACC_BYTES,
+                     "CumSum 128x128 tile (2 input buffers, " + ("transpose buffer)" if work == 1 else
+                                                                 "work and transpose buffers)"))
         self.ring = _Ring(2)
         self.prev: Op | None = None
 
@@ -503,6 +512,29 @@ class VecCumSumTile:
                             label="y->GM")
         self.ring.push(e.moved_out(wr))
         return wr
+
+
+def simulate_fp32_cumsum(n: int, hw: HardwareProfile, *, l2: str = "flushed") -> SimResult:
+    """Simulated vector-only CumSum of n float32 inputs to float32 outputs: vec-cumsum's program (AscendC
+    CumSum, CumSumInfo (128, 128), on one AIV, scan paper §4.1) with 4-byte input, which CumSum scans as it is
+    (cumsum_last_axis skips the casts to and from fp32). For operators on fp32 data (top-p on fp32
+    probabilities): the cube scans have no fp32 model here (the profiles give the cube's fp16 and int8 rates
+    only), and `run scan` has no fp32 dtype.
+
+    Args:
+        n: elements (>= 0). hw: the profile. l2: what L2 holds at the start (L2_STARTS).
+
+    Returns:
+        SimResult (time in cycles, phases, counters).
+
+    Raises:
+        ParamError: n < 0 or an unknown l2; BufferCapacityError: the tile does not fit the profile's UB.
+    """
+    if n < 0:
+        raise ParamError("n", f"must be a non-negative integer, got {n}")
+    if l2 not in L2_STARTS:
+        raise ParamError("l2", f"must be one of {', '.join(L2_STARTS)}, got {l2!r}")
+    return SCAN_KERNELS["vec-cumsum"]._simulate(n, ScanParams(dtype="fp32"), hw, l2=l2)
 
 
 def _build_vec_cumsum(engine: Engine, skip: int, p: ScanParams, offset: int, n: int, warm: bool) -> None:

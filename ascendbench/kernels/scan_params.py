@@ -16,7 +16,8 @@ from ascendbench.kernels.partition import PARTITION_LIMIT
 S_VALUES = (16, 32, 64, 128)
 DTYPES = {"fp16": np.float16, "int8": np.int8}
 OUT_DTYPES = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32}
-_IN_BYTES = {"fp16": 2, "int8": 1}
+# fp32: the input of scan.simulate_fp32_cumsum only (top-p on fp32 probabilities), not a scan dtype (DTYPES)
+_IN_BYTES = {"fp16": 2, "int8": 1, "fp32": 4}
 _OUT_BYTES = {"fp32": 4, "fp16": 2, "int32": 4}
 _ACC_BYTES = 4  # L0C accumulates fp16 in fp32 and int8 in int32
 _CUMSUM_INFO = (128, 128)  # AscendC CumSum (outter, inner) of the vector-only baseline, scan paper §4.1
@@ -46,7 +47,7 @@ class ScanParams:
         the problem exceeds L2, chunks of L2 / (input + output bytes) rounded up to 256), 0 = off, else the
         size (rounded up to whole s*s tiles).
     exclusive: exclusive instead of inclusive scan (the inclusive result written one element further).
-    dtype: input "fp16" or "int8".
+    dtype: input "fp16" or "int8" ("fp32" only in scan.simulate_fp32_cumsum: no scan kernel checks it).
     out_dtype: "fp32" (default for fp16), "fp16" (fp16 input only) or "int32" (the only one for int8).
     """
 

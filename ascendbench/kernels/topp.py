@@ -1,6 +1,8 @@
 """Top-p (nucleus) sampling, exactly the rule of Llama 3's `sample_top_p` (the scan paper §5.5, §6.5).
 
-Per row of probabilities (float16, the key dtype of the paper's fp16 radix sort):
+Per row of probabilities (float16, the key dtype of the paper's fp16 radix sort, or float32, kept as they are:
+rounding them to float16 would move the nucleus boundary, e.g. [0.3, 0.1, 0.1, 0.5] with p = 0.8 keeps 3 tokens
+in float32 and 2 in float16, where 0.3 rounds up to 0.30005):
 
 1. sort descending, stable (ties keep index order): values s and original indices idx;
 2. inclusive cumulative sum in float32, sequentially: c[i] = fl32(c[i-1] + s[i]);
@@ -20,7 +22,9 @@ zero-probability token is never drawn (R repeats its previous value exactly).
 Variants: "radix" sorts with the LSB radix sort of the scan paper §5.3 (fp16 keys, with indices) and
 cumsums with MCScan; "baseline" is the vector-only sort and the vector-only cumsum (PyTorch's sort and
 cumsum in the paper's Fig. 6.8). Both return the same tokens (the sort is stable and the rule is fixed); only
-the simulated time differs. See `simulate_top_p` for the timing and what it assumes about batches.
+the simulated time differs. See `simulate_top_p` for the timing and what it assumes about batches. On float32
+rows (dtype "fp32", not the paper's kernel) the radix sort takes fp32 keys (32 passes) and both variants
+cumsum with the vector-only CumSum in fp32: the cube has no fp32 rate in the hardware model.
 """
 
 from __future__ import annotations
@@ -38,9 +42,12 @@ from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.sampling import DistributionError
 from ascendbench.sim.result import SimResult, fixed_cost, sequence
 
-__all__ = ["TOPP_VARIANTS", "TopPResult", "TopPTiming", "check_probs", "simulate_top_p", "top_p_draw", "top_p_sample"]
+__all__ = ["TOPP_DTYPES", "TOPP_VARIANTS", "TopPResult", "TopPTiming", "check_probs", "simulate_top_p", "top_p_draw",
+           "top_p_sample"]
 
 TOPP_VARIANTS = ("radix", "baseline")
+# dtype -> (NumPy dtype, bytes per probability): fp16 is the paper's kernel, fp32 scans float32 rows as they are
+TOPP_DTYPES = {"fp16": (np.float16, 2), "fp32": (np.float32, 4)}
 _BLOCK_ELEMENTS = 1 << 22  # rows are processed in blocks of about this many elements (bounded temporaries)
 
 
@@ -60,9 +67,9 @@ def _rows(probs) -> np.ndarray:
     probs = np.asarray(probs)
     if probs.ndim not in (1, 2):
         raise ParamError("probs", f"must have shape (vocab,) or (batch, vocab), got {tuple(probs.shape)}")
-    if probs.dtype != np.float16:
-        raise ParamError("probs", f"dtype must be float16 (the fp16 keys of the radix sort), got {probs.dtype}; "
-                                  "convert with probs.astype(numpy.float16)")
+    if probs.dtype not in (np.float16, np.float32):
+        raise ParamError("probs", f"dtype must be float16 (the paper's fp16 kernel) or float32, got {probs.dtype}; "
+                                  "convert with probs.astype(numpy.float32)")
     return probs
 
 
@@ -124,7 +131,8 @@ def top_p_draw(probs: np.ndarray, p: float, u: np.ndarray, *, variant: str = "ra
     """Top-p sampling with given uniforms (the rule of the module docstring).
 
     Args:
-        probs: (vocab,) or (batch, vocab) float16 probability rows.
+        probs: (vocab,) or (batch, vocab) float16 or float32 probability rows (sorted, summed and compared in
+            float32 as they are).
         p: the nucleus threshold in [0, 1].
         u: uniforms in [0, 1), shape probs.shape[:-1] (one per row).
         variant: "radix" (sorts with radix_sort) or "baseline" (NumPy's stable sort); same tokens.
@@ -173,8 +181,9 @@ def top_p_draw(probs: np.ndarray, p: float, u: np.ndarray, *, variant: str = "ra
 
 def top_p_sample(probs: np.ndarray, p: float, *, rng: np.random.Generator | None = None, seed: int | None = None,
                  variant: str = "radix") -> TopPResult:
-    """Llama 3's sample_top_p on float16 probability rows with a seeded generator: u = rng.random(batch) (or
-    seed 0 when neither rng nor seed is given), then `top_p_draw`. Raises as top_p_draw does."""
+    """Llama 3's sample_top_p on float16 or float32 probability rows with a seeded generator: u =
+    rng.random(batch) (or seed 0 when neither rng nor seed is given), then `top_p_draw`. Raises as top_p_draw
+    does."""
     probs = _rows(probs)
     if rng is None:
         rng = np.random.default_rng(0 if seed is None else seed)
@@ -192,8 +201,10 @@ class TopPTiming:
     """The simulated top-p call on a (batch, vocab) input.
 
     sim: the whole call; row: one row alone (phases sort, cumsum, mask, renormalise, multinomial, gather);
-    scans_per_row: the scans one row runs (counter "scans": one per radix pass plus the cumsum, 17 for fp16);
-    cores_per_row, rows_per_wave, waves: how the batch is spread over the AI cores (see simulate_top_p).
+    scans_per_row: the scans one row runs (counter "scans": one per radix pass plus the cumsum, 17 for fp16,
+    33 for fp32); cores_per_row, rows_per_wave, waves: how the batch is spread over the AI cores (see
+    simulate_top_p); cumsum: which scan timed the cumsum ("MCScan fp16 -> fp32", "vector-only CumSum fp16 ->
+    fp32" or "vector-only CumSum fp32").
     """
 
     sim: SimResult
@@ -202,33 +213,47 @@ class TopPTiming:
     cores_per_row: int
     rows_per_wave: int
     waves: int
+    cumsum: str = "MCScan fp16 -> fp32"
 
 
-def _row_steps(vocab: int, hw: HardwareProfile, variant: str, s: int, warm_l2: bool) -> list[SimResult]:
+def _cumsum_kind(variant: str, dtype: str) -> str:
+    """Which scan times a row's cumsum (TopPTiming.cumsum)."""
+    if dtype == "fp32":
+        return "vector-only CumSum fp32"
+    return "MCScan fp16 -> fp32" if variant == "radix" else "vector-only CumSum fp16 -> fp32"
+
+
+def _row_steps(vocab: int, hw: HardwareProfile, variant: str, s: int, warm_l2: bool,
+               dtype: str = "fp16") -> list[SimResult]:
     from ascendbench.kernels.radix_sort import simulate_radix_sort
     from ascendbench.kernels.sampling import as_phase, elementwise_pass, launch
-    from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams
+    from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams, simulate_fp32_cumsum
 
-    sort = simulate_radix_sort(vocab, "fp16", hw, variant="mcscan" if variant == "radix" else "vector",
+    vb = TOPP_DTYPES[dtype][1]  # bytes of a probability: the sort's keys, the values the later kernels move
+    sort = simulate_radix_sort(vocab, dtype, hw, variant="mcscan" if variant == "radix" else "vector",
                                with_indices=True, descending=True, warm_l2=warm_l2)
-    sorted_hit = vocab * 2 <= hw.l2_cache_bytes  # the sorted probabilities were just written
-    if variant == "radix":
-        # the sort ran first and paid its write-backs: L2 starts clean, or with the sorted row resident
-        cumsum = SCAN_KERNELS["mcscan"].simulate(vocab, ScanParams(s=s), hw, l2="warm" if sorted_hit else "clean")
+    sorted_hit = vocab * vb <= hw.l2_cache_bytes  # the sorted probabilities were just written
+    # the sort ran first and paid its write-backs: L2 starts clean, or with the sorted row resident
+    start = "warm" if sorted_hit else "clean"
+    if dtype == "fp32":
+        # no fp32 cube rate in the hardware model, so no MCScan in fp32: AscendC CumSum takes float32 as it is
+        cumsum = simulate_fp32_cumsum(vocab, hw, l2=start)
+    elif variant == "radix":
+        cumsum = SCAN_KERNELS["mcscan"].simulate(vocab, ScanParams(s=s), hw, l2=start)
     else:
-        cumsum = SCAN_KERNELS["vec-cumsum"].simulate(vocab, ScanParams(), hw, l2="warm" if sorted_hit else "clean")
+        cumsum = SCAN_KERNELS["vec-cumsum"].simulate(vocab, ScanParams(), hw, l2=start)
     cumsum.counters["scans"] = cumsum.counters.get("scans", 0) + 1
-    hit = vocab * (2 + 4 + 2) <= hw.l2_cache_bytes
+    hit = vocab * (vb + 4 + vb) <= hw.l2_cache_bytes
     # Llama's remaining operators, each a kernel on all AIVs: mask = (c - s > p), s[mask] = 0 (read s and c,
     # write s); renormalise = a sum (partial sums, SyncAll) and a divide; multinomial over the row = partial
     # sums of the probabilities, SyncAll, then the AIV holding the target walks one piece; gather = one index.
-    mask = elementwise_pass(hw, vocab, in_bytes=2 + 4, out_bytes=2, vector_passes=3, phase="mask", hit=hit)
-    total = elementwise_pass(hw, vocab, in_bytes=2, out_bytes=0, vector_passes=2, phase="renormalise", hit=hit,
+    mask = elementwise_pass(hw, vocab, in_bytes=vb + 4, out_bytes=vb, vector_passes=3, phase="mask", hit=hit)
+    total = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=0, vector_passes=2, phase="renormalise", hit=hit,
                              reduce=True)
-    divide = elementwise_pass(hw, vocab, in_bytes=2, out_bytes=2, vector_passes=1, phase="renormalise", hit=hit)
-    sums = elementwise_pass(hw, vocab, in_bytes=2, out_bytes=0, vector_passes=2, phase="multinomial", hit=hit,
+    divide = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=vb, vector_passes=1, phase="renormalise", hit=hit)
+    sums = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=0, vector_passes=2, phase="multinomial", hit=hit,
                             reduce=True)
-    walk = elementwise_pass(hw, min(vocab, 16384), in_bytes=2, out_bytes=0, vector_passes=3, phase="multinomial",
+    walk = elementwise_pass(hw, min(vocab, 16384), in_bytes=vb, out_bytes=0, vector_passes=3, phase="multinomial",
                             hit=hit)
     walk = sequence([(walk, 1)])  # the walk is one piece on one AIV: its own launch is not a new kernel
     gather = sequence([(launch(hw), 1), (fixed_cost(hw, hw.gm_read_latency_cycles + hw.gm_write_latency_cycles,
@@ -253,8 +278,8 @@ def _concurrent(row: SimResult, rows: int) -> SimResult:
 
 
 def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: str = "radix", s: int = 128,
-                   warm_l2: bool = False) -> TopPTiming:
-    """Simulated top-p sampling of `batch` rows of `vocab` fp16 probabilities (one sample per row).
+                   warm_l2: bool = False, dtype: str = "fp16") -> TopPTiming:
+    """Simulated top-p sampling of `batch` rows of `vocab` fp16 (or fp32) probabilities (one sample per row).
 
     One row, as the scan paper's Fig. 6.8 measured it (Llama 3's operator sequence, each a kernel launch):
     sort descending with indices (variant "radix": the LSB radix sort of kernels/radix_sort.py with the int8
@@ -263,6 +288,11 @@ def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: 
     "baseline": the vector-only CumSum on one AIV, scan paper §4.1), then mask, renormalise, multinomial and
     gather as all-AIV kernels (the same in both variants). Counter "scans": 16 + 1 = 17 per row (claim S-16).
 
+    dtype "fp32" (not the paper's kernel): the sort takes fp32 keys (32 passes, 4-byte keys), the cumsum of
+    both variants is the vector-only CumSum in fp32 (scan.simulate_fp32_cumsum: the hardware model gives no
+    fp32 cube rate, so MCScan cannot be timed in fp32), and the later kernels move 4-byte probabilities; 33
+    scans per row.
+
     Batch (our assumption; the paper measured one row): a row's kernels use at most
     min(#AIC, ceil(vocab / tile)) AI cores (tile = s*s for "radix", 128*128 for "baseline": every kernel above
     works on tiles of that size, at most one per core at a time), so floor(#AIC / that) rows run at once on
@@ -270,7 +300,7 @@ def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: 
     more (they share HBM). Waves run one after another.
 
     Raises:
-        ParamError: vocab or batch negative, unknown variant, s not in 16/32/64/128.
+        ParamError: vocab or batch negative, unknown variant or dtype, s not in 16/32/64/128.
     """
     from ascendbench.kernels.scan import S_VALUES
 
@@ -281,8 +311,11 @@ def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: 
         raise ParamError("variant", f"must be one of {', '.join(TOPP_VARIANTS)}, got {variant!r}")
     if s not in S_VALUES:
         raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {s}")
-    row = sequence([(step, 1) for step in _row_steps(int(vocab), hw, variant, s, warm_l2)])
-    tile = s * s if variant == "radix" else 128 * 128
+    if dtype not in TOPP_DTYPES:
+        raise ParamError("dtype", f"must be one of {', '.join(TOPP_DTYPES)}, got {dtype!r}")
+    row = sequence([(step, 1) for step in _row_steps(int(vocab), hw, variant, s, warm_l2, dtype)])
+    # fp32: no MCScan of tile side s; the sort's SplitInd and the CumSum work on 128 x 128 tiles
+    tile = s * s if variant == "radix" and dtype == "fp16" else 128 * 128
     cores = max(1, min(hw.ai_cores, math.ceil(vocab / tile)))
     per_wave = max(1, min(batch, hw.ai_cores // cores)) if batch else 1
     waves = math.ceil(batch / per_wave)
@@ -291,16 +324,18 @@ def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: 
     if last:
         parts.append((_concurrent(row, last), 1))
     sim = sequence(parts) if batch else fixed_cost(hw, 0.0, "sort")
-    return TopPTiming(sim, row, int(row.counters.get("scans", 0)), cores, per_wave, waves)
+    return TopPTiming(sim, row, int(row.counters.get("scans", 0)), cores, per_wave, waves,
+                      _cumsum_kind(variant, dtype))
 
 
 _SHOWN_TOKENS = 32  # the result document lists the tokens of at most this many rows
 
 
-def generate_probs(batch: int, vocab: int, rng: np.random.Generator) -> np.ndarray:
-    """Seeded (batch, vocab) float16 probability rows: softmax of logits 3 * N(0, 1) in float32, rounded to
-    float16 (peaked rows like a language model's, the top token far above the tail)."""
-    out = np.empty((batch, vocab), dtype=np.float16)
+def generate_probs(batch: int, vocab: int, rng: np.random.Generator, dtype: str = "fp16") -> np.ndarray:
+    """Seeded (batch, vocab) probability rows: softmax of logits 3 * N(0, 1) in float32, rounded to float16
+    for dtype "fp16" (peaked rows like a language model's, the top token far above the tail); the same draws
+    for either dtype."""
+    out = np.empty((batch, vocab), dtype=TOPP_DTYPES[dtype][0])
     step = max(1, (1 << 22) // max(vocab, 1))
     for lo in range(0, batch, step):
         logits = 3 * rng.standard_normal((min(step, batch - lo), vocab), dtype=np.float32)
@@ -311,7 +346,8 @@ def generate_probs(batch: int, vocab: int, rng: np.random.Generator) -> np.ndarr
 
 
 class TopPParams(contract.KernelParams):
-    """Top-p sampling of one token per row of `batch` rows of `vocab` fp16 probabilities (scan paper §5.5)."""
+    """Top-p sampling of one token per row of `batch` rows of `vocab` fp16 (or fp32) probabilities (scan paper
+    §5.5)."""
 
     p: float = Field(0.9, description="nucleus threshold in [0, 1]")
     vocab: int | None = Field(None, ge=0, le=contract.MAX_ELEMENTS, description="tokens per row (optional with input)")
@@ -320,6 +356,9 @@ class TopPParams(contract.KernelParams):
                                                   "paper's); baseline: vector-only sort + vector-only cumsum")
     s: contract.TileSide = 128
     warm_l2: contract.WarmL2 = False
+    dtype: Literal["fp16", "fp32"] = Field("fp16", description="probabilities: fp16 (the paper's kernel) or fp32 "
+                                           "(fp32 sort keys and the vector-only CumSum in fp32); default the "
+                                           "input's")
 
     @field_validator("p")
     @classmethod
@@ -337,8 +376,8 @@ class TopPKernel(contract.KernelSpec):
     title = "Top-p (nucleus) sampling"
     source = "scan paper §5.5, Fig. 6.8"
     Params = TopPParams
-    inputs = (contract.InputSpec("probs", ("fp16",), "(batch, vocab) or (vocab,)", "softmax of 3 * N(0, 1) logits, in "
-                                                                         "float16; seed [seed, 1]"),)
+    inputs = (contract.InputSpec("probs", ("fp16", "fp32"), "(batch, vocab) or (vocab,)", "softmax of 3 * N(0, 1) "
+                                 "logits, in float16 (float32 with dtype fp32); seed [seed, 1]"),)
     variants = ("radix", "baseline")
     draws = True
     space = "topp"
@@ -355,20 +394,31 @@ class TopPKernel(contract.KernelSpec):
         if "batch" in params.model_fields_set and params.batch != rows:
             raise ParamError("batch", f"{params.batch} disagrees with the input's {rows} rows; drop --batch or make "
                                       "them equal")
-        return self.replace(params, vocab=int(length), batch=int(rows))
+        if probs.dtype not in (np.float16, np.float32, np.float64):
+            raise ParamError("input", f"probs must be float16, float32 or float64, got {probs.dtype}")
+        # float32 (and float64) rows run in fp32 unless --dtype fp16 asks for the paper's kernel: rounding them
+        # to float16 would move the nucleus boundary
+        dtype = params.dtype if "dtype" in params.model_fields_set else (
+            "fp16" if probs.dtype == np.float16 else "fp32")
+        return self.replace(params, vocab=int(length), batch=int(rows), dtype=dtype)
 
     def complete(self, arrays, params, seed):
-        """fp32/fp64 probabilities are rounded to float16, the kernel's dtype (said in the report)."""
+        """Probabilities in the run's dtype: float16 rows as they are for fp16 and widened exactly for fp32;
+        float32 rows as they are for fp32, rounded to float16 for --dtype fp16; float64 rows rounded to the
+        dtype. A rounding is said in the report."""
         probs = arrays["probs"]
-        if probs.dtype == np.float16:
+        target = TOPP_DTYPES[params.dtype][0]
+        if probs.dtype == target:
             return dict(arrays), []
-        if probs.dtype not in (np.float32, np.float64):
-            raise ParamError("input", f"probs must be float16, float32 or float64, got {probs.dtype}")
+        if probs.dtype == np.float16:  # to float32: exact
+            return {"probs": probs.astype(target)}, ["probs: float16 input widened to float32 (exact) for --dtype fp32"]
         with np.errstate(over="ignore", under="ignore"):
-            rounded = probs.astype(np.float16)
+            rounded = probs.astype(target)
         if np.isinf(rounded).any() and not np.isinf(probs).any():
-            raise ParamError("input", "probs: a probability exceeds 65504 and does not fit float16")
-        return {"probs": rounded}, [f"probs: {probs.dtype} input rounded to float16, the kernel's dtype"]
+            limit = "65504 and does not fit float16" if target == np.float16 else "the float32 range"
+            raise ParamError("input", f"probs: a probability exceeds {limit}")
+        asked = " as --dtype fp16 asks (the paper's kernel)" if target == np.float16 else ""
+        return {"probs": rounded}, [f"probs: {probs.dtype} input rounded to {np.dtype(target).name}{asked}"]
 
     def describe_size(self, params):
         return f"{params.batch:,} x {params.vocab:,} probabilities"
@@ -378,11 +428,12 @@ class TopPKernel(contract.KernelSpec):
             raise ParamError("vocab", "a probability row needs at least one token")
 
     def functional_bytes(self, params, generated):
-        # fp16 input, sort indices, fp32 sums, float64 draw sums
-        return params.batch * params.vocab * (40 if generated else 38), "vocab"
+        # input (fp16 or fp32), sort indices, fp32 sums, float64 draw sums
+        extra = 0 if params.dtype == "fp16" else 2 * (3 if generated else 2)
+        return params.batch * params.vocab * ((40 if generated else 38) + extra), "vocab"
 
     def generate(self, params, seed):
-        return {"probs": generate_probs(params.batch, params.vocab, np.random.default_rng([seed, 1]))}
+        return {"probs": generate_probs(params.batch, params.vocab, np.random.default_rng([seed, 1]), params.dtype)}
 
     def compute(self, arrays, params, seed=0):
         probs = arrays["probs"]
@@ -418,7 +469,7 @@ class TopPKernel(contract.KernelSpec):
         if last is not None and last[0] == params and last[1] is hw:
             return last[2]
         timing = simulate_top_p(params.vocab, hw, batch=params.batch, variant=params.variant, s=params.s,
-                                warm_l2=params.warm_l2)
+                                warm_l2=params.warm_l2, dtype=params.dtype)
         self._last = (params, hw, timing)
         return timing
 
@@ -426,19 +477,25 @@ class TopPKernel(contract.KernelSpec):
         return self.timing(params, hw).sim
 
     def bytes_moved(self, params, facts=None):
-        return params.batch * (params.vocab * 2 + 8)
+        return params.batch * (params.vocab * TOPP_DTYPES[params.dtype][1] + 8)
 
     def dtypes(self, params, outcome, arrays=None):
-        return {"probs": "fp16", "tokens": "int64"}
+        return {"probs": params.dtype, "tokens": "int64"}
 
     def document_params(self, params, sim):
         return {"p": params.p, "batch": params.batch, "s": params.s, "warm_l2": params.warm_l2}
 
     def model_outputs(self, params, hw):
         t = self.timing(params, hw)
-        return {"scans_per_row": t.scans_per_row, "rows_per_wave": t.rows_per_wave}
+        return {"scans_per_row": t.scans_per_row, "rows_per_wave": t.rows_per_wave, "cumsum": t.cumsum}
 
     def notes(self, params, hw):
         t = self.timing(params, hw)
-        return [(f"per row: sort (16 radix passes) + cumsum + mask, renormalise, multinomial, gather; "
-                 f"{t.cores_per_row} AI core(s) per row, {t.rows_per_wave} row(s) at once, {t.waves} wave(s)")]
+        passes = 8 * TOPP_DTYPES[params.dtype][1]
+        lines = [(f"per row: sort ({passes} radix passes) + cumsum + mask, renormalise, multinomial, gather; "
+                  f"{t.cores_per_row} AI core(s) per row, {t.rows_per_wave} row(s) at once, {t.waves} wave(s)")]
+        if params.dtype == "fp32":
+            lines.append("fp32 probabilities, not the paper's fp16 kernel: fp32 sort keys (32 radix passes) and "
+                         "the cumsum by the vector-only CumSum in fp32 (the hardware model has no fp32 cube rate "
+                         "for MCScan)")
+        return lines

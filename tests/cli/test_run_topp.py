@@ -117,11 +117,37 @@ def test_p_1_keeps_every_token_even_where_an_fp16_row_sums_past_1():
     assert int(top_p_draw(probs, 0.99, np.array([0.5])).kept) == 2  # below 1 the rule is Llama's: c - p <= 0.99
 
 
-def test_float32_probabilities_are_rounded_to_float16_and_said(tmp_path, cli):
-    probs = np.full((2, 4), 0.25, np.float32)
-    np.save(tmp_path / "p.npy", probs)
-    out = cli(["run", "topp", "--input", "p.npy", "--json", "--no-save"], tmp_path)
+FP32_NOTE = ("fp32 probabilities, not the paper's fp16 kernel: fp32 sort keys (32 radix passes) and the cumsum by "
+             "the vector-only CumSum in fp32 (the hardware model has no fp32 cube rate for MCScan)")
+
+
+def test_float32_probabilities_are_scanned_in_fp32_and_said(tmp_path, cli):
+    # issue 26 item 13: rounded to fp16, 0.3 became 0.30005 and the nucleus of p = 0.8 lost its third token
+    np.save(tmp_path / "p.npy", np.array([0.3, 0.1, 0.1, 0.5], np.float32))
+    out = cli(["run", "topp", "--input", "p.npy", "--p", "0.8", "--json", "--no-save"], tmp_path)
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert doc["notes"][0] == "probs: float32 input rounded to float16, the kernel's dtype"
+    assert doc["outputs"]["nucleus size"] == 3 and doc["outputs"]["scans_per_row"] == 33
+    assert doc["outputs"]["cumsum"] == "vector-only CumSum fp32" and doc["problem"]["dtypes"]["probs"] == "fp32"
+    assert doc["notes"][-1] == FP32_NOTE and not any("rounded" in note for note in doc["notes"])
     assert doc["verification"]["passed"] is True and doc["problem"]["n"] == 4
+    assert doc["simulated"]["bandwidth_bytes"] == 4 * 4 + 8  # fp32 probabilities read once, the token written
+    # the paper's fp16 kernel when asked for, with the rounding said
+    out = cli(["run", "topp", "--input", "p.npy", "--p", "0.8", "--dtype", "fp16", "--json", "--no-save"], tmp_path)
+    doc = json.loads(out.stdout)
+    assert doc["outputs"]["nucleus size"] == 2 and doc["outputs"]["cumsum"] == "MCScan fp16 -> fp32"
+    assert doc["notes"][0] == "probs: float32 input rounded to float16 as --dtype fp16 asks (the paper's kernel)"
+    assert doc["problem"]["dtypes"]["probs"] == "fp16" and doc["outputs"]["scans_per_row"] == 17
+    # float64 rows: rounded to float32, said; fp32 without an input: generated in float32, timed in fp32
+    np.save(tmp_path / "p64.npy", np.array([0.3, 0.1, 0.1, 0.5]))
+    doc = json.loads(cli(["run", "topp", "--input", "p64.npy", "--p", "0.8", "--json", "--no-save"], tmp_path).stdout)
+    assert doc["notes"][0] == "probs: float64 input rounded to float32" and doc["outputs"]["nucleus size"] == 3
+    out = cli(["run", "topp", "--vocab", "1000", "--dtype", "fp32", "--model-only", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["simulated"]["counters"]["scans"] == 33
+
+
+def test_a_dtype_outside_fp16_and_fp32_is_one_line(tmp_path, cli):
+    out = cli(["run", "topp", "--vocab", "100", "--dtype", "bf16"], tmp_path)
+    assert out.exit_code == 2 and out.output.strip().startswith("error: --dtype: ")
+    assert "fp16" in out.output and "fp32" in out.output and result_files(tmp_path) == []

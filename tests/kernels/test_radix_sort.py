@@ -24,17 +24,17 @@ def descending_reference(keys):
 
 
 def keys_for(dtype, n, rng, few):
-    if dtype == np.float16:
+    if dtype in (np.float16, np.float32):  # float32: the keys of top-p on fp32 probabilities
         if few:
-            return rng.choice(SPECIAL, n)
-        return rng.standard_normal(n).astype(np.float16)
+            return rng.choice(SPECIAL, n).astype(dtype)
+        return rng.standard_normal(n).astype(dtype)
     info = np.iinfo(dtype)
     lo, hi = (-3, 3) if few and info.min < 0 else (0, 5) if few else (info.min, info.max)
     return rng.integers(lo, hi, n, dtype=dtype, endpoint=True)
 
 
 @settings(max_examples=50, deadline=None)
-@given(dtype=st.sampled_from([*INT_DTYPES, np.float16]), n=st.sampled_from([0, 1, 2, 3, 100, 8193, 20000]),
+@given(dtype=st.sampled_from([*INT_DTYPES, np.float16, np.float32]), n=st.sampled_from([0, 1, 2, 3, 100, 8193, 20000]),
        seed=st.integers(0, 2**16), few=st.booleans(), descending=st.booleans())
 def test_radix_sort_equals_numpy_stable_order(dtype, n, seed, few, descending):
     keys = keys_for(dtype, n, np.random.default_rng(seed), few)
@@ -52,8 +52,9 @@ def test_descending_is_not_the_reverse_of_ascending_with_ties():
     assert asc.tolist() == [1, 3, 0, 2] and desc.tolist() == [0, 2, 1, 3]
 
 
-def test_signed_zeros_tie_and_nans_go_last_ascending_first_descending():
-    keys = np.array([0.0, -0.0, np.nan, -1.0, -np.nan, 0.0], dtype=np.float16)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_signed_zeros_tie_and_nans_go_last_ascending_first_descending(dtype):
+    keys = np.array([0.0, -0.0, np.nan, -1.0, -np.nan, 0.0], dtype=dtype)
     _, asc = radix_sort(keys)
     _, desc = radix_sort(keys, descending=True)
     assert asc.tolist() == [3, 0, 1, 5, 2, 4]
@@ -72,13 +73,13 @@ def test_encode_keys_is_order_preserving_for_all_fp16():
 
 def test_radix_sort_rejects_other_dtypes():
     with pytest.raises(ValueError, match="^keys: "):
-        radix_sort(np.zeros(3, np.float32))
+        radix_sort(np.zeros(3, np.float64))
     with pytest.raises(ValueError, match="^keys: "):
         radix_sort(np.zeros((2, 2), np.int16))
 
 
 # ----- timing ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype,bits", [("uint8", 8), ("int16", 16), ("fp16", 16), ("uint32", 32)])
+@pytest.mark.parametrize("dtype,bits", [("uint8", 8), ("int16", 16), ("fp16", 16), ("uint32", 32), ("fp32", 32)])
 def test_one_scan_per_key_bit(dtype, bits):
     n = 100_000
     sim = simulate_radix_sort(n, dtype, HW)
@@ -113,7 +114,7 @@ def test_simulate_radix_sort_rejects_bad_arguments():
     with pytest.raises(ValueError, match="^passes: "):
         simulate_radix_sort(10, "uint8", HW, passes=9)
     with pytest.raises(ValueError, match="^dtype: "):
-        simulate_radix_sort(10, "float32", HW)
+        simulate_radix_sort(10, "float64", HW)
     with pytest.raises(ValueError, match="^variant: "):
         simulate_radix_sort(10, "fp16", HW, variant="cub")
     assert simulate_radix_sort(0, "fp16", HW).counters["scans"] == 0

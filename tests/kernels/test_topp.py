@@ -122,8 +122,8 @@ def test_wrong_arguments():
     for p in (-0.1, 1.5, float("nan"), "x"):
         with pytest.raises(ParamError, match="--p: must be"):
             top_p_sample(good, p)
-    with pytest.raises(ParamError, match="--probs: dtype must be float16"):
-        top_p_sample(good.astype(np.float32), 0.5)
+    with pytest.raises(ParamError, match=r"--probs: dtype must be float16 \(the paper's fp16 kernel\) or float32"):
+        top_p_sample(good.astype(np.float64), 0.5)
     with pytest.raises(ParamError, match="--probs: must have shape"):
         top_p_sample(np.ones((2, 2, 2), np.float16), 0.5)
     with pytest.raises(ParamError, match="--variant: must be one of radix, baseline"):
@@ -178,3 +178,62 @@ def test_timing_argument_errors():
         simulate_top_p(100, HW, s=48)
     with pytest.raises(ParamError, match="--variant"):
         simulate_top_p(100, HW, variant="x")
+
+
+# ----- fp32 probabilities (issue 26 item 13) ---------------------------------------------------------------
+def test_float32_rows_are_sorted_and_summed_as_they_are():
+    probs = np.array([0.3, 0.1, 0.1, 0.5])
+    for variant in ("radix", "baseline"):
+        # fp32, the rule of the common samplers: c - s = 0, 0.5, 0.8 <= 0.8 keeps three tokens
+        res = top_p_draw(probs.astype(np.float32), 0.8, np.array([0.999]), variant=variant)
+        assert int(res.kept) == 3 and int(res.tokens) == 1  # sorted 3, 0, 1, 2: the last kept is token 1
+        assert reference_row(probs.astype(np.float32), 0.8, 0.999) == (1, 3)
+        # the paper's fp16 kernel: 0.3 rounds to 0.30005, so c - s = 0.80005 > 0.8 masks the third
+        res = top_p_draw(probs.astype(np.float16), 0.8, np.array([0.999]), variant=variant)
+        assert int(res.kept) == 2 and reference_row(probs.astype(np.float16), 0.8, 0.999) == (int(res.tokens), 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 1, width=32), min_size=1, max_size=30).filter(lambda r: max(r) > 0),
+                min_size=1, max_size=3), st.floats(0, 1), st.integers(0, 2**32 - 1))
+def test_float32_rule_matches_the_transcription_for_both_variants(batch_rows, p, seed):
+    vocab = max(len(r) for r in batch_rows)
+    probs = np.zeros((len(batch_rows), vocab), dtype=np.float32)
+    for i, r in enumerate(batch_rows):
+        probs[i, : len(r)] = r
+    u = np.random.default_rng(seed).random(len(batch_rows))
+    expected = [reference_row(probs[i], p, u[i]) for i in range(len(batch_rows))]
+    for variant in ("radix", "baseline"):
+        got = top_p_draw(probs, p, u, variant=variant)
+        assert [(int(t), int(k)) for t, k in zip(got.tokens, got.kept)] == expected, variant
+
+
+@pytest.mark.parametrize("vocab", [1, 1000, 128256])
+def test_fp32_timing_sorts_32_bit_keys_and_scans_on_the_vector_unit(vocab):
+    from ascendbench.kernels.scan import simulate_fp32_cumsum
+
+    for variant, sort_matmuls in (("radix", 32 * math.ceil(vocab / 128**2)), ("baseline", 0)):
+        t = simulate_top_p(vocab, HW, variant=variant, dtype="fp32")
+        assert t.scans_per_row == 33 and t.cumsum == "vector-only CumSum fp32"
+        assert t.row.counters.get("matmuls", 0) == sort_matmuls  # the cumsum issues none
+        clean = simulate_fp32_cumsum(vocab, HW, l2="warm")  # the sorted row is resident (it fits L2)
+        assert t.row.phases["cumsum"] == pytest.approx(clean.time_cycles, rel=1e-12)
+        fp16 = simulate_top_p(vocab, HW, variant=variant)
+        assert fp16.scans_per_row == 17 and t.row.phases["sort"] > fp16.row.phases["sort"]
+        assert t.row.counters["bytes_gm_read"] > fp16.row.counters["bytes_gm_read"]
+    with pytest.raises(ParamError, match="--dtype: must be one of fp16, fp32, got 'bf16'"):
+        simulate_top_p(100, HW, dtype="bf16")
+
+
+def test_fp32_cumsum_reads_four_bytes_an_element_and_casts_nothing():
+    from ascendbench.kernels.scan import SCAN_KERNELS, ScanParams, simulate_fp32_cumsum
+
+    n = 3 * 128 * 128
+    fp32 = simulate_fp32_cumsum(n, HW, l2="clean")
+    fp16 = SCAN_KERNELS["vec-cumsum"].simulate(n, ScanParams(), HW, l2="clean")
+    assert fp32.counters["bytes_gm_read"] == 2 * fp16.counters["bytes_gm_read"] == 4 * n
+    assert fp32.counters["bytes_gm_write"] == fp16.counters["bytes_gm_write"] == 4 * n
+    # no cast to fp32 and back: fewer vector instructions than the fp16 scan of the same tiles
+    assert fp32.counters["vector_instructions"] < fp16.counters["vector_instructions"]
+    with pytest.raises(ParamError, match="--n: must be a non-negative integer"):
+        simulate_fp32_cumsum(-1, HW)
