@@ -104,8 +104,8 @@ def select(
     elif decision.source == "fallback":
         fallback = "x".join(map(str, FALLBACK))
         out_console.print(f"no K0 of Table 2 admits a tiling under the threshold that fits, and the paper's "
-                          f"fallback {fallback} does not fit ({decision.fallback_misfit}): the fitting candidate "
-                          "with the fewest aicore_num", highlight=False)
+                          f"fallback {fallback} does not fit ({decision.fallback_misfit}): the fitting "
+                          "candidate with the fewest aicore_num", highlight=False)
 
 
 def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool, misfit) -> None:

@@ -49,10 +49,10 @@ def topp_command(
     variant: Annotated[str, typer.Option("--variant", help="radix (radix sort + MCScan, the paper's) or baseline "
                                          "(vector-only sort + vector-only cumsum).")] = "radix",
     s: Annotated[int, count_option("--s", help="Tile side of the cumsum MCScan: 16, 32, 64 or 128.")] = 128,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Probabilities: fp16 (the paper's kernel) or fp32 "
-                                              "(fp32 sort keys, the cumsum by the vector-only CumSum in fp32); "
-                                              "default the --input array's (fp32 for float32/float64), else "
-                                              "fp16.")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Probabilities: fp16 (the paper's kernel) or "
+                                              "fp32 (fp32 sort keys, the cumsum by the vector-only CumSum in "
+                                              "fp32); default the --input array's (fp32 for float32/float64), "
+                                              "else fp16.")] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "top_p_sample(seed=...)); generated rows use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Probabilities: a .npy of shape (vocab,) "

@@ -51,8 +51,8 @@ class NoTileFits(ValueError):
     `smallest` is the smallest tile tried, M0xN0xK0, and `why` the reason it does not fit."""
 
     def __init__(self, tried: int, smallest: str, why: str) -> None:
-        super().__init__(f"fits: none of the {tried} tile(s) the HGEMM paper's selector tries fits (the smallest, "
-                         f"{smallest}: {why})")
+        super().__init__(f"fits: none of the {tried} tile(s) the HGEMM paper's selector tries fits (the "
+                         f"smallest, {smallest}: {why})")
         self.tried, self.smallest, self.why = tried, smallest, why
 
 

@@ -8,8 +8,8 @@ Public API:
   descending=False) -> SimResult``
 
 Key transform (§5.3, Exercises 8-9 of Knuth §5.2.5 as the paper cites): signed integers flip the sign bit; fp16
-(and fp32, the keys of top-p on fp32 probabilities) inverts all bits of negative numbers and sets the sign bit of
-the others. Two fixes make the order equal NumPy's:
+(and fp32, the keys of top-p on fp32 probabilities) inverts all bits of negative numbers and sets the sign bit
+of the others. Two fixes make the order equal NumPy's:
 -0.0 is encoded as +0.0 (NumPy treats them as equal, so ties keep input order) and every NaN is encoded as the
 largest key (NumPy puts NaNs last, in input order). Descending order inverts the encoded key: the result is the
 stable descending order (ties in input order, which is not the reverse of the ascending result), i.e. the order of
@@ -45,7 +45,8 @@ __all__ = ["KEY_DTYPES", "SORT_VARIANTS", "encode_keys", "radix_sort", "simulate
 KEY_DTYPES = {
     "uint8": (np.uint8, 8), "uint16": (np.uint16, 16), "uint32": (np.uint32, 32),
     "int8": (np.int8, 8), "int16": (np.int16, 16), "int32": (np.int32, 32),
-    "fp16": (np.float16, 16), "float16": (np.float16, 16), "fp32": (np.float32, 32), "float32": (np.float32, 32),
+    "fp16": (np.float16, 16), "float16": (np.float16, 16),
+    "fp32": (np.float32, 32), "float32": (np.float32, 32),
 }
 SORT_VARIANTS = ("mcscan", "vector")
 _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32}

@@ -42,8 +42,8 @@ from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.sampling import DistributionError
 from ascendbench.sim.result import SimResult, fixed_cost, sequence
 
-__all__ = ["TOPP_DTYPES", "TOPP_VARIANTS", "TopPResult", "TopPTiming", "check_probs", "simulate_top_p", "top_p_draw",
-           "top_p_sample"]
+__all__ = ["TOPP_DTYPES", "TOPP_VARIANTS", "TopPResult", "TopPTiming", "check_probs", "simulate_top_p",
+           "top_p_draw", "top_p_sample"]
 
 TOPP_VARIANTS = ("radix", "baseline")
 # dtype -> (NumPy dtype, bytes per probability): fp16 is the paper's kernel, fp32 scans float32 rows as they are
@@ -68,8 +68,8 @@ def _rows(probs) -> np.ndarray:
     if probs.ndim not in (1, 2):
         raise ParamError("probs", f"must have shape (vocab,) or (batch, vocab), got {tuple(probs.shape)}")
     if probs.dtype not in (np.float16, np.float32):
-        raise ParamError("probs", f"dtype must be float16 (the paper's fp16 kernel) or float32, got {probs.dtype}; "
-                                  "convert with probs.astype(numpy.float32)")
+        raise ParamError("probs", f"dtype must be float16 (the paper's fp16 kernel) or float32, got "
+                                  f"{probs.dtype}; convert with probs.astype(numpy.float32)")
     return probs
 
 
@@ -250,11 +250,12 @@ def _row_steps(vocab: int, hw: HardwareProfile, variant: str, s: int, warm_l2: b
     mask = elementwise_pass(hw, vocab, in_bytes=vb + 4, out_bytes=vb, vector_passes=3, phase="mask", hit=hit)
     total = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=0, vector_passes=2, phase="renormalise", hit=hit,
                              reduce=True)
-    divide = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=vb, vector_passes=1, phase="renormalise", hit=hit)
+    divide = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=vb, vector_passes=1, phase="renormalise",
+                              hit=hit)
     sums = elementwise_pass(hw, vocab, in_bytes=vb, out_bytes=0, vector_passes=2, phase="multinomial", hit=hit,
                             reduce=True)
-    walk = elementwise_pass(hw, min(vocab, 16384), in_bytes=vb, out_bytes=0, vector_passes=3, phase="multinomial",
-                            hit=hit)
+    walk = elementwise_pass(hw, min(vocab, 16384), in_bytes=vb, out_bytes=0, vector_passes=3,
+                            phase="multinomial", hit=hit)
     walk = sequence([(walk, 1)])  # the walk is one piece on one AIV: its own launch is not a new kernel
     gather = sequence([(launch(hw), 1), (fixed_cost(hw, hw.gm_read_latency_cycles + hw.gm_write_latency_cycles,
                                                     "gather"), 1)])
@@ -356,9 +357,9 @@ class TopPParams(contract.KernelParams):
                                                   "paper's); baseline: vector-only sort + vector-only cumsum")
     s: contract.TileSide = 128
     warm_l2: contract.WarmL2 = False
-    dtype: Literal["fp16", "fp32"] = Field("fp16", description="probabilities: fp16 (the paper's kernel) or fp32 "
-                                           "(fp32 sort keys and the vector-only CumSum in fp32); default the "
-                                           "input's")
+    dtype: Literal["fp16", "fp32"] = Field("fp16", description="probabilities: fp16 (the paper's kernel) or "
+                                           "fp32 (fp32 sort keys and the vector-only CumSum in fp32); default "
+                                           "the input's")
 
     @field_validator("p")
     @classmethod
@@ -376,8 +377,9 @@ class TopPKernel(contract.KernelSpec):
     title = "Top-p (nucleus) sampling"
     source = "scan paper §5.5, Fig. 6.8"
     Params = TopPParams
-    inputs = (contract.InputSpec("probs", ("fp16", "fp32"), "(batch, vocab) or (vocab,)", "softmax of 3 * N(0, 1) "
-                                 "logits, in float16 (float32 with dtype fp32); seed [seed, 1]"),)
+    inputs = (contract.InputSpec("probs", ("fp16", "fp32"), "(batch, vocab) or (vocab,)",
+                                 "softmax of 3 * N(0, 1) logits, in float16 (float32 with dtype fp32); seed "
+                                 "[seed, 1]"),)
     variants = ("radix", "baseline")
     draws = True
     space = "topp"
@@ -411,7 +413,8 @@ class TopPKernel(contract.KernelSpec):
         if probs.dtype == target:
             return dict(arrays), []
         if probs.dtype == np.float16:  # to float32: exact
-            return {"probs": probs.astype(target)}, ["probs: float16 input widened to float32 (exact) for --dtype fp32"]
+            return {"probs": probs.astype(target)}, [
+                "probs: float16 input widened to float32 (exact) for --dtype fp32"]
         with np.errstate(over="ignore", under="ignore"):
             rounded = probs.astype(target)
         if np.isinf(rounded).any() and not np.isinf(probs).any():
@@ -433,7 +436,8 @@ class TopPKernel(contract.KernelSpec):
         return params.batch * params.vocab * ((40 if generated else 38) + extra), "vocab"
 
     def generate(self, params, seed):
-        return {"probs": generate_probs(params.batch, params.vocab, np.random.default_rng([seed, 1]), params.dtype)}
+        rng = np.random.default_rng([seed, 1])
+        return {"probs": generate_probs(params.batch, params.vocab, rng, params.dtype)}
 
     def compute(self, arrays, params, seed=0):
         probs = arrays["probs"]
@@ -495,7 +499,7 @@ class TopPKernel(contract.KernelSpec):
         lines = [(f"per row: sort ({passes} radix passes) + cumsum + mask, renormalise, multinomial, gather; "
                   f"{t.cores_per_row} AI core(s) per row, {t.rows_per_wave} row(s) at once, {t.waves} wave(s)")]
         if params.dtype == "fp32":
-            lines.append("fp32 probabilities, not the paper's fp16 kernel: fp32 sort keys (32 radix passes) and "
-                         "the cumsum by the vector-only CumSum in fp32 (the hardware model has no fp32 cube rate "
-                         "for MCScan)")
+            lines.append("fp32 probabilities, not the paper's fp16 kernel: fp32 sort keys (32 radix passes) "
+                         "and the cumsum by the vector-only CumSum in fp32 (the hardware model has no fp32 cube "
+                         "rate for MCScan)")
         return lines
