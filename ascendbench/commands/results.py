@@ -230,6 +230,8 @@ def _scan_folder(folder: Path) -> _Folder:
     for path in sorted(folder.rglob("*.json")):
         if not path.is_file():  # a folder or a FIFO named *.json would not be a result (and a FIFO blocks)
             continue
+        if "ground-truth" in path.relative_to(folder).parts[:-1]:
+            continue  # the tuner's cache of whole grids (tuning.study.ground_truth_path), not a result
         doc, reason = _decode(path)
         if reason:
             unreadable.append((path, reason))
@@ -280,7 +282,7 @@ def list_results(
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
         return
-    foreign = (f"{scanned.foreign} other JSON file(s) under {folder} left out: not ascendbench results (no "
+    foreign = (f"{scanned.foreign} other JSON file(s) under {folder} left out: not result documents (no "
                "schema_version)") if scanned.foreign else None
     if not rows:
         out_console.print(f"no result files under {folder}", highlight=False, markup=False)

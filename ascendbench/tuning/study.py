@@ -182,7 +182,8 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         raise
     except ImportError:
         raise TuneError(f"--storage: no database driver for {describe_storage(storage)} is installed "
-                        "(PostgreSQL: the postgres extra, pip install -e '.[postgres]' in the project's folder)") from None
+                        "(PostgreSQL: pip install 'psycopg[binary]', or the postgres extra: pip install -e '.[postgres]' in "
+                        "the project's folder)") from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy, OS and Optuna errors all mean "cannot open"
         first = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise TuneError(f"--storage: cannot open {describe_storage(storage)}: {first}") from None

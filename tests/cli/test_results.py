@@ -279,7 +279,15 @@ def test_list_names_every_unreadable_or_invalid_file_with_its_reason(damaged, cl
     for path, reason in REASONS.items():
         assert f"\n{path} is {reason}\n" in text
     assert text.count("(not readable)") == 14 and text.count(" is not readable: truncated") == 10
-    assert text.endswith("\n1 other JSON file(s) under R left out: not ascendbench results (no schema_version)\n")
+    assert text.endswith("\n1 other JSON file(s) under R left out: not result documents (no schema_version)\n")
+
+
+def test_list_passes_over_the_tuners_ground_truth_caches(tmp_path, cli):
+    cache = tmp_path / "results" / "tuning" / "ground-truth" / "scan"
+    cache.mkdir(parents=True)
+    (cache / "0123abcd.json").write_text('{"points": []}')
+    out = cli(["results", "list"], tmp_path)
+    assert out.exit_code == 0 and "other JSON" not in out.output and "no result files under results" in out.output
 
 
 def test_compare_lists_every_file_it_left_out(damaged, cli):
