@@ -90,3 +90,22 @@ def test_key_columns_are_whole_at_80_columns(tmp_path, args, keys):
     assert max(len(line) for line in lines) <= 80 and "…" not in out.stdout, out.stdout
     for key in keys:
         assert any(f"│ {key} " in line or f" {key} │" in line for line in lines), (key, out.stdout)
+
+
+def test_a_ctrl_c_while_the_command_line_machinery_loads_ends_with_one_line(tmp_path):
+    # the console script's entry point; the SIGINT arrives in the middle of `import typer`, as a Ctrl-C in the
+    # first 0.1-0.2 s of any command does (it gave a KeyboardInterrupt traceback)
+    code = ("import builtins, os, signal, sys\n"
+            "real = builtins.__import__\n"
+            "def hooked(name, *args, **kwargs):\n"
+            "    if name == 'typer':\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = hooked\n"
+            "sys.argv = ['ascendbench', '--version']\n"
+            "from importlib.metadata import entry_points\n"
+            "(script,) = [e for e in entry_points(group='console_scripts') if e.name == 'ascendbench']\n"
+            "script.load()()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "interrupted\n", "")
