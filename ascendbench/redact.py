@@ -9,14 +9,15 @@ document, a report, a log line or an error message. Two entry points, one rule:
 - redact(text): free text (an error message, a traceback), where a password ends at white space or a quote.
 
 Both also mask the value of query parameters named like a password (``?password=``, ``sslpassword=``, which
-libpq and the MySQL drivers accept), which make_url(...).render_as_string(hide_password=True) leaves in the
-clear. Where a URL has no credentials, the text is returned unchanged.
+libpq and the MySQL drivers accept; the name percent-decoded and in any case, ``?%70assword=`` as SQLAlchemy
+decodes it), which make_url(...).render_as_string(hide_password=True) leaves in the clear. Where a URL has no credentials, the text is returned unchanged.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote_plus
 
 __all__ = ["MASK", "mask_url", "redact", "redact_tree"]
 
@@ -28,9 +29,23 @@ _USER = r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#'\"]*:)"
 _IN_VALUE = re.compile(_USER + r"(?P<password>.*)(?P<at>@)", re.DOTALL)
 # free text: to the last '@' before white space or a quote
 _IN_TEXT = re.compile(_USER + r"(?P<password>[^\s'\"]*)(?P<at>@)")
-# ?password=..., &sslpassword=..., ;pwd=... (a query parameter named like a password)
-_QUERY = re.compile(r"(?P<head>[?&;][^\s'\"#=&;?]*(?:pass|pwd|secret|token)[^\s'\"#=&;?]*=)"
-                    r"(?P<password>[^\s'\"#&;]+)", re.IGNORECASE)
+# a query parameter (?key=value, &key=value, ;key=value); masked when its key, decoded, is named like a password
+_QUERY = re.compile(r"(?P<head>[?&;](?P<key>[^\s'\"#=&;?]+)=)(?P<password>[^\s'\"#&;]+)")
+# ?password=..., &sslpassword=..., ;pwd=..., in any case
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token", re.IGNORECASE)
+
+
+def _secret_key(key: str) -> bool:
+    """Whether the query key `key` names a password once percent-decoded: SQLAlchemy decodes ``%70assword`` to
+    ``password`` and hands it to the driver. Decoded until it no longer changes (``%2570`` too: the safe side)."""
+    for _ in range(8):
+        if _SECRET_KEY.search(key):
+            return True
+        decoded = unquote_plus(key)
+        if decoded == key:
+            return False
+        key = decoded
+    return bool(_SECRET_KEY.search(key))
 
 
 def _masked(userinfo: re.Pattern[str], text: str) -> str:
@@ -38,7 +53,18 @@ def _masked(userinfo: re.Pattern[str], text: str) -> str:
         return text
     text = userinfo.sub(lambda m: m["head"] + MASK + m["at"], text)
     # a value masked already is kept whole (in a message it may run into the text after it: "=***: reason")
-    return _QUERY.sub(lambda m: m[0] if m["password"].startswith(MASK) else m["head"] + MASK, text)
+    return _mask_query(text)
+
+
+def _mask_query(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m["password"].startswith(MASK):
+            return m[0]
+        if _secret_key(m["key"]):
+            return m["head"] + MASK
+        return m["head"] + _mask_query(m["password"])  # "?a=b?password=x": a parameter inside the value
+
+    return _QUERY.sub(one, text)
 
 
 def mask_url(value: str) -> str:

@@ -79,3 +79,20 @@ def test_the_command_line_and_the_resume_hint_hold_no_password(monkeypatch, argv
     assert "secret" not in hint and hint.endswith("(with the password in place of ***)")
     monkeypatch.setattr(sys, "argv", ["ascendbench", "tune", "sort", "--storage", "s.journal"])
     assert resume_hint() == "resume with: ascendbench tune sort --storage s.journal"
+
+
+@pytest.mark.parametrize("key", ["%70assword", "PassWord", "%50ASSWORD", "ssl%70assword", "%2570assword", "p%61ss"])
+def test_a_password_under_a_percent_encoded_or_mixed_case_query_key_is_masked(key):
+    # SQLAlchemy decodes the key (%70assword is password) and logs in with the value: it must not be shown
+    url = f"postgresql+psycopg://postgres@127.0.0.1:54329/st?{key}=PWxq7%40%3A%2F%25x&sslmode=require"
+    masked = f"postgresql+psycopg://postgres@127.0.0.1:54329/st?{key}=***&sslmode=require"
+    assert mask_url(url) == masked and mask_url(f"--storage={url}") == f"--storage={masked}"
+    assert redact(f"cannot open '{url}': refused") == f"cannot open '{masked}': refused"
+    assert redact_tree({"storage": url, url: [url]}) == {"storage": masked, masked: [masked]}
+    assert "PWxq7" not in dump_json({"storage": url, "notes": [f"studies in {url}"]})
+
+
+def test_other_query_keys_are_kept_and_a_password_after_one_is_still_masked():
+    assert mask_url("postgresql://h/db?sslmode=require&application_name=a%20b") == (
+        "postgresql://h/db?sslmode=require&application_name=a%20b")
+    assert mask_url("postgresql://h/db?a=b?password=x") == "postgresql://h/db?a=b?password=***"
