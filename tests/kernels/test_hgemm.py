@@ -46,6 +46,23 @@ def test_result_matches_numpy(variant, shape):
     assert verify_hgemm(a, b, c, out, params).passed
 
 
+@pytest.mark.parametrize(("operand", "beta", "named"), [("a", 0.5, "A: 1 of 2,048"), ("c", 0.5, "C: 1 of 3,072"),
+                                                          ("c", 0.0, None)])
+def test_nan_or_inf_in_an_input_fails_naming_it_without_a_numpy_warning(operand, beta, named):
+    import warnings
+
+    a, b, c, _out, params = run(64, 48, 32, alpha=1.0, beta=beta)
+    {"a": a, "c": c}[operand][0, 3, 4] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would fail the test
+        out = compute_hgemm(a, b, c if beta else None, params, resolve_tiling(GemmShape(64, 48, 32, 1), params, HW))
+        v = verify_hgemm(a, b, c, out, params)
+    if named is None:  # beta = 0 does not read C: its inf is in no output
+        assert v.passed
+    else:
+        assert not v.passed and f"the input holds NaN or inf ({named} elements)" in v.tolerance
+
+
 def test_beta_zero_does_not_read_c():
     a, b, c, out, params = run(64, 48, 32, alpha=1.0, beta=0.0)
     nan_c = np.full_like(c, np.nan)
