@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -33,6 +34,7 @@ __all__ = [
     "out_console",
     "parse_count",
     "whole_keys",
+    "write_error_code",
 ]
 
 # Wide enough for the report when stdout is a file or a pipe (rich would wrap at 80 columns); a COLUMNS the
@@ -251,11 +253,24 @@ def clear_leftovers(folder: Path) -> list[tuple[Path, int]]:
     return removed
 
 
+# A write that failed for want of room or of a working device: the input was fine, the run failed (exit 1)
+_RESOURCE_ERRNOS = frozenset(getattr(errno, name) for name in ("ENOSPC", "EFBIG", "EDQUOT", "EIO")
+                             if hasattr(errno, name))
+
+
+def write_error_code(exc: OSError) -> int:
+    """The exit code of a failed write of an output file: 1 when the disk is full, a file-size limit or quota
+    is met or the device fails (ENOSPC, EFBIG, EDQUOT, EIO: nothing wrong with the command), 2 otherwise (a
+    path the user gave that cannot be written: EACCES, ENOENT, EROFS, ENOTDIR, ...)."""
+    return 1 if exc.errno in _RESOURCE_ERRNOS else 2
+
+
 class Outputs:
     """Writes a run's files all or nothing, as a context manager: each file is first written to a hidden
     staging file beside its target; when the block ends without error, the staged files are renamed over
     their targets. If a write fails (or the run is interrupted), the staged files are removed and the targets,
-    including files of an earlier run, are left as they were; the error names the option."""
+    including files of an earlier run, are left as they were; the error names the option (exit 1 on a full
+    disk or a file-size limit, 2 on a path that cannot be written: write_error_code)."""
 
     def __init__(self) -> None:
         self.staged: list[tuple[Path, Path]] = []  # (staging file, target)
@@ -280,7 +295,7 @@ class Outputs:
         except OSError as exc:
             _unlink(stage)
             self.rollback()
-            fail(f"--{option}: cannot write {str(path)!r}: {exc.strerror or exc}")
+            fail(f"--{option}: cannot write {str(path)!r}: {exc.strerror or exc}", code=write_error_code(exc))
         except BaseException:
             _unlink(stage)
             self.rollback()
@@ -305,7 +320,7 @@ class Outputs:
                 os.replace(stage, path)
             except OSError as exc:
                 self.rollback()
-                fail(f"cannot write {str(path)!r}: {exc.strerror or exc}")
+                fail(f"cannot write {str(path)!r}: {exc.strerror or exc}", code=write_error_code(exc))
             self.staged.pop(0)
 
     def rollback(self) -> None:

@@ -1,6 +1,8 @@
 """`ascendbench run scan` through typer's CliRunner: the happy paths and every user-error path."""
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -205,9 +207,48 @@ def test_failed_write_removes_the_files_of_the_run(tmp_path, monkeypatch, cli):
     monkeypatch.setattr(io, "atomic_write_text", broken)
     out = cli(["run", "scan", "--n", "1e4", "--output-file", "y.npy", "--trace", "t.json", "--out", "r.json"],
                  tmp_path)
-    assert out.exit_code == 2 and "--out: cannot write 'r.json': No space left on device" in out.output
+    # a full disk is no bad input: exit 1 (2 is for a path that cannot be written, below)
+    assert out.exit_code == 1 and "--out: cannot write 'r.json': No space left on device" in out.output
     assert not (tmp_path / "y.npy").exists() and not (tmp_path / "t.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no staging file left either
+
+
+@pytest.mark.parametrize(("errno_name", "code"), [("ENOSPC", 1), ("EFBIG", 1), ("EDQUOT", 1), ("EIO", 1),
+                                                 ("EACCES", 2), ("ENOENT", 2), ("EROFS", 2), ("ENOTDIR", 2)])
+def test_a_failed_write_exits_1_for_a_full_disk_and_2_for_a_bad_path(tmp_path, monkeypatch, cli, errno_name, code):
+    import errno
+
+    from ascendbench.store import io
+
+    def broken(path, text):
+        number = getattr(errno, errno_name)
+        raise OSError(number, os.strerror(number))
+
+    monkeypatch.setattr(io, "atomic_write_text", broken)
+    out = cli(["run", "scan", "--n", "1e4", "--trace", "t.json", "--no-save"], tmp_path)
+    assert out.exit_code == code and "--trace: cannot write 't.json'" in out.output, out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE semantics")
+@pytest.mark.parametrize(("limit", "args", "option"), [
+    (2000, [], "--out"),  # the result document under results/
+    (3000, ["--trace", "t.json", "--no-save"], "--trace"),
+])
+def test_a_file_size_limit_under_the_outputs_exits_1_in_one_line_and_leaves_no_file(tmp_path, limit, args, option):
+    import resource
+    import subprocess
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    done = subprocess.run([sys.executable, "-m", "ascendbench.cli", "run", "scan", "--n", "1e5", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=limited,
+                          env=dict(os.environ, COLUMNS="200"))
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {option}: cannot write ") and "File too large" in lines[0]
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_an_interrupted_write_keeps_the_files_of_the_previous_run(tmp_path):
