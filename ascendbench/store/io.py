@@ -141,9 +141,15 @@ def staging_prefix() -> str:
     return f".ascendbench-{os.getpid()}-{process_space_tag()}-"
 
 
-# Names of earlier versions, without a tag: their pids are taken as this host's.
-_OLD_STAGING = re.compile(r"\.ascendbench-([0-9]+)-[0-9a-z_]+(\.[A-Za-z0-9]+)?")
-_OLD_PARTIAL = re.compile(r"\..+\.([0-9]+)\.[0-9a-f]{8}\.partial")
+# Exactly the names the previous version (no tag; its pids are taken as this host's) wrote, nothing looser: a
+# user's file such as ".ascendbench-2025-notes.txt" or ".dataset.4000000.deadbeef.partial" is never removed.
+# - _atomic's mkstemp(prefix=".ascendbench-<pid>-", suffix=".tmp"): 8 characters of tempfile's alphabet;
+# - Outputs.write's ".ascendbench-<pid>-<token_hex(4)><target suffix>", of the targets it staged (--out and
+#   --trace .json, --output-file .npy or .npz, figures .png, .svg or .pdf);
+# - partial_path's ".<target name>.<pid>.<token_hex(4)>.partial", used for run scan's --output-file (a .npy).
+_OLD_STAGING = re.compile(r"\.ascendbench-([0-9]+)-"
+                          r"(?:[a-z0-9_]{8}\.tmp|[0-9a-f]{8}\.(?:json|npy|npz|png|svg|pdf))")
+_OLD_PARTIAL = re.compile(r"\..+\.npy\.([0-9]+)\.[0-9a-f]{8}\.partial", re.DOTALL)
 
 
 def _writer_pid(name: str) -> int | None:

@@ -74,3 +74,35 @@ def test_a_write_into_a_folder_removes_the_leftovers_of_killed_writers(tmp_path,
     leftover.write_bytes(b"x" * 1000)
     io.atomic_write_text(tmp_path / "r.json", "{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_only_the_exact_names_of_the_previous_version_are_removed(tmp_path, dead_pid):
+    # the previous version's names carry no tag: only its exact forms count, never a user's look-alike file
+    user = {".ascendbench-2025-notes.txt": b"notes\n", ".dataset.4000000.deadbeef.partial": b"data\n",
+            f".ascendbench-{dead_pid}-deadbeef.txt": b"x", f".ascendbench-{dead_pid}-notes.tmp": b"x",
+            f".ascendbench-{dead_pid}-k2j8_x0q9.tmp": b"x", f".dataset.{dead_pid}.deadbeef.partial": b"x",
+            f".y.npy.{dead_pid}.0a1b2c3.partial": b"x"}
+    old = [f".ascendbench-{dead_pid}-k2j8_x0q.tmp", f".ascendbench-{dead_pid}-0a1b2c3d.json",
+           f".ascendbench-{dead_pid}-0a1b2c3d.png", f".z.npy.{dead_pid}.deadbeef.partial"]
+    for name, data in user.items():
+        (tmp_path / name).write_bytes(data)
+    for name in old:
+        (tmp_path / name).write_bytes(b"12")
+    assert sorted(p.name for p, _ in remove_leftovers(tmp_path)) == sorted(old)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == user
+
+
+def test_a_run_keeps_a_users_files_that_look_like_leftovers(tmp_path, dead_pid):
+    folder = tmp_path / "o"
+    folder.mkdir()
+    (folder / ".ascendbench-2025-notes.txt").write_text("notes\n")
+    (folder / ".dataset.4000000.deadbeef.partial").write_text("data\n")
+    leftover = folder / f".z.npy.{dead_pid}.0a1b2c3d.partial"  # the previous version's, of a killed run
+    leftover.write_bytes(b"x" * 100)
+    done = subprocess.run([sys.executable, "-m", "ascendbench.cli", "run", "scan", "--n", "1e5", "--output-file",
+                           "o/z.npy", "--no-save"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == [".ascendbench-2025-notes.txt",
+                                                        ".dataset.4000000.deadbeef.partial", "z.npy"]
+    assert (folder / ".ascendbench-2025-notes.txt").read_text() == "notes\n"
+    assert (folder / ".dataset.4000000.deadbeef.partial").read_text() == "data\n"
