@@ -310,30 +310,34 @@ def plot(
         except KeyError:
             fail(f"--storage: {describe_storage(target)} holds no study {name!r}")
 
+    space = None
+    with contextlib.suppress(SpaceError, KeyError):
+        space = load_space(doc["space"]["path"])
     studies, seeds = [], []
     for problem in doc["problems"]:
-        studies.append((load(problem["study_name"]), problem["key"]))
+        # the parameter names of this tool's configurations: which trials of a study are its own (the others,
+        # of plain Optuna, are left out of the figures); the space's, else those of the problem's configurations
+        names = (list(space.parameters) if space else
+                 list((problem.get("best") or {}).get("config") or problem["heuristic"].get("config") or {}))
+        studies.append((load(problem["study_name"]), problem["key"], names))
         runs = (problem.get("seeds") or {}).get("runs") or []
         if len(runs) > 1:
-            seeds.append(([(r["seed"], load(r["study_name"])) for r in runs], problem["key"]))
+            seeds.append(([(r["seed"], load(r["study_name"])) for r in runs], problem["key"], names))
     folder = out_dir or Path("results") / "tuning" / "plots" / result.stem
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"--out-dir: cannot make {str(folder)!r}: {exc.strerror or exc}")
-    space = None
-    with contextlib.suppress(SpaceError, KeyError):
-        space = load_space(doc["space"]["path"])
     written: list[Path] = []
     skipped: list[str] = []
     with Outputs() as outputs:
-        for study, key in studies:
-            drawn = plot_study(study, key, space, folder, formats, outputs.write_figure, dpi)
+        for study, key, names in studies:
+            drawn = plot_study(study, key, space, folder, formats, outputs.write_figure, dpi, config_names=names)
             if not any("-importance." in p.name for p in drawn):
                 skipped.append(key)
             written += drawn
-        for runs, key in seeds:
-            written += plot_seeds(runs, key, folder, formats, outputs.write_figure, dpi)
+        for runs, key, names in seeds:
+            written += plot_seeds(runs, key, folder, formats, outputs.write_figure, dpi, config_names=names)
         if len(doc["problems"]) > 1:
             written += plot_workload(doc, folder, formats, outputs.write_figure, dpi)
     for path in written:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import optuna
 
 from ascendbench.plotting import DEFAULT_DPI, FORMATS, save_formats
 from ascendbench.tuning.space import SearchSpace
+from ascendbench.tuning.study import is_tool_trial
 
 __all__ = ["FORMATS", "plot_seeds", "plot_study", "plot_workload"]
 
@@ -26,18 +27,22 @@ def _slug(text: str) -> str:
 
 
 def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder: Path, formats: Sequence[str],
-               write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
+               write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI, *,
+               config_names: Collection[str]) -> list[Path]:
     """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
     `space`: the study's search space, whose own values the parallel coordinates show (tile sizes, not the
     indices and base-2 exponents Optuna searched) and whose names label the importance (k0 (log2_k0)); None
-    (its file is gone): Optuna's parameters as they are. `dpi` is the resolution of PNGs. Returns the paths
-    written; importance and parallel coordinates are left out with fewer than 10 feasible trials."""
+    (its file is gone): Optuna's parameters as they are. `dpi` is the resolution of PNGs. `config_names`: the
+    parameter names of this tool's configurations (the space's; trials of plain Optuna in the study are left
+    out: is_tool_trial). Returns the paths written; importance and parallel coordinates are left out
+    with fewer than 10 feasible trials."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from optuna.visualization import matplotlib as ov
 
+    study = _own_trials(study, frozenset(config_names))
     complete = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
                 if not t.user_attrs.get("repeat")]
     names = {p.optuna_name(n): n for n, p in space.parameters.items()} if space else {}
@@ -69,19 +74,24 @@ def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder:
 
 
 def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, folder: Path, formats: Sequence[str],
-               write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
+               write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI, *,
+               config_names: Collection[str]) -> list[Path]:
     """The best-so-far history of each seed's study of one problem (`studies`: (seed, study) pairs) on one
-    axis, as <folder>/<key>-seeds.<format>: how far apart independent searches end, and how soon."""
+    axis, as <folder>/<key>-seeds.<format>: how far apart independent searches end, and how soon.
+    `config_names`: the parameter names of this tool's configurations (other trials are left out)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    names = frozenset(config_names)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for seed, study in studies:
         best, xs, ys = None, [], []
         for t in sorted(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)),
                         key=lambda t: t.number):
+            if not is_tool_trial(t, names):
+                continue
             best = t.value if best is None else min(best, t.value)
             xs.append(t.number)
             ys.append(best * 1e6)
@@ -94,6 +104,20 @@ def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, fol
     written = save_formats(fig, folder / f"{_slug(key)}-seeds", formats, write, dpi)
     plt.close(fig)
     return written
+
+
+def _own_trials(study: optuna.Study, names: frozenset[str]) -> optuna.Study:
+    """The study, or when it also holds trials this tool did not make (plain Optuna: is_tool_trial) an
+    in-memory study of this tool's finished trials only (the figures would show the others' values and
+    parameters)."""
+    trials = study.get_trials(deepcopy=False)
+    if all(is_tool_trial(t, names) for t in trials):
+        return study
+    own = optuna.create_study(storage=optuna.storages.InMemoryStorage(), direction="minimize",
+                              study_name=study.study_name)
+    own.add_trials([t for t in trials if t.state.is_finished() and t.state != optuna.trial.TrialState.FAIL
+                    and is_tool_trial(t, names)])
+    return own
 
 
 def _in_space_values(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace) -> optuna.Study:
@@ -109,7 +133,7 @@ def _in_space_values(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSp
     shown = optuna.create_study(direction="minimize")
     shown.add_trials([optuna.trial.create_trial(params={n: t.user_attrs["config"][n] for n in distributions},
                                                 distributions=distributions, value=t.value)
-                      for t in trials if distributions.keys() <= t.user_attrs.get("config", {}).keys()])
+                      for t in trials if is_tool_trial(t, frozenset(distributions))])
     return shown
 
 

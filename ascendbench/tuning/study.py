@@ -862,11 +862,19 @@ def config_key(config: Mapping[str, Any]) -> str:
     return json.dumps(dict(config), sort_keys=True)
 
 
-def _ours(trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether the trial was made by this tool (it has the user attribute "config"). A study can also hold
-    trials of plain Optuna (another script, optuna-dashboard): they are left out of the counts, the report,
-    the repeat check and the workers' samplers, and counted as "foreign" (summarise)."""
-    return "config" in trial.user_attrs
+def is_tool_trial(trial: optuna.trial.FrozenTrial, names: frozenset[str]) -> bool:
+    """Whether the trial was made by this tool: its user attribute "config" is a dict whose keys are exactly
+    `names`, the space's parameter names (what SearchSpace.suggest returns). A study can also hold trials of
+    plain Optuna (another script, optuna-dashboard), with no "config" or one of their own (a string, another
+    dict): they are left out of the counts, the report, the repeat check, the workers' samplers, the ground
+    truth, the importance and the figures, and counted as "foreign" (summarise)."""
+    config = trial.user_attrs.get("config")
+    return isinstance(config, dict) and config.keys() == names
+
+
+def _names(space: SearchSpace) -> frozenset[str]:
+    """The parameter names of the space's configurations (is_tool_trial)."""
+    return frozenset(space.parameters)
 
 
 class _Objective:
@@ -884,8 +892,9 @@ class _Objective:
     def learn(self, source: optuna.Study | Sequence[optuna.trial.FrozenTrial]) -> None:
         """Take the outcomes a study (or a list of trials) holds: other workers' trials, earlier runs."""
         trials = source.get_trials(deepcopy=False, states=_FINISHED) if isinstance(source, optuna.Study) else source
+        names = _names(self.space)
         for t in trials:
-            if t.state not in _FINISHED or not _ours(t):
+            if t.state not in _FINISHED or not is_tool_trial(t, names):
                 continue
             key = config_key(t.user_attrs["config"])
             if key in self.cache or t.user_attrs.get("repeat"):
@@ -941,11 +950,12 @@ def _set_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:
         trial.set_user_attr(name, value)
 
 
-def distinct_counts(study: optuna.Study) -> tuple[int, int]:
-    """(distinct feasible configurations, distinct configurations) the study holds (finished trials)."""
-    feasible, seen = set(), set()
+def distinct_counts(study: optuna.Study, space: SearchSpace) -> tuple[int, int]:
+    """(distinct feasible configurations, distinct configurations) of this tool the study holds (finished
+    trials)."""
+    feasible, seen, names = set(), set(), _names(space)
     for t in study.get_trials(deepcopy=False, states=_FINISHED):
-        if not _ours(t):
+        if not is_tool_trial(t, names):
             continue
         key = config_key(t.user_attrs["config"])
         seen.add(key)
@@ -1025,8 +1035,9 @@ class _Mirror:
     here (kept incrementally: the stop test runs after every trial)."""
 
     def __init__(self, shared: optuna.Study, sampler: optuna.samplers.BaseSampler, run_id: str,
-                 journal: JournalFile | None = None):
+                 names: frozenset[str], journal: JournalFile | None = None):
         self.shared, self.run_id = shared, run_id
+        self.names = names  # the space's parameter names: which trials are this tool's (is_tool_trial)
         self.journal = journal  # the shared study's journal file: pull reads it only when another process wrote
         self._mark: tuple[int, int] | None = None
         self.local = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=sampler,
@@ -1041,7 +1052,7 @@ class _Mirror:
         self.pull()
 
     def note(self, trial: optuna.trial.FrozenTrial) -> None:
-        if trial.state in _FINISHED and _ours(trial):
+        if trial.state in _FINISHED and is_tool_trial(trial, self.names):
             key = config_key(trial.user_attrs["config"])
             self.seen.add(key)
             if trial.state == TrialState.COMPLETE:
@@ -1067,7 +1078,7 @@ class _Mirror:
             self.scanned += 1
         # trials of plain Optuna are not copied: they hold no configuration to learn from, and their parameters
         # would shrink the sampler's search space (the parameters that every trial has)
-        new = [t for t in arrived if t.state in _FINISHED and not self._own(t) and _ours(t)]
+        new = [t for t in arrived if t.state in _FINISHED and not self._own(t) and is_tool_trial(t, self.names)]
         if new:
             start = len(self.local.get_trials(deepcopy=False))  # in-memory numbers run on from there
             self.local.add_trials(new)
@@ -1151,7 +1162,8 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     grid = request.sampler == "grid"
     seed = request.seed if grid else _sampler_seed(request.seed, worker, done)
     sampler = make_sampler(request.sampler, seed, space)
-    mirror = _Mirror(study, sampler, request.run_id, storage.file if isinstance(storage, Journal) else None)
+    mirror = _Mirror(study, sampler, request.run_id, _names(space),
+                     storage.file if isinstance(storage, Journal) else None)
     if reached := _reached(len(mirror.feasible), len(mirror.seen), request.trials, space):
         return reached  # nothing left to do
     hw = _profile(request.hardware)
@@ -1375,18 +1387,19 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     if progress:
-        progress(key, distinct_counts(study)[0], request.trials, None)
+        progress(key, distinct_counts(study, space)[0], request.trials, None)
     if request.jobs <= 1:
         stopped = _optimize(request, space, problem, key, 0,
                             (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
                             storage=storage, warm_start=warm_start)
     else:
-        stopped = _run_workers(request, problem, key, study, progress, warm_start)
+        stopped = _run_workers(request, space, problem, key, study, progress, warm_start)
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
     return summarise(request, space, problem, key, study, grid_progress, stopped)
 
 
-def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study: optuna.Study, progress,
+def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, study: optuna.Study,
+                 progress,
                  warm_start: Sequence[Mapping[str, Any]] = ()) -> str | None:
     """request.jobs worker processes on one study, started so that a Ctrl-C while they start up is not lost
     (processes.starting_children). On Ctrl-C or SIGTERM of this process, or as soon as one worker dies, the
@@ -1419,8 +1432,10 @@ def _run_workers(request: TuneRequest, problem: dict[str, Any], key: str, study:
             _read_reports(pipes, said, details)
             failure = _worker_failure(workers, details)
             if progress and failure is None:
-                times = [t.value for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
-                progress(key, distinct_counts(study)[0], request.trials, min(times) if times else None)
+                names = _names(space)
+                times = [t.value for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                         if is_tool_trial(t, names)]
+                progress(key, distinct_counts(study, space)[0], request.trials, min(times) if times else None)
     except KeyboardInterrupt:
         _stop_workers(workers)
         raise
@@ -1494,9 +1509,10 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     tunable = get_tunable(request.kernel)
     hw = _profile(request.hardware)
     trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
-    finished = [t for t in trials if t.state in _FINISHED and _ours(t)]
+    names = _names(space)
+    finished = [t for t in trials if t.state in _FINISHED and is_tool_trial(t, names)]
     complete = [t for t in finished if t.state == TrialState.COMPLETE]
-    evaluated, seen = distinct_counts(study)
+    evaluated, seen = distinct_counts(study, space)
     # evaluated + infeasible + repeats = finished: a trial either brought a new configuration (feasible or
     # not) or proposed one the study held already
     counts = {"evaluated": evaluated, "finished": len(finished), "complete": len(complete),
@@ -1505,7 +1521,7 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
               "running": sum(1 for t in trials if t.state == TrialState.RUNNING),
               "this_run": sum(1 for t in finished if t.user_attrs.get("run") == request.run_id),
               "target": request.trials,
-              "foreign": sum(1 for t in trials if t.state in _FINISHED and not _ours(t))}
+              "foreign": sum(1 for t in trials if t.state in _FINISHED and not is_tool_trial(t, names))}
     if stopped is None or evaluated >= request.trials:
         stopped = _reached(evaluated, seen, request.trials, space) or "idle"
     counts["stopped"] = stopped
@@ -1600,15 +1616,16 @@ def importance(study: optuna.Study, space: SearchSpace) -> dict[str, float] | No
     """Parameter importance of the study's feasible trials (Optuna's PED-ANOVA evaluator, which needs no
     extra package), keyed by the space's parameter names; None with fewer than 10 distinct configurations or
     when nothing varies."""
+    ours = _names(space)
     complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                if not t.user_attrs.get("repeat") and _ours(t)]
+                if not t.user_attrs.get("repeat") and is_tool_trial(t, ours)]
     if len(complete) < 10:
         return None
     names = {p.optuna_name(name): name for name, p in space.parameters.items()}
-    if any(not _ours(t) for t in study.get_trials(deepcopy=False)):
+    if any(not is_tool_trial(t, ours) for t in study.get_trials(deepcopy=False)):
         # plain Optuna's trials have other parameters (the importance would be theirs): measured without
         own = optuna.create_study(storage=optuna.storages.InMemoryStorage(), direction="minimize")
-        own.add_trials([t for t in study.get_trials(deepcopy=False, states=_FINISHED) if _ours(t)])
+        own.add_trials([t for t in study.get_trials(deepcopy=False, states=_FINISHED) if is_tool_trial(t, ours)])
         study = own
     try:
         with warnings.catch_warnings():  # experimental in Optuna
@@ -1673,8 +1690,9 @@ def _store_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mappi
 def _grid_from_study(study: optuna.Study, space: SearchSpace) -> list[tuple[dict[str, Any], float | None]] | None:
     """The whole grid as the study's finished trials give it (None unless every grid point is there)."""
     outcome: dict[str, float | None] = {}
+    names = _names(space)
     for t in study.get_trials(deepcopy=False, states=_FINISHED):
-        if not _ours(t):
+        if not is_tool_trial(t, names):
             continue
         outcome.setdefault(config_key(t.user_attrs["config"]),
                            t.value if t.state == TrialState.COMPLETE else None)

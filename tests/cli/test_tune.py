@@ -430,3 +430,31 @@ def test_trials_of_plain_optuna_in_a_study_are_named_in_one_line(tmp_path, cli):
     assert out.exit_code == 0, out.output
     assert ("1024x256x512: left out 3 trials of its study that ascendbench did not make (no 'config' user "
             "attribute: plain Optuna, optuna-dashboard)") in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize(("config", "value", "jobs"), [
+    ("notadict", 1e-13, "1"), ("notadict", 1e-13, "2"),  # a string
+    ({"algorithm": "bogus", "s": 7}, 1e-13, "1"),  # a dict without this tool's parameters
+    ({}, 1e-14, "1"),  # empty: it must not be taken as the best
+])
+def test_trials_of_plain_optuna_with_a_config_of_their_own_are_left_out(tmp_path, cli, config, value, jobs):
+    from ascendbench.tuning.space import load_space, space_path
+
+    scan = ["tune", "scan", "--n", "1e6", "--sampler", "tpe", "--no-exhaustive", "--study-name", "s"]
+    assert cli([*scan, "--trials", "2", "--no-save"], tmp_path).exit_code == 0
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / JOURNAL)))
+    (name,) = optuna.get_all_study_names(storage)
+    plain = optuna.load_study(study_name=name, storage=storage)
+    trial = plain.ask()
+    trial.set_user_attr("config", config)
+    plain.tell(trial, value)
+    out = cli([*scan, "--trials", "12", "--jobs", jobs, "--out", "r.json"], tmp_path)
+    assert out.exit_code == 0, out.output
+    p = json.loads((tmp_path / "r.json").read_text())["problems"][0]
+    assert p["trials"]["foreign"] == 1 and p["trials"]["evaluated"] >= 12  # two workers may both end one over
+    assert p["best"]["time_s"] > value and set(p["best"]["config"]) == set(load_space(space_path("scan")).parameters)
+    assert p["speedup"] < 100 and "0.0 µs" not in out.stdout
+    drawn = cli(["tune", "plot", "r.json", "--out-dir", "figs", "--format", "png"], tmp_path)
+    assert drawn.exit_code == 0, drawn.output
+    assert sorted(path.name.rsplit("-", 1)[1] for path in (tmp_path / "figs").iterdir()) == [
+        "history.png", "importance.png", "parallel.png"]

@@ -175,7 +175,7 @@ def test_journal_appends_outside_a_group_are_fsynced_each_as_optuna_does(tmp_pat
 def test_a_worker_pulls_another_workers_trial_and_writes_its_own_at_once(tmp_path):
     storage = study_module.open_storage(str(tmp_path / "s.journal"))
     shared = optuna.create_study(storage=storage, study_name="x")
-    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a")
+    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a", frozenset({"a"}))
     other = optuna.create_study()
     for number in range(3):  # this worker's trials
         trial = mirror.local.ask()
@@ -247,7 +247,8 @@ def test_a_failed_fsync_does_not_store_a_trial_twice(tmp_path, monkeypatch):
 def test_a_trial_another_process_finishes_after_it_was_seen_running_is_pulled(tmp_path):
     storage = study_module.open_storage(str(tmp_path / "s.journal"))
     shared = optuna.create_study(storage=storage, study_name="x")
-    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a", storage.file)
+    mirror = study_module._Mirror(shared, optuna.samplers.RandomSampler(seed=0), "run-a", frozenset({"a"}),
+                                  storage.file)
     plain = optuna.load_study(study_name="x", storage=study_module.open_storage(str(tmp_path / "s.journal")))
     running = plain.ask()  # a plain Optuna process: its trial is RUNNING first
     running.suggest_int("a", 0, 9)
