@@ -4,8 +4,8 @@ Usage: python benchmarks/bench_faults.py [--kills 100] [--seed 0]
 
 Each kill is one of, in turn: a `tune scan` with one process SIGKILLed, a `tune scan --jobs 2` with one
 worker SIGKILLed, a `tune scan --jobs 2` with the parent SIGKILLed (its workers must end on their own), and a
-`run scan --output-file` SIGKILLed; each at a random moment of its run (tune: 1-6 s after the start, start-up
-included; run: 0.5-5 s). The tunes of one kind share a journal, so each kill also resumes the studies of the
+`run scan --output-file` SIGKILLed; each at a random moment of its run (tune: every other time 1-6 s after
+the start, start-up included, else 0-4 s after its first trial was evaluated; run: 0.5-5 s). The tunes of one kind share a journal, so each kill also resumes the studies of the
 kills before it. After each kill the same command runs again, and tests/faults.py audits what was left:
 
     studies lost, trials lost beyond the one in flight (per killed process), duplicates counted (a trial
@@ -49,7 +49,12 @@ def main() -> int:
         for i in range(args.kills):
             name, options = KINDS[i % len(KINDS)]
             folder = Path(tmp) / str(i % len(KINDS))
-            audit = run_fault(folder, rng) if options is None else tune_fault(folder, rng, **options)
+            if options is None:
+                audit = run_fault(folder, rng)
+            elif (i // len(KINDS)) % 2:  # within 4 s after the first trial: the search itself
+                audit = tune_fault(folder, rng, after_trials=1, delay=rng.uniform(0.0, 4.0), **options)
+            else:  # 1-6 s after the start: start-up (imports, workers starting, the study opening) included
+                audit = tune_fault(folder, rng, **options)
             totals[name].add(audit)
             kills[name] += 1
             status = "clean" if audit.clean() else "; ".join(audit.notes)

@@ -111,19 +111,21 @@ def alive(pid: int) -> bool:
 
 
 def workers_of(pid: int) -> list[int]:
-    """The tuning workers `pid` spawned (multiprocessing's resource tracker left out)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            pids = [int(p) for p in fh.read().split()]
-    except OSError:
-        return []
+    """The tuning workers `pid` spawned (multiprocessing's resource tracker left out), from every process's
+    parent in /proc (a task's `children` file lists only the children that thread started)."""
     workers = []
-    for child in pids:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            with open(f"/proc/{child}/cmdline", "rb") as fh:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
                 if b"resource_tracker" not in fh.read():
-                    workers.append(child)
-        except OSError:
+                    workers.append(int(entry))
+        except (OSError, ValueError, IndexError):
             pass
     return workers
 
@@ -188,6 +190,9 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
     if "Traceback" in err:
         audit.bad_outputs += 1
         audit.notes.append(f"traceback after a SIGKILL of the {victim}: {err.strip().splitlines()[-1]}")
+    # every process that logged a trial is the killed run's, also one started after the last look at the
+    # parent's children
+    family += sorted(_logged_pids(log) - set(family))
     deadline = time.monotonic() + 10  # orphaned workers notice their parent is gone and end
     while any(alive(p) for p in family) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -212,6 +217,7 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
         if len(stored.get(name, [])) < len(old):
             audit.studies_lost += 1
             audit.notes.append(f"study {name}: {len(old)} trials before the kill, {len(stored.get(name, []))} after")
+    family += sorted(_logged_pids(log) - set(family))  # one that logged while the others ended
     pids = {str(p) for p in family}
     new = collections.Counter()  # the killed run's stored trials, by the processes that ran them
     for trials_ in stored.values():
@@ -266,6 +272,13 @@ def tune_fault(folder: Path, rng: random.Random, *, jobs: int = 1, victim: str =
 
 def _count(stored: dict[str, list[dict]]) -> int:
     return max((len(t) for t in stored.values()), default=0)
+
+
+def _logged_pids(log: Path) -> set[int]:
+    """The processes that logged a trial in `log` (its workers are "host:pid")."""
+    if not log.exists():
+        return set()
+    return {int(json.loads(line)["worker"].rsplit(":", 1)[-1]) for line in log.read_text().splitlines() if line}
 
 
 def _lines(path: Path) -> int:
