@@ -140,7 +140,13 @@ def test_the_partial_file_of_a_sigkilled_run_is_removed_by_the_next_write_there(
                              "y.npy", "--no-save"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not list(tmp_path.glob(".*.partial")) and proc.poll() is None and time.monotonic() < deadline:
+        def reserved() -> bool:  # the partial file made and its blocks reserved (67.1 MB), not just created
+            try:
+                return any(p.stat().st_size >= 4 * 2**24 for p in tmp_path.glob(".*.partial"))
+            except FileNotFoundError:  # renamed into place: the run ended
+                return False
+
+        while not reserved() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proc.poll() is None, "the run ended before it wrote its partial file"
         os.kill(proc.pid, signal.SIGKILL)  # while it writes y.npy's partial file
