@@ -650,7 +650,8 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         if t.get("foreign"):  # trials of plain Optuna in the study (summarise leaves them out)
             n = t["foreign"]
             c.print(f"{p['key']}: left out {n} trial{'s' if n != 1 else ''} of its study that ascendbench "
-                    "did not make (no 'config' user attribute: plain Optuna, optuna-dashboard)",
+                    "did not make (no configuration of its space in their 'config' user attribute: plain Optuna, "
+                    "optuna-dashboard)",
                     style="yellow", highlight=False)
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:

@@ -187,7 +187,8 @@ class TrialCounts(_Model):
                           "process died: the others stopped after their trial in flight); absent in results "
                           "written before it was recorded")
     foreign: int = Field(0, description="finished trials of the study that this tool did not make (no "
-                                        "'config' user attribute: plain Optuna, optuna-dashboard): left out "
+                                        "configuration of its space in their 'config' user attribute: plain "
+                                        "Optuna, optuna-dashboard): left out "
                                         "of every other count, the best and the importance; 0 in results "
                                         "written before")
 

@@ -428,8 +428,8 @@ def test_trials_of_plain_optuna_in_a_study_are_named_in_one_line(tmp_path, cli):
     out = cli(["tune", "hgemm", *SHAPE, "--trials", "4", "--no-exhaustive", "--no-save", "--study-name", "s"],
               tmp_path)
     assert out.exit_code == 0, out.output
-    assert ("1024x256x512: left out 3 trials of its study that ascendbench did not make (no 'config' user "
-            "attribute: plain Optuna, optuna-dashboard)") in " ".join(out.stdout.split())
+    assert ("1024x256x512: left out 3 trials of its study that ascendbench did not make (no configuration "
+            "of its space in their 'config' user attribute: plain Optuna, optuna-dashboard)") in " ".join(out.stdout.split())
 
 
 @pytest.mark.parametrize(("config", "value", "jobs"), [
