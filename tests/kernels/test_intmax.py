@@ -240,7 +240,9 @@ def test_scan_timing_models_beyond_int_max(kernel, n):
         assert res.time_s / n == pytest.approx(small.time_s / 2**32, rel=0.02)
 
 
-@pytest.mark.parametrize("n", SIZES)
+# The index width changes once, past 2**31 - 1: both sides of it, past 2**32, and far beyond (each size takes
+# 20-40 s of five operators' timing models; the scans' tests above take every size of SIZES).
+@pytest.mark.parametrize("n", [2**31 - 1, 2**31, 2**32 + 1, 2**40])
 def test_operator_timing_models_move_int64_indices_beyond_int_max(n):
     ib = 8 if n > 2**31 - 1 else 4
     split = simulate_split(n, "fp16", HW, n_true=n // 3)
