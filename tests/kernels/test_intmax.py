@@ -241,7 +241,7 @@ def test_scan_timing_models_beyond_int_max(kernel, n):
 
 
 # The index width changes once, past 2**31 - 1: both sides of it, past 2**32, and far beyond (each size takes
-# 20-40 s of five operators' timing models; the scans' tests above take every size of SIZES).
+# 10-30 s of the operators' timing models; the scans' tests above take every size of SIZES).
 @pytest.mark.parametrize("n", [2**31 - 1, 2**31, 2**32 + 1, 2**40])
 def test_operator_timing_models_move_int64_indices_beyond_int_max(n):
     ib = 8 if n > 2**31 - 1 else 4
@@ -258,8 +258,9 @@ def test_operator_timing_models_move_int64_indices_beyond_int_max(n):
     assert comp.counters["kernel_launches"] == 2 and comp.counters["scans"] == 1
     sort = simulate_radix_sort(n, "uint8", HW)
     assert sort.counters["scans"] == 8
-    topk = simulate_topk(n, 1000, "fp16", HW)
-    assert topk.time_s > 0 and topk.counters["rounds"] >= 1
+    if n == 2**31:  # top-k's model (9-10 s a size, most of this test) runs past INT_MAX; its rounds do not
+        topk = simulate_topk(n, 1000, "fp16", HW)  # depend on the index width
+        assert topk.time_s > 0 and topk.counters["rounds"] >= 1
 
 
 @pytest.mark.parametrize("dims", [(2**16, 2**16, 2**16), (70_000, 40_000, 3), (3, 50_000, 50_000),
