@@ -517,8 +517,10 @@ class VecCumSumTile:
 def simulate_fp32_cumsum(n: int, hw: HardwareProfile, *, l2: str = "flushed") -> SimResult:
     """Simulated vector-only CumSum of n float32 inputs to float32 outputs: vec-cumsum's program (AscendC
     CumSum, CumSumInfo (128, 128), on one AIV, scan paper §4.1) with 4-byte input, which CumSum scans as it is
-    (cumsum_last_axis skips the casts to and from fp32). For operators on fp32 data (top-p on fp32
-    probabilities): the cube scans have no fp32 model here (the profiles give the cube's fp16 and int8 rates
+    (cumsum_last_axis skips the casts to and from fp32; the measured kernels call CumSum<float> on fp32 tiles
+    as they are: pytorch-tcuscan src/kernels/kernel_seg_scan_vec_single_core.h:116-121). For operators on fp32
+    data (top-p on fp32 probabilities, whose reference sums the sorted probabilities in their own dtype:
+    scripts/profiling/profile_tcuscan_ops.py:391-392): the cube scans have no fp32 model here (the profiles give the cube's fp16 and int8 rates
     only), and `run scan` has no fp32 dtype.
 
     Args:
