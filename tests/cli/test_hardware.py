@@ -11,7 +11,7 @@ def test_hardware_list_and_json():
     out = runner.invoke(app, ["hardware", "list"])
     assert out.exit_code == 0 and "ascend-910b4" in out.output and "atlas-300t-a2" in out.output
     doc = json.loads(runner.invoke(app, ["hardware", "list", "--json"]).stdout)
-    assert [p["name"] for p in doc] == ["ascend-910b4", "atlas-300t-a2"]
+    assert [p["name"] for p in doc] == ["ascend-910b1", "ascend-910b2", "ascend-910b3", "ascend-910b4", "atlas-300t-a2"]
 
 
 def test_hardware_show_gives_values_and_sources():

@@ -7,7 +7,7 @@ from ascendbench.hardware.profile import _constant_fields
 
 
 def test_shipped_profiles_load_and_every_constant_has_a_source():
-    assert list_profiles() == ["ascend-910b4", "atlas-300t-a2"]
+    assert list_profiles() == ["ascend-910b1", "ascend-910b2", "ascend-910b3", "ascend-910b4", "atlas-300t-a2"]
     for name in list_profiles():
         hw = load_profile(name)
         for f in _constant_fields():
@@ -20,6 +20,28 @@ def test_scan_paper_machine_matches_public_facts():
     assert (hw.l0a_bytes, hw.l0b_bytes, hw.l0c_bytes, hw.l1_bytes, hw.ub_bytes) == (65536, 65536, 131072, 524288, 196608)
     hgemm = load_profile("atlas-300t-a2")
     assert hgemm.cube_fp16_peak_tflops == pytest.approx(280, rel=1e-3)  # HGEMM paper Table 3
+
+
+@pytest.mark.parametrize("name, cores, mhz, l2", [
+    ("ascend-910b1", 24, 1850.0, 192 * 2**20),
+    ("ascend-910b2", 24, 1800.0, 192 * 2**20),
+    ("ascend-910b3", 20, 1800.0, 192_000_000),
+])
+def test_910b_family_profiles_carry_their_platform_facts(name, cores, mhz, l2):
+    # HARDWARE.md's platform facts per variant; everything else is inherited and says so in its source.
+    hw = load_profile(name)
+    assert (hw.ai_cores, hw.aiv_cores, hw.clock_mhz, hw.l2_bytes, hw.l2_cache_bytes) == (cores, 2 * cores, mhz, l2, l2)
+    assert hw.cube_fp16_peak_tflops == pytest.approx(cores * 4096 * 2 * mhz * 1e6 / 1e12)
+    atlas = load_profile("atlas-300t-a2")
+    own = {"ai_cores", "aiv_per_core", "clock_mhz", "l2_bytes", "l2_cache_bytes", "hbm_efficiency",
+           "l2_read_bytes_per_cycle", "hbm_bandwidth_gbps"}
+    for f in _constant_fields():
+        source = hw.sources[f.name]
+        if f.name not in own and not source.startswith("derived:"):
+            assert source.startswith("inherited from atlas-300t-a2"), (name, f.name)
+            assert getattr(hw, f.name) == getattr(atlas, f.name), (name, f.name)
+        assert not source.startswith("calibrated"), (name, f.name)  # nothing fitted on another chip's claim
+    assert hw.l2_read_bytes_per_cycle == 110.0  # the platform file's rate, not the Atlas fit
 
 
 def test_profile_is_frozen():
