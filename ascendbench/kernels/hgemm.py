@@ -375,7 +375,7 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     # 8192^3 and 10240^3 on a 24-core 192 MiB L2). Estimate: the replacement policy of the 910B's L2 is not
     # public; pure LRU would keep none of a cyclic stream, a policy that keeps a fixed part of it (random,
     # adaptive insertion) keeps this share.
-    resident = min(1.0, hw.l2_cache_bytes / working_set)
+    resident = 1.0 if fast_resident else hw.l2_cache_bytes / working_set  # K = 0 moves no panel: resident
     hit_fast = resident * (1 - 1 / slow_count) + (1 - resident) * (1 - 1 / max(share_fast, 1.0))
     hit_a, hit_b = (hit_fast, hit_slow) if fast_is_a else (hit_slow, hit_fast)
     if example:

@@ -43,3 +43,9 @@ def test_fast_panels_hit_in_the_share_of_their_working_set_that_fits():
     # just past L2 the hit rate is close to the resident one, not a step down to 0
     assert 0.9 * (1 - 1 / 80) < _hit_a(10240) < 1 - 1 / 80
     assert HW.l2_cache_bytes == 192 * mib
+
+
+def test_k_zero_has_no_working_set_and_runs():
+    # K = 0 (C = beta * C) moves no panel: the resident share must not divide by a zero working set.
+    result, _ = simulate_hgemm(GemmShape(256, 256, 0), HgemmParams(), HW)
+    assert result.time_s > 0
