@@ -74,6 +74,14 @@ class HardwareProfile:
     cross_core_flag_cycles: float
     sync_all_cycles: float
     kernel_launch_us: float
+    # host steps inside a published time's window (sim/host.py), microseconds of host time
+    host_launch_us: float
+    host_tensor_alloc_us: float
+    host_acl_malloc_us: float
+    host_memcpy_h2d_us: float
+    host_queue_drain_us: float
+    host_eager_op_us: float
+    host_sync_return_us: float
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     path: str = field(default="", compare=False)
 
