@@ -63,8 +63,6 @@ class Fit:
 
 # In the order they are fitted (each fit sees the values fitted before it).
 FITS: tuple[Fit, ...] = (
-    Fit("hbm_efficiency", "ascend-910b4", "S-4", 0.3, 1.0, decreasing=False, digits=3,
-        note="the share of the 800 GB/s HBM peak the 910B4 streams; no public measurement of this chip"),
     Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9a M=512", 110.0, 440.0, decreasing=True, steps=30,
         best_within=0.01, note="the AIC's MTE2 re-reads panels from L2; searched up to 4x the platform file's 110"),
 )

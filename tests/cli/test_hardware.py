@@ -3,6 +3,7 @@ import json
 from typer.testing import CliRunner
 
 from ascendbench.cli import app
+from ascendbench.hardware import load_profile
 
 runner = CliRunner()
 
@@ -19,7 +20,8 @@ def test_hardware_show_gives_values_and_sources():
     assert out.exit_code == 0 and "hbm_bandwidth_gbps" in out.output and "scan paper" in out.output
     doc = json.loads(runner.invoke(app, ["hardware", "show", "ascend-910b4", "--json"]).stdout)
     assert doc["constants"]["ai_cores"] == {"value": 20, "source": "scan paper §6: 20 cube units"}
-    assert doc["constants"]["hbm_efficiency"]["source"].startswith("calibrated: benchmarks/calibrate.py")
+    assert doc["constants"]["hbm_efficiency"] == {"value": 0.6625, "source": load_profile("ascend-910b4").sources["hbm_efficiency"]}
+    assert "cache_tiling_soc_spec.h" in doc["constants"]["hbm_efficiency"]["source"]
 
 
 def test_hardware_show_unknown_is_a_user_error():

@@ -28,22 +28,27 @@ def test_every_constant_marked_calibrated_has_a_fit_or_a_shared_origin():
 
 
 def test_a_fit_on_a_validation_claim_is_refused(monkeypatch):
-    bad = Fit("hbm_efficiency", "ascend-910b4", "S-1", 0.3, 1.0, decreasing=False)
+    bad = Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9b M=16", 110.0, 440.0, decreasing=True)
     monkeypatch.setattr(calibration, "FITS", (bad, *(f for f in FITS if f.constant != bad.constant)))
-    with pytest.raises(CalibrationError, match="S-1 is a validation claim"):
-        fit_profile("ascend-910b4")
+    with pytest.raises(CalibrationError, match="G-9b M=16 is a validation claim"):
+        fit_profile("atlas-300t-a2")
 
 
 def test_a_constant_marked_calibrated_without_a_fit_is_refused(monkeypatch):
-    monkeypatch.setattr(calibration, "FITS", tuple(f for f in FITS if f.constant != "hbm_efficiency"))
-    with pytest.raises(CalibrationError, match="hbm_efficiency marked calibrated but no fit"):
-        fit_profile("ascend-910b4")
+    monkeypatch.setattr(calibration, "FITS", tuple(f for f in FITS if f.constant != "l2_read_bytes_per_cycle"))
+    with pytest.raises(CalibrationError, match="l2_read_bytes_per_cycle marked calibrated but no fit"):
+        fit_profile("atlas-300t-a2")
 
 
 def test_constants_not_marked_calibrated_are_left_alone(monkeypatch):
-    hw = load_profile("ascend-910b4")
-    sources = dict(hw.sources, hbm_efficiency="a public source")
+    hw = load_profile("atlas-300t-a2")
+    sources = dict(hw.sources, l2_read_bytes_per_cycle="a public source")
     monkeypatch.setattr(calibration, "load_profile", lambda name: dataclasses.replace(hw, sources=sources))
+    assert fit_profile("atlas-300t-a2") == {}
+
+
+def test_the_910b4_has_no_fitted_constant():
+    assert calibrated_constants(load_profile("ascend-910b4")) == []
     assert fit_profile("ascend-910b4") == {}
 
 
@@ -66,15 +71,15 @@ def test_the_shipped_values_are_where_a_fresh_fit_lands(fit):
 def test_write_back_records_claim_paper_value_and_date(tmp_path):
     from importlib import resources
 
-    text = (resources.files("ascendbench.hardware") / "profiles" / "ascend-910b4.toml").read_text()
-    (tmp_path / "ascend-910b4.toml").write_text(text)
-    path = calibration.write_back("ascend-910b4", {"hbm_efficiency": 0.777}, date="2030-01-02",
+    text = (resources.files("ascendbench.hardware") / "profiles" / "atlas-300t-a2.toml").read_text()
+    (tmp_path / "atlas-300t-a2.toml").write_text(text)
+    path = calibration.write_back("atlas-300t-a2", {"l2_read_bytes_per_cycle": 177.7}, date="2030-01-02",
                                   folder=tmp_path)
     hw = load_profile(str(path))
-    assert hw.hbm_efficiency == 0.777
-    note = hw.sources["hbm_efficiency"]
-    assert note.startswith("calibrated: benchmarks/calibrate.py on claim S-4") and "paper 0.375" in note
+    assert hw.l2_read_bytes_per_cycle == 177.7
+    note = hw.sources["l2_read_bytes_per_cycle"]
+    assert note.startswith("calibrated: benchmarks/calibrate.py on claim G-9a M=512") and "paper 862.5" in note
     assert note.endswith("2030-01-02")
     # every other line is untouched
     changed = [a for a, b in zip(text.splitlines(), path.read_text().splitlines()) if a != b]
-    assert len(changed) == 1 and changed[0].startswith("hbm_efficiency")
+    assert len(changed) == 1 and changed[0].startswith("l2_read_bytes_per_cycle")
