@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,12 +35,19 @@ def _decode(path: Path) -> tuple[Any, str | None]:
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 text (byte {exc.start})"
     except json.JSONDecodeError as exc:
-        # an error at the very end, or a string that never closes: the document stops before it is complete
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+        # an error at the very end, a number cut after its point or exponent sign ("1.", "2e-"), a literal cut
+        # short ("tr"), or a string that never closes: the document stops before it is complete
+        rest = text.rstrip()[exc.pos:]
+        if (not rest or _CUT_NUMBER.fullmatch(rest) or any(word.startswith(rest) for word in _LITERALS)
+                or exc.msg.startswith("Unterminated string")):
             return None, f"truncated, the JSON stops part way ({len(data)} bytes; {exc})"
         return None, f"not JSON ({exc})"
     except RecursionError:
         return None, "nested too deeply"
+
+
+_CUT_NUMBER = re.compile(r"[.eE][0-9eE+-]*")
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
 
 
 def _read(path: Path, option: str) -> dict[str, Any]:

@@ -255,7 +255,10 @@ def _print_report(run, saved_to, output_file, trace) -> None:
              f"{'exclusive' if r.problem.exclusive else 'inclusive'}  s={p['s']}  on {r.hardware['name']}")
     c.rule(f"[bold]{title}")
     t = Table(show_header=False, box=None, padding=(0, 2))
-    t.add_row("simulated time", _fmt_s(m["time_s"]))
+    t.add_row("simulated time", _fmt_s(m["time_s"]) + "  (kernel, as msprof times it)")
+    if m.get("as_measured_time_s") is not None:
+        t.add_row("timed around the call", f"{_fmt_s(m['as_measured_time_s'])}  (kernel + {_fmt_s(m['host_window_s'])} "
+                  f"host steps of {r.model['host_window']['wrapper']})")
     t.add_row("bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (input read once + output written once; 1 GB = 1e9 B)")
     t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %  of {r.hardware['constants']['hbm_bandwidth_gbps']['value']:.0f} GB/s")
     frac = m["fraction_of_memcpy"]

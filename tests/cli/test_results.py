@@ -319,3 +319,15 @@ def test_show_refuses_a_file_that_is_not_a_valid_result(damaged, cli, name, mess
     out = cli(["results", "show", f"R/{name}", *json_flag], damaged)
     assert out.exit_code == 2 and out.output.startswith(f"error: FILE: {message}") and out.output.count("\n") == 1
     assert cli(["results", "show", "R/a.json", *json_flag], damaged).exit_code == 0
+
+
+@pytest.mark.parametrize("text, truncated", [
+    ('{"a": 1.', True), ('{"a": 2e-', True), ('{"a": 1.5', True), ('{"a": tr', True), ('{"a": [nu', True),
+    ('{"a": "x', True), ('{"a": 1x}', False), ('{"a": yes}', False), ('{"a": 1} x', False)])
+def test_a_document_cut_inside_a_number_or_a_literal_is_called_truncated(tmp_path, text, truncated):
+    from ascendbench.commands.results import _decode
+
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    doc, why = _decode(path)
+    assert doc is None and why.startswith("truncated, the JSON stops part way") == truncated, why
