@@ -1,5 +1,5 @@
-"""Claims S-13 ... S-15 of the scans over many rows: every one is reported; the shape claims are checked where
-they hold in the simulator (S-15, and the parts of S-14 that hold; S-14 as a whole does not: see the report)."""
+"""Claims S-13 ... S-15 of the scans over many rows: every one is reported; the shape claims S-14 and S-15 are
+checked (S-14 as a whole: tests/kernels/test_batched_scan.py)."""
 
 import pytest
 

@@ -5,15 +5,17 @@ Algorithms:
   min(#AIC, ceil(batch/2)); each AI core takes pairs of rows round-robin; its cube row-scans tile t of both
   rows of a pair, and each of its two AIVs finishes one of the two rows (carry per row of s, Algorithm 1).
 - "scanul1": built on ScanUL1 (Algorithm 2): one AI core per row (rows round-robin over min(#AIC, batch)
-  cores); the cube runs equation 4.1 per s*s tile and AIV0 adds one carry per tile.
+  cores), each row run as the public single-cube ScanUL1 runs its vector (seg_sum_single_cube.cpp:49-62):
+  both AIVs pad the row into a workspace, SyncGroup, then the block scan reloads L^-, [1] and U and runs
+  equation 4.1 per s*s tile with a SyncGroup after each, AIV0 adding one carry per tile (_UL1Core).
 - "auto": whichever of the two the timing model finds faster (recorded); fp16 only for scanul1, so int8
   always resolves to scanu.
 - "vector": the vector-only baseline: AscendC CumSum (CumSumInfo 128, 128), rows round-robin over all AIVs.
 
-As the measured kernels do (KERNELS.md, "Batched scan"): rows that are not a multiple of s*s (16384 for the
-vector baseline), or an odd batch for scanu, are first copied into a zero-padded workspace (a pad pass on all
-AIVs); rows no longer than s take a row-scan-only path where one s x s tile holds s rows and a single A @ U_s
-(A @ (U_s - I) for exclusive) gives their scans with no carry at all.
+As the measured kernels do (KERNELS.md, "Batched scan"): for scanu and the vector baseline, rows that are not
+a multiple of s*s (16384 for the vector baseline), or an odd batch for scanu, are first copied into a
+zero-padded workspace (a pad pass on all AIVs); rows no longer than s take a row-scan-only path where one
+s x s tile holds s rows and a single A @ U_s (A @ (U_s - I) for exclusive) gives their scans with no carry.
 
 Functional result: computed in the algorithm's tile structure (scan_numerics.tile_scans), vectorised over
 rows and tiles; carries chained per row in the accumulation type (fp32, or int32 with wrap-around).
@@ -29,12 +31,13 @@ import numpy as np
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
-from ascendbench.kernels.programs import copy_pass, loop
+from ascendbench.kernels.programs import Ring, clamp_skip, copy_pass, loop
 from ascendbench.kernels.scan import (
     _ACC_BYTES,
     _CUMSUM_INFO,
     CubeRowScan,
     CubeUL1,
+    _CubeTiles,
     ScanOperatorParams,
     ScanParams,
     VecCumSumTile,
@@ -165,12 +168,14 @@ def layout(
             2 * pairs,
             tuple(p * per_row for p in _round_robin(pairs, hw.ai_cores)),
         )
-    return _whole_rows(algorithm, batch, length, tile, hw.ai_cores)
+    # scanul1: each row padded by its core, whatever its length (seg_sum_single_cube.cpp:49)
+    return _whole_rows(algorithm, batch, length, tile, hw.ai_cores, padded=True)
 
 
-def _whole_rows(algorithm: str, batch: int, length: int, tile: int, workers: int) -> BatchedLayout:
+def _whole_rows(algorithm: str, batch: int, length: int, tile: int, workers: int,
+                padded: bool = False) -> BatchedLayout:
     """Whole rows dealt round-robin to `workers` (AI cores or AIVs), ceil(length / tile) tiles per row; padded
-    when the tile does not divide the row."""
+    when the tile does not divide the row (or `padded`)."""
     per_row = math.ceil(length / tile)
     rows = _round_robin(batch, workers)
     return BatchedLayout(
@@ -180,7 +185,7 @@ def _whole_rows(algorithm: str, batch: int, length: int, tile: int, workers: int
         tile,
         per_row,
         False,
-        length % tile != 0,
+        padded or length % tile != 0,
         batch,
         tuple(r * per_row for r in rows),
     )
@@ -235,6 +240,10 @@ def _simulate_one(
     state = l2_start(hw, "warm" if warm_l2 else "flushed")
     parts: list[tuple[SimResult, int]] = [(launch, 1)]
     in_total = n * p.in_bytes
+    if lay.algorithm == "scanul1" and not lay.short:  # every row padded by its own core (_UL1Core)
+        x_hit = warm_l2 and in_total <= hw.l2_cache_bytes
+        parts.append((_simulate_scanul1(lay, p, hw, x_hit, warm_l2, force_exact, state), 1))
+        return sequence(parts), lay
     if lay.padded:
         # the rows copied into the zero-padded workspace (run_pad_batch, kernel_pad_batch.h), then SyncAll,
         # SyncGroup and PipeBarrier<PIPE_ALL> (kernel_scan_batch.h:341-347)
@@ -273,10 +282,7 @@ def _build(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: 
             cube = CubeRowScan(engine, aic, p, x_hit, True)
             loop(engine, count, skip, lambda i, cube=cube: cube.tile())
             continue
-        if lay.algorithm == "scanu":
-            _build_scanu_core(engine, skip, lay, p, x_hit, aic, aivs, count)
-        else:
-            _build_scanul1_core(engine, skip, p, x_hit, aic, aivs[0], count)
+        _build_scanu_core(engine, skip, lay, p, x_hit, aic, aivs, count)
 
 
 def _build_scanu_core(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: bool, aic: str,
@@ -328,26 +334,198 @@ def _build_scanu_core(engine: Engine, skip: int, lay: BatchedLayout, p: ScanPara
     loop(engine, count, skip, emit)
 
 
-def _build_scanul1_core(engine: Engine, skip: int, p: ScanParams, x_hit: bool, aic: str, aiv: str,
-                        count: int) -> None:
-    """One AI core of the batched ScanUL1: its rows one after another, each as the single-core ScanUL1 runs
-    (kernels.scan._build_single_core; the batched ScanUL1 kernel is not in the authors' public code)."""
-    s, L = p.s, p.s * p.s
-    cube = CubeUL1(engine, aic, p, x_hit, False)
-    engine.alloc(aiv, "UB", 2 * L * _ACC_BYTES, f"s={s} fp32 tile (input and output queues)")
-    state: list = [None, engine.compute(aiv, "SCALAR", 0.0, label="SyncGroup"), None]
+class _RowBlockScan(CubeUL1):
+    """The cube of one core of the batched ScanUL1: a KernelBlockScan<T, SyncAfter=true> constructed for
+    every row (seg_sum_single_cube.cpp:53-57), whose Process loads L^- (GM -> L1 -> L0A), fills [1] in L1
+    and moves it to L0B, and loads U into L1 on every call (kernel_block_scan.h:126-140) before its tiles (CubeUL1.tile,
+    :142-183). The tiles read the padded copy of the row the AIVs have just written (an L2 hit); the filling
+    of [1] (InitConstL1) is not costed, as in CubeUL1."""
 
-    def emit(i: int) -> None:
-        wr, older, chain = state
-        fp = cube.tile(engine.flag(older) if i > 0 else None)
-        rd = engine.gm_read(aiv, "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[engine.flag(fp), chain], label="C->UB")
-        cp = engine.ub_copy(aiv, L * _ACC_BYTES, deps=[rd, engine.moved_out(wr) if wr is not None else None])
-        ch = engine.vector_chain(aiv, 1, L * _ACC_BYTES, "scalar", deps=[cp], label="tile += carry")
-        store = engine.gm_write(aiv, "MTE3", L * p.out_bytes, writeback=True, aligned=not p.exclusive, deps=[ch],
-                                label="y->GM")
-        state[:] = [store, wr or older, ch]
+    def __init__(self, engine: Engine, unit: str, p: ScanParams):
+        _CubeTiles.__init__(self, engine, unit, p, True, False)
+        s = p.s
+        self.half = s * s * 2
+        engine.alloc(unit, "L0A", self.half + self.tile_in, f"L^-_s and s={s} input tile")
+        engine.alloc(unit, "L0B", 2 * self.half, f"two s={s} right operands (1_s and U_s or C1)")
+        engine.alloc(unit, "L0C", self.tile_acc, f"s={s} C1 / C2 accumulator")
+        engine.alloc(unit, "L1", self.tile_in + 3 * self.half, f"s={s} input tile, U_s, 1_s and C1")
+        self.a = self.mm2 = self.mm3 = self.fp = self.lminus = self.ones = None
 
-    loop(engine, count, skip, emit)
+    def load_constants(self, sync: Op) -> list:
+        """Process's loads of L^-, [1] and U after the row's SyncGroup; returns what the row's first tile waits
+        for (its A reuses L^-'s A1 queue and is read after U on MTE2). L^- and U are the same GM ranges for every
+        row and core, so all but the first reads hit L2."""
+        e, unit, rate = self.e, self.unit, self.e.hw.l1_to_l0_bytes_per_cycle
+        lm = e.gm_read(unit, "MTE2", self.half, region=("ul1_lower", 0), deps=[sync, self.mm3],
+                       label="L^- ->L1")
+        self.lminus = e.local_move(unit, "MTE1", self.half, rate, "bytes_l1_to_l0", deps=[lm, self.mm3],
+                                   label="L^- ->L0A")
+        u = e.gm_read(unit, "MTE2", self.half, region=("ul1_upper", 0), deps=[sync], label="U->L1")
+        self.ones = e.local_move(unit, "MTE1", self.half, rate, "bytes_l1_to_l0", deps=[sync, self.lminus],
+                                 label="1->L0B")
+        return [self.lminus, e.moved_out(u)]  # the A1 queue L^- freed; U's read, the one before on MTE2
+
+
+class _UL1Core:
+    """One AI core of the batched ScanUL1 running its rows one after another, each as the public single-cube
+    entry point runs its vector (seg_sum_single_cube.cpp:49-62; the batched ScanUL1 kernel itself is not in
+    the authors' public code):
+    1. pad (run_pad_kernel, kernel_pad.h:66-106, unconditional): both AIVs copy the row GM -> UB -> GM into a
+       zero-padded workspace, tile by tile (s*s elements, queues of depth 2), AIV0 the first ceil(m/2) of the
+       row's m tiles (GetWorkDistribution, tcuscan_utils.h:1393-1407), the partial last tile followed by a
+       Duplicate of zeros and its write; the workspace is rewritten by every row, so it never reaches HBM;
+    2. SyncGroup FULL (tcuscan_utils.h:1215-1227): each AIV sets its flag from MTE3 once its pad writes are
+       out, the AIC waits for both (cross_core_flag_cycles each; no SyncAll);
+    3. KernelBlockScan<T, true>: the constants reloaded (_RowBlockScan), then per tile the three Mmads and a
+       SyncGroup after the tile (SyncAfter, :180-182), AIV0 adding the tile's carry as in the single-core
+       ScanUL1 (kernels.scan._build_single_core) while the cube scans the next tile;
+    so a row's pipeline drains at its end: the cube waits for AIV0's last carry and store and the next row's
+    pad, AIV0 for the next row's first tile."""
+
+    def __init__(self, engine: Engine, w: int, p: ScanParams, length: int, x_hit: bool):
+        hw = engine.hw
+        self.e, self.p, self.length, self.x_hit = engine, p, length, x_hit
+        self.L = p.s * p.s
+        self.aic = f"core{w}.aic"
+        self.aivs = [f"core{w}.aiv{h}" for h in range(hw.aiv_per_core)]
+        self.cube = _RowBlockScan(engine, self.aic, p)
+        # the carry's queues; the pad's buffers belong to its own TPipe, released before the block scan's
+        engine.alloc(self.aivs[0], "UB", 2 * self.L * _ACC_BYTES,
+                     f"s={p.s} fp32 tile (input and output queues)")
+        self.wr = self.older = self.chain = None
+        self.aiv_free = [None] * len(self.aivs)  # what each AIV's next pad waits for
+        self.first_tile: list = []
+
+    def pad_tile(self, aiv: str, elems: int, ring: Ring, start) -> Op:
+        """One tile of KernelPad::Process: the row's elements in, out, and for a partial tile the zeros."""
+        e, b = self.e, self.p.in_bytes
+        rd = e.gm_read(aiv, "MTE2", elems * b, l2_hit=self.x_hit, deps=[ring.wait(), start], label="pad in")
+        wr = e.gm_write(aiv, "MTE3", elems * b, writeback=False, deps=[rd], label="pad out")
+        if elems < self.L:
+            z = e.vector(aiv, (self.L - elems) * b, deps=[rd], label="Duplicate 0")
+            wr = e.gm_write(aiv, "MTE3", (self.L - elems) * b, writeback=False, deps=[z, wr],
+                            label="pad zeros")
+        ring.push(e.moved_out(wr))
+        return wr
+
+    def start_row(self, tiles: list[int], skipped_full: int = 0) -> None:
+        """The pad of the row's tiles `tiles` (their element counts, split between the AIVs as KernelPad does)
+        and the SyncGroup; `skipped_full` full tiles left out of a truncated row add their pad counters."""
+        e = self.e
+        half = math.ceil(len(tiles) / len(self.aivs))
+        ends = []
+        for h, aiv in enumerate(self.aivs):
+            ring, last = Ring(2), self.aiv_free[h]
+            for k, elems in enumerate(tiles[h * half:(h + 1) * half]):
+                if skipped_full and h == 0 and k == 1:
+                    snap = e.snapshot()
+                    last = self.pad_tile(aiv, elems, ring, self.aiv_free[h])
+                    e.add_counters(e.delta_since(snap), skipped_full)
+                else:
+                    last = self.pad_tile(aiv, elems, ring, self.aiv_free[h])
+            if not tiles[h * half:(h + 1) * half]:  # no pad tile: its flag goes out as it reaches SyncGroup
+                last = e.compute(aiv, "SCALAR", 0.0, deps=[self.aiv_free[h]], label="SyncGroup")
+            ends.append(last)
+        sync = e.compute(self.aic, "SCALAR", 0.0, deps=[e.flag(x) for x in ends] + [self.cube.fp],
+                         label="SyncGroup")
+        self.first_tile = [sync, *self.cube.load_constants(sync)]
+        # AIV0's handshake before the row's first tile goes out once its pad is written
+        self.wr, self.older = None, ends[0]
+
+    def tile(self, j: int, elems: int) -> None:
+        """Tile j of the row: the cube's three Mmads (after the SyncAfter of tile j - 1), AIV0's carry."""
+        e, L = self.e, self.L
+        wait = self.first_tile if j == 0 else e.flag(self.older)
+        fp = self.cube.tile(wait)
+        rd = e.gm_read(self.aivs[0], "MTE2", L * _ACC_BYTES, l2_hit=True, deps=[e.flag(fp), self.chain],
+                       label="C->UB")
+        prev = e.moved_out(self.wr) if self.wr is not None else None
+        cp = e.ub_copy(self.aivs[0], L * _ACC_BYTES, deps=[rd, prev])
+        ch = e.vector_chain(self.aivs[0], 1, L * _ACC_BYTES, "scalar", deps=[cp], label="tile += carry")
+        store = e.gm_write(self.aivs[0], "MTE3", elems * self.p.out_bytes, writeback=True,
+                           aligned=not self.p.exclusive, deps=[ch], label="y->GM")
+        self.older, self.wr, self.chain = self.wr or self.older, store, ch
+
+    def end_row(self) -> None:
+        """What the AIVs' next pads wait for: AIV0 its last store's data out of UB, the others the cube's flag
+        of the row's last tile (their last handshake)."""
+        others = [self.e.flag(self.cube.fp, count=False)] * (len(self.aivs) - 1)
+        self.aiv_free = [self.e.moved_out(self.wr), *others]
+
+    def row_tiles(self) -> list[int]:
+        """Elements of the row in each of its tiles."""
+        per_row = math.ceil(self.length / self.L)
+        return [self.L] * (per_row - 1) + [self.length - (per_row - 1) * self.L]
+
+
+UL1_ROW_TILES = 24  # rows of up to this many tiles are simulated whole, the row being the loop's iteration
+
+
+def _ul1_keep(per_row: int) -> tuple[tuple[int, int], int]:
+    """Rows kept in the two truncated runs and the row count simulated exactly, for rows of per_row tiles
+    (about 48 tiles kept per core)."""
+    if per_row <= 2:
+        return (16, 24), 40
+    k2 = max(5, 48 // per_row)
+    return (k2 - max(2, k2 // 3), k2), k2 + k2 // 2
+
+
+def _build_scanul1_rows(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: bool,
+                        rows: list[int]) -> None:
+    """Every core's rows, a row per loop iteration (rows of at most UL1_ROW_TILES tiles)."""
+    engine.phase = "scan"
+    for w, count in enumerate(rows):
+        core = _UL1Core(engine, w, p, lay.length, x_hit)
+        tiles = core.row_tiles()
+
+        def emit(r: int, core=core, tiles=tiles) -> None:
+            core.start_row(tiles)
+            for j, elems in enumerate(tiles):
+                core.tile(j, elems)
+            core.end_row()
+
+        loop(engine, count, skip, emit)
+
+
+def _build_scanul1_round(engine: Engine, skip: int, lay: BatchedLayout, p: ScanParams, x_hit: bool,
+                         cores: int) -> None:
+    """One row on each of `cores` cores, the tile loop truncated by `skip` (rows of more than UL1_ROW_TILES
+    tiles): the pad covers the tiles kept, the full tiles skipped add their pad counters."""
+    engine.phase = "scan"
+    for w in range(cores):
+        core = _UL1Core(engine, w, p, lay.length, x_hit)
+        tiles = core.row_tiles()
+        skipped = clamp_skip(len(tiles), skip)
+        core.start_row(tiles[:2] + tiles[2 + skipped:], skipped)
+        loop(engine, len(tiles), skip, lambda j, core=core, tiles=tiles: core.tile(j, tiles[j]))
+
+
+def _simulate_scanul1(lay: BatchedLayout, p: ScanParams, hw, x_hit: bool, warm_l2: bool, force_exact: bool,
+                      state) -> SimResult:
+    """The batched ScanUL1's rows (_UL1Core). Rows of at most UL1_ROW_TILES tiles: all cores simulated
+    together, the row being the loop's iteration. Longer rows, whose per-row costs are spread over many
+    tiles: one row on every core simulated (its tile loop extrapolated), repeated once per row of a core,
+    plus a last round on the cores that take one row more (a core's rows are separated by its pad and
+    SyncGroup, so the cores, doing the same rows, run in step)."""
+    rows = [c // lay.tiles_per_row for c in lay.per_worker]
+    if lay.tiles_per_row <= UL1_ROW_TILES:
+        keep, exact = _ul1_keep(lay.tiles_per_row)
+
+        def build(engine: Engine, skip: int) -> None:
+            _build_scanul1_rows(engine, skip, lay, p, x_hit, rows)
+
+        return simulate(hw, build, max(rows), warm_l2=warm_l2, force_exact=force_exact, l2=state, keep=keep,
+                        exact_limit=exact)
+    parts = []
+    for cores, times in ((len(rows), min(rows)), (rows.count(max(rows)), max(rows) - min(rows))):
+        if times:
+            def build(engine: Engine, skip: int, cores=cores) -> None:
+                _build_scanul1_round(engine, skip, lay, p, x_hit, cores)
+
+            run = simulate(hw, build, lay.tiles_per_row, warm_l2=warm_l2, force_exact=force_exact, l2=state)
+            state = run.l2_end or state
+            parts.append((run, times))
+    return sequence(parts)
 
 
 def expected_matmuls(batch: int, length: int, params: BatchedScanParams, algorithm: str) -> int:

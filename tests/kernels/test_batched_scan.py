@@ -112,11 +112,13 @@ def test_gm_bytes_closed_form_without_padding(s):
     assert (
         u["cross_core_flags"] == 2 * tiles - 2 * cores
     )  # AIV->cube per tile but the first, cube->AIV per tile
-    cores1 = min(HW.ai_cores, batch)
     v = simulate_batched(batch, length, BatchedScanParams(algorithm="scanul1", s=s), HW).sim.counters
-    # U_s and L^-_s from GM once per core ([1] is filled in L1, kernel_block_scan.h:133-135)
-    assert v["bytes_gm_read"] == cores1 * 2 * L * 2 + tiles * L * 2 + tiles * L * 4
-    assert v["bytes_gm_write"] == 2 * tiles * L * 4
+    # per row: U_s and L^-_s from GM ([1] is filled in L1, kernel_block_scan.h:126-140), the row padded
+    # (read and written in fp16, seg_sum_single_cube.cpp:49); the cube reads the padded copy, AIV0 its C2
+    assert v["bytes_gm_read"] == batch * 2 * L * 2 + 2 * tiles * L * 2 + tiles * L * 4
+    assert v["bytes_gm_write"] == tiles * L * 2 + 2 * tiles * L * 4
+    # per row: both AIVs' flags after the pad, cube -> AIV per tile, AIV -> cube per tile but the first
+    assert v["cross_core_flags"] == batch * (2 + 4 + 3)
 
 
 def test_cross_core_flags_scanu():
@@ -133,7 +135,7 @@ def test_layout_pairs_rows_round_robin_and_pads_odd_batches():
     assert lay.padded and lay.rows_padded == 42 and lay.workers == 20
     assert lay.per_worker == (6,) + (3,) * 19  # 21 pairs: core 0 takes two, 3 tiles each
     lay1 = layout(41, 3 * 4096, params, HW, "scanul1")
-    assert not lay1.padded and lay1.per_worker == (9,) + (6,) * 19
+    assert lay1.padded and lay1.per_worker == (9,) + (6,) * 19  # every row padded by its core
     vec = layout(41, 3 * 4096, params, HW, "vector")
     assert vec.workers == 40 and vec.per_worker == (2,) + (1,) * 39
     short = layout(300, 50, params, HW, "scanu")
@@ -156,6 +158,15 @@ def test_extrapolation_agrees_with_exact_simulation(algorithm, batch, length, s)
     params = BatchedScanParams(algorithm=algorithm, s=s)
     fast = simulate_batched(batch, length, params, HW).sim
     exact = simulate_batched(batch, length, params, HW, force_exact=True).sim
+    assert fast.time_cycles == pytest.approx(exact.time_cycles, rel=0.02)
+    assert fast.counters == exact.counters
+
+
+def test_scanul1_rows_of_many_tiles_extrapolate_by_rows():
+    # 20 tiles a row, 10 rows a core: the loop's iteration is a row (the rows kept: _ul1_keep)
+    params = BatchedScanParams(algorithm="scanul1", s=16)
+    fast = simulate_batched(200, 5120, params, HW).sim
+    exact = simulate_batched(200, 5120, params, HW, force_exact=True).sim
     assert fast.time_cycles == pytest.approx(exact.time_cycles, rel=0.02)
     assert fast.counters == exact.counters
 
@@ -197,3 +208,57 @@ def test_a_non_finite_last_input_of_a_row_is_named_in_an_exclusive_scan(exclusiv
     assert verdict.tolerance.endswith("(the input holds NaN or inf: the cube multiplies them by the zeros of U_s, "
                                       "and 0 x NaN = NaN spreads over whole rows of a tile, so a matrix scan "
                                       "cannot match a sequential cumsum there)")
+
+
+def test_scanul1_row_is_its_pad_syncgroup_reload_and_tile_in_series():
+    # One core, rows of one s*s tile: each row is padded by AIV0, meets the cube in a SyncGroup, has L^- and U
+    # reloaded and its tile scanned and carried before the next row's pad starts
+    # (seg_sum_single_cube.cpp:49-62, kernel_block_scan.h:118-183): the time grows by that chain per row.
+    hw = HW.replace(ai_cores=1)
+    s, L = 64, 64 * 64
+    params = BatchedScanParams(algorithm="scanul1", s=s)
+    t = {r: simulate_batched(r, L, params, hw, force_exact=True).sim for r in (3, 4, 5)}
+    per_row = t[4].time_cycles - t[3].time_cycles
+    assert t[5].time_cycles - t[4].time_cycles == pytest.approx(per_row, rel=1e-12)
+    ops = {o.label: o for segment, _ in t[3].segments for o in segment}  # the last row's op of each label
+
+    def span(label):
+        return ops[label].end - ops[label].start
+
+    def moved(nbytes, rate, latency=0.0):
+        return nbytes / rate + latency
+
+    flag = hw.cross_core_flag_cycles
+    pad = (moved(L * 2, hw.gm_read_bytes_per_cycle, hw.gm_read_latency_cycles)  # the row from HBM
+           + moved(L * 2, hw.l2_write_bytes_per_cycle, hw.gm_write_latency_cycles))  # into the workspace
+    reload = 2 * moved(L * 2, hw.l2_read_bytes_per_cycle)  # L^- and U on MTE2 before the tile's A
+    cube = (moved(L * 2, hw.l2_read_bytes_per_cycle, hw.l2_hit_latency_cycles)  # the padded tile, an L2 hit
+            + sum(span(x) for x in ("x->L0A", "C1=A@1", "C1->L1 (fp16)", "U->L0B", "C2=A@U", "C1->L0B",
+                                    "C2+=L^-@C1"))
+            + moved(L * 4, hw.l2_write_bytes_per_cycle, hw.gm_write_latency_cycles))
+    carry = (moved(L * 4, hw.l2_read_bytes_per_cycle, hw.l2_hit_latency_cycles) + span("DataCopy UB->UB")
+             + span("tile += carry") + moved(L * 4, hw.l2_write_bytes_per_cycle))  # until the store leaves UB
+    assert per_row == pytest.approx(pad + flag + reload + cube + flag + carry, rel=1e-9)
+
+
+@pytest.mark.parametrize("batch, length, s", [(41, 30 * 1024 - 5, 32), (61, 30 * 4096, 64)])
+def test_scanul1_long_rows_by_rounds_agree_with_whole_rows(monkeypatch, batch, length, s):
+    # rows of more than UL1_ROW_TILES tiles: one round of rows simulated and repeated, vs all rows at once
+    import ascendbench.kernels.batched_scan as bs
+
+    params = BatchedScanParams(algorithm="scanul1", s=s)
+    rounds = simulate_batched(batch, length, params, HW).sim
+    monkeypatch.setattr(bs, "UL1_ROW_TILES", 10**9)
+    whole = simulate_batched(batch, length, params, HW, force_exact=True).sim
+    assert rounds.time_cycles == pytest.approx(whole.time_cycles, rel=0.02)
+    for key in ("matmuls", "bytes_gm_read", "bytes_gm_write", "cross_core_flags"):
+        assert rounds.counters[key] == whole.counters[key]
+
+
+def test_s14_crossover_of_the_batched_scans():
+    # S-14: ScanU wins beyond batch 36 for rows below 2K, ScanUL1 below batch 9 for rows above 8K (Fig B.2)
+    from ascendbench.reference.row_scan_claims import crossover_grid
+
+    grid = crossover_grid(HW)  # time(ScanUL1) / time(ScanU)
+    assert all(v > 1 for (b, n), v in grid.items() if b > 36 and n < 2048)
+    assert all(v < 1 for (b, n), v in grid.items() if b < 9 and n > 8192)
