@@ -7,8 +7,9 @@ Two variants:
   FIXPIPE; the AIVs compute beta*C, wait for the AIC's flag, compute alpha*C1 and the sum, and write C.
   Options: padding, double buffering, ShuffleK (§4.3.2), SplitK (§4.3.3), tile sizes M0, N0, K0.
 - "gemm-example": CATLASS's basic matmul as the paper's baseline: L1 tile 128 x 256 x 256, L0 tile
-  128 x 256 x 64, ping-pong, no padding, no SplitK or ShuffleK; the AIC writes A @ B, and a separate
-  element-wise pass applies alpha and beta when they are not (1, 0).
+  128 x 256 x 64, ping-pong, no padding, no SplitK or ShuffleK (every core starts its K loop at 0), blocks
+  in GemmIdentityBlockSwizzle<3, 0> order when M > N and <3, 1> otherwise; the AIC writes A @ B, and a
+  separate element-wise pass applies alpha and beta when they are not (1, 0).
 
 Mechanisms behind each option (no factors): without padding, GM reads of rows that are not 512-byte aligned
 run at the profile's unaligned rate, and the panel loads (GM -> L1 with on-the-fly ND2NZ conversion) of rows
@@ -45,6 +46,8 @@ __all__ = [
     "HgemmParams",
     "Tiling",
     "compute_hgemm",
+    "example_block",
+    "example_swizzle_direction",
     "hgemm_counters",
     "paper_selection",
     "resolve_tiling",
@@ -62,7 +65,12 @@ _FP32 = 4
 _PAD_ALIGN_BYTES = 512  # the proposed kernel pads A and B rows to 512 bytes (HGEMM paper §4.1)
 _ALIGN_ELEMS = _PAD_ALIGN_BYTES // _FP16  # elements of a padded fp16 row: a multiple of 256
 _FP16_MAX = 65504.0  # largest finite fp16
-_EXAMPLE_SWIZZLE = 3  # GemmExample's block swizzle offset (GemmIdentityBlockSwizzle<3, 0>)
+_EXAMPLE_SWIZZLE = 3  # GemmExample's block swizzle offset (GemmIdentityBlockSwizzle<3, direction>)
+# Slow-down per extra core reading the same 512-byte ranges at the same time: CANN's hardware-constraints page
+# (Ascend C guide, "硬件约束", canncommercial 8.5.0, atlas_ascendc_10_00048) gives 10%-20% for such accesses,
+# which the guide's same-address sample ("避免同地址访问", atlas_ascendc_best_practices_10_00013) produces with
+# 16 cores reading every 512-byte row in lockstep: the midpoint, 15%, over the 15 cores that queue.
+_SAME_RANGE_COST = 0.15 / 15
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 # Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
 # a workload often share them. Entries are numbers only (a few kB each).
@@ -91,7 +99,8 @@ class HgemmParams:
     variant: "proposed" or "gemm-example". m0, n0, k0: tile sizes (None: the selector's choice, §4.2.3; M0, N0
     multiples of 16, K0 a multiple of 8 so that Fig 5's K0 = 8 can be run). split_k: K split over this many
     cores (1, 2, 4, 8, ...). shuffle_k, padding, double_buffer: the paper's optimisations (all on by
-    default, as the paper evaluated). alpha, beta: the BLAS scalars.
+    default, as the paper evaluated; gemm-example has neither ShuffleK nor padding, and ignores both).
+    alpha, beta: the BLAS scalars.
     """
 
     variant: str = "proposed"
@@ -335,12 +344,13 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     wave = min(cores, tasks)
 
     example = params.variant == "gemm-example"
+    direction = example_swizzle_direction(m, n)
 
     def block_of(t: int) -> tuple[int, int, int]:
         b = t % blocks
         p, r = divmod(b, bm * bn)
         if example:
-            return (p, *example_block(r, bm, bn))
+            return (p, *example_block(r, bm, bn, direction))
         i, j = (r % bm, r // bm) if bm <= bn else (r // bn, r % bn)
         return p, i, j
 
@@ -348,7 +358,7 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     cols = [(block_of(t)[0], block_of(t)[2], t // blocks) for t in range(wave)]  # (batch, panel B, split)
     share_a = sum(rows.count(r) for r in rows) / wave
     share_b = sum(cols.count(c) for c in cols) / wave
-    if params.shuffle_k:
+    if params.shuffle_k and not example:  # CATLASS's basic matmul has no ShuffleK: its cores start at K = 0
         # ShuffleK starts each core at a different K block: sharers collide only when there are fewer
         # K blocks than cores sharing the panel.
         serial_a, serial_b = max(1.0, share_a / per_task), max(1.0, share_b / per_task)
@@ -381,10 +391,16 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     if example:
         # GemmIdentityBlockSwizzle<3, 0>: a band's (at most 3) A panels are read along the whole band and stay
         # in L2, so each is fetched once; a B panel is fetched once for the band's M blocks, which read it
-        # together, and again by the next band unless all of B stays in L2.
-        b_resident = k_task * n * _FP16 + _EXAMPLE_SWIZZLE * panel_a <= hw.l2_cache_bytes
-        hit_a = 1 - 1 / bn
-        hit_b = 1 - 1 / (bm if b_resident else min(bm, _EXAMPLE_SWIZZLE))
+        # together, and again by the next band unless all of B stays in L2. <3, 1>: the same with A and B
+        # exchanged (bands of 3 N blocks).
+        if direction == 0:
+            b_resident = k_task * n * _FP16 + _EXAMPLE_SWIZZLE * panel_a <= hw.l2_cache_bytes
+            hit_a = 1 - 1 / bn
+            hit_b = 1 - 1 / (bm if b_resident else min(bm, _EXAMPLE_SWIZZLE))
+        else:
+            a_resident = m * k_task * _FP16 + _EXAMPLE_SWIZZLE * panel_b <= hw.l2_cache_bytes
+            hit_b = 1 - 1 / bm
+            hit_a = 1 - 1 / (bn if a_resident else min(bn, _EXAMPLE_SWIZZLE))
         fast_resident = False
     footprint = (m * k + k * n) * _FP16 * batch
     c_resident = _c_resident(shape, params, hw, warm_l2)
@@ -411,15 +427,33 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
     )
 
 
-def example_block(r: int, bm: int, bn: int) -> tuple[int, int]:
+def example_swizzle_direction(m: int, n: int) -> int:
+    """The SwizzleDirection of GemmExample's GemmIdentityBlockSwizzle<3, direction> for an M x N output
+    (elements): 0 when M > N, else 1, as hicann/catlass examples/00_basic_matmul/basic_matmul.cpp chose it
+    from ba00df1a (2025-01) to ef8be58d (2025-05), the CANN 8.0.0 era of the HGEMM paper's baseline (later
+    versions always use <3, 0>)."""
+    return 0 if m > n else 1
+
+
+def example_block(r: int, bm: int, bn: int, direction: int = 0) -> tuple[int, int]:
     """(M block, N block) of GemmExample's task `r` (0-based, within one batch of bm x bn blocks): CATLASS's
-    GemmIdentityBlockSwizzle<3, 0> (include/catlass/gemm/block/block_swizzle.hpp, as examples/00_basic_matmul
-    instantiates it): bands of 3 M blocks (fewer in the last band), M fastest within a band, and the N order
-    reversed in every odd band."""
-    band, inside = divmod(r, _EXAMPLE_SWIZZLE * bn)
-    rows = min(_EXAMPLE_SWIZZLE, bm - band * _EXAMPLE_SWIZZLE)
-    i, j = band * _EXAMPLE_SWIZZLE + inside % rows, inside // rows
-    return i, (bn - 1 - j if band % 2 else j)
+    GemmIdentityBlockSwizzle<3, direction>::GetBlockCoord (include/catlass/gemm/block/block_swizzle.hpp).
+    direction 0 ("Zn"): bands of 3 M blocks (fewer in the last band), M fastest within a band, and the N order
+    reversed in every odd band; direction 1 ("Nz"): bands of 3 N blocks, N fastest, the M order reversed in
+    every odd band.
+
+    Raises:
+        ValueError: direction other than 0 or 1.
+    """
+    if direction not in (0, 1):
+        raise ValueError(f"swizzle direction must be 0 or 1, got {direction!r}")
+    slow, fast = (bm, bn) if direction == 0 else (bn, bm)  # banded direction, and the one walked along a band
+    band, inside = divmod(r, _EXAMPLE_SWIZZLE * fast)
+    width = min(_EXAMPLE_SWIZZLE, slow - band * _EXAMPLE_SWIZZLE)
+    banded, along = band * _EXAMPLE_SWIZZLE + inside % width, inside // width
+    if band % 2:
+        along = fast - 1 - along
+    return (banded, along) if direction == 0 else (along, banded)
 
 
 def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool = False,
@@ -643,7 +677,7 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
     panels: dict[int, tuple[int, int, float, float]] = {}  # K extent -> bytes and serialisation of A, B
     for span in {min(per_l1, kept_blocks - kb) * k0 for kb in range(0, kept_blocks, per_l1)}:
         bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
-        panels[span] = (bytes_a, bytes_b, _serialised(bytes_a, prog.serial_a), _serialised(bytes_b, prog.serial_b))
+        panels[span] = (bytes_a, bytes_b, _serialised(prog.serial_a), _serialised(prog.serial_b))
     # rows of the C block each AIV finishes (the first takes the larger half)
     halves = [math.ceil(m0 / 2) if h == 0 else m0 - math.ceil(m0 / 2) for h in range(hw.aiv_per_core)]
     parts = 2 if l0c_halves else 1
@@ -741,11 +775,11 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                 c1_slots.push(reads[-1])
 
 
-def _serialised(nbytes: float, sharers: float) -> float:
-    """Slow-down of a panel read that `sharers` cores make in lockstep: the same 512-byte range is served to
-    one core after another (HGEMM paper §4.3.2), so R ranges take R + sharers - 1 range times instead of R."""
-    ranges = max(1.0, nbytes / 512)
-    return (ranges + max(sharers, 1.0) - 1) / ranges
+def _serialised(sharers: float) -> float:
+    """Slow-down (>= 1) of a panel read whose 512-byte ranges `sharers` cores read at the same time: requests
+    to one range are served one after another (HGEMM paper §4.3.2; CANN "避免同地址访问"), each extra sharer
+    adding _SAME_RANGE_COST of queueing to every range, so 1 + 0.01 (sharers - 1). sharers <= 1: 1."""
+    return 1.0 + _SAME_RANGE_COST * (max(sharers, 1.0) - 1.0)
 
 
 def hgemm_counters(shape: GemmShape, params: HgemmParams, tiling: Tiling, splits: int = 1) -> dict[str, float]:
