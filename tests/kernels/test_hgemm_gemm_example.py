@@ -112,3 +112,14 @@ def test_serialised_bytes_count_the_queueing():
     sim, _ = simulate_hgemm(shape, HgemmParams(variant="gemm-example", alpha=1.0, beta=0.0), HW,
                             warm_l2=True, force_exact=True)
     assert sim.counters["bytes_serialised"] == pytest.approx(112 * 8 * 7168 * 2 * 0.19, rel=1e-9)
+
+
+def test_l2_reuse_follows_the_swizzle_direction():
+    # <3, 1> (M <= N): a band's B panels are read by all bm M blocks (fetched once: 1 - 1/bm); A (7.3 MB) stays
+    # in L2 beside the band's 3 B panels, so each A panel is fetched once for its bn reads. <3, 0> (M > N): the
+    # same with A and B exchanged. Cold L2: A and B (418 MB) do not fit the 192 MB L2 together.
+    params = HgemmParams(variant="gemm-example", alpha=1.0, beta=0.0)
+    for shape, hits in ((GemmShape(512, 28672, 7168), (1 - 1 / 112, 1 - 1 / 4)),
+                        (GemmShape(28672, 512, 7168), (1 - 1 / 2, 1 - 1 / 224))):
+        lay = _layout(shape, params, resolve_tiling(shape, params, HW), HW, warm_l2=False)
+        assert (lay.hit_a, lay.hit_b) == pytest.approx(hits)
