@@ -168,7 +168,7 @@ def fig_6_7(ctx):
                           [batched_bandwidth_gbps(hw, "vector", b, ROW_LENGTH, 128) for b in BATCHES]))
     series.append(_series("paper: s=64, 128 peak", [BATCHES[-1]], [paper_value("S-13 s=128")], "paper"))
     return {"kind": "lines", "xlabel": "batch size (rows of 65,536)", "ylabel": "bandwidth (GB/s)", "xscale": "log",
-            "yscale": "linear", "series": series, "notes": []}
+            "yscale": "linear", "series": series, "notes": [WINDOW_NOTE.split(";")[0]]}
 
 
 def fig_6_8(ctx):
@@ -191,7 +191,8 @@ def fig_b_2(ctx):
     return {"kind": "heatmap", "xlabel": "array length", "ylabel": "batch size", "x": list(CROSS_LENGTHS),
             "y": list(CROSS_BATCHES), "z": [[grid[(b, n)] for n in CROSS_LENGTHS] for b in CROSS_BATCHES],
             "zlabel": "time(ScanUL1) / time(ScanU)", "series": [],
-            "notes": ["paper: ScanU better for batch > 18 and length < 4K, ScanUL1 for batch < 18 and length > 4K"]}
+            "notes": [WINDOW_NOTE.split(";")[0],
+                      "paper: ScanU better for batch > 18 and length < 4K, ScanUL1 for batch < 18 and length > 4K"]}
 
 
 def fig_b_3(ctx):
