@@ -706,16 +706,19 @@ def _reduce_tile(engine: Engine, aiv: str, p: ScanParams, elems: int, deps: list
                           label="sum += GetAccVal")
 
 
-def _aiv(v: int) -> str:
-    """Unit name of AIV v of a multi-core scan (two per AI core: vec_cube_ratio 2, kernel_scan_batch.h)."""
-    return f"core{v // 2}.aiv{v % 2}"
+def _aiv(q: int) -> str:
+    """Unit name of physical AIV q of a multi-core scan (two per AI core: vec_cube_ratio 2,
+    kernel_scan_batch.h)."""
+    return f"core{q // 2}.aiv{q % 2}"
 
 
-def _working(aiv_reps: list[tuple[int, int]], counts: list[int]):
-    """(v, unit, count) of the representative AIVs with work in a loop of `counts` iterations per AIV."""
-    for v, _weight in aiv_reps:
-        if counts[v]:
-            yield v, _aiv(v), counts[v]
+def _working(aiv_reps: list[tuple[int, int]], waves: list[list[int]], counts: list[int]):
+    """(v, unit, count) of the logical AIVs with work in a loop of `counts` iterations per logical AIV, on the
+    representative physical AIVs (waves[q]: the logical AIVs physical AIV q runs, in order)."""
+    for q, _weight in aiv_reps:
+        for v in waves[q]:
+            if counts[v]:
+                yield v, _aiv(q), counts[v]
 
 
 def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: int, m: int, cube_kind: str,
@@ -738,6 +741,12 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
     output buffer in UB, the carry loop (per row of s: Adds and GetValue, kernel_complete_rows.h:144-161;
     MCScanUL1: one Adds per s^2 tile and one GetValue, kernel_complete_blocks.h:164-179), store. The
     scalar unit is blocked in the carry loop, so the next tile's read is issued only after it.
+
+    More blocks than AI cores (--blocks; the measured wrapper never launches them, torch_scan.h:198-204):
+    block b runs on core b % cores and its AIVs 2b, 2b + 1 on that core's two AIVs, in waves: in every phase
+    a core's later block starts when its earlier block has finished the phase. On the chip such a launch
+    hangs (SyncAll and IBWait need the logical blockDim <= the cores, AscendC API reference, CANN 8.0.0:
+    multi-round scheduling inserts abnormal synchronisation); the model times it as if it ran.
     """
     hw = engine.hw
     s, L = p.s, p.s * p.s
@@ -755,16 +764,18 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
     amax = max(lay.add) if lay.add else 0
     cmax = max(lay.cube)
     pmax = max(lay.pad)
-    # Block b runs on core b % cores (waves when there are more blocks than cores). Units with the same
-    # program are simulated once, weighted; AIVs are grouped by all their loops, so one weight serves them.
+    # Block b runs on core b % cores, its AIVs 2b, 2b + 1 on that core's two AIVs (waves when there are more
+    # blocks than cores: a core's later block starts a phase's work when its earlier one has finished it).
+    # Units with the same program are simulated once, weighted; AIVs are grouped by all their loops.
     core_blocks = [[b for b in range(blocks) if b % cores == c] for c in range(min(cores, blocks))]
     cube_reps = engine.groups([tuple(lay.cube[b] for b in bl) for bl in core_blocks])
-    aiv_keys = [(v % 2, lay.reduce[v], lay.add[v], lay.pad[v], v == aivs - 1) for v in range(aivs)]
-    aiv_reps = engine.groups(aiv_keys)
+    waves = [[2 * b + q % 2 for b in core_blocks[q // 2]] for q in range(2 * len(core_blocks))]
+    aiv_reps = engine.groups([(q % 2, *((lay.reduce[v], lay.add[v], lay.pad[v], v == aivs - 1) for v in wave))
+                              for q, wave in enumerate(waves)])
     for c, w in cube_reps:
         engine.set_weight(f"core{c}.aic", w)
-    for v, w in aiv_reps:
-        engine.set_weight(_aiv(v), w)
+    for q, w in aiv_reps:
+        engine.set_weight(_aiv(q), w)
     if warm:
         _preload_input(engine, [(offset + b * cmax * L, lay.cube[b] * L, w) for b, w in cube_reps], in_b)
     # UB: each phase's TPipe is released when the phase ends, so an AIV needs the largest of them: pad (2 + 2
@@ -774,23 +785,25 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
     ub = max(4 * L * in_b if lay.padded else 0,
              depth * rt * in_b + rt * _ACC_BYTES + (rt * 2 if in_b == 1 else 0),
              2 * depth * at * _ACC_BYTES)
-    for v, _ in aiv_reps:
-        engine.alloc(_aiv(v), "UB", ub, f"s={s} pad, reduce and carry tiles (the largest)")
+    for q, _ in aiv_reps:
+        engine.alloc(_aiv(q), "UB", ub, f"s={s} pad, reduce and carry tiles (the largest)")
     last: list[Op] = []
 
     # ----- padded path: the copy into the workspace (kernel_pad.h KernelPad) -----
     if lay.padded:
         engine.phase = "pad"
-        for v, aiv, count in _working(aiv_reps, lay.pad):
+        after: dict[str, Op] = {}  # the last op of the earlier block on a unit (waves)
+        for v, aiv, count in _working(aiv_reps, waves, lay.pad):
             base = v * pmax * L
             inq, outq = _Ring(2), _Ring(2)
             ops: list[Op] = []
 
-            def emit_pad(i: int, aiv=aiv, base=base, inq=inq, outq=outq, ops=ops) -> None:
+            def emit_pad(i: int, aiv=aiv, base=base, inq=inq, outq=outq, ops=ops,
+                         prior=after.get(aiv)) -> None:
                 first = base + i * L
                 elems = min(L, m - first)
                 rd = engine.gm_read(aiv, "MTE2", elems * in_b, region=_region("x", offset + first, in_b),
-                                    deps=[inq.wait()], label="x->UB")
+                                    deps=[inq.wait(), prior if i == 0 else None], label="x->UB")
                 cp = engine.ub_copy(aiv, L * in_b, deps=[rd, outq.wait()])
                 inq.push(cp)
                 wr = engine.gm_write(aiv, "MTE3", elems * in_b, region=_region("ws_x", first, in_b), deps=[cp],
@@ -804,6 +817,7 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
 
             _loop(engine, count, skip, emit_pad)
             last.append(ops[-1])
+            after[aiv] = ops[-1]
         # SyncAll, SyncGroup, PipeBarrier<PIPE_ALL> (kernel_scan_multi_core.h:92-94)
         pad_sync = engine.sync_all(last)
         last = []
@@ -829,10 +843,11 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
 
             _loop(engine, count, skip, emit_cube)
             last.append(ops[-1])
-    for v, aiv, count in _working(aiv_reps, lay.reduce):
+    after = {}
+    for v, aiv, count in _working(aiv_reps, waves, lay.reduce):
         base = v * rmax * rt
         inq = _Ring(depth)
-        state: dict[str, Op | None] = {"issue": pad_sync}
+        state: dict[str, Op | None] = {"issue": after.get(aiv, pad_sync)}
 
         def emit_reduce(i: int, aiv=aiv, base=base, inq=inq, state=state) -> None:
             first = base + i * rt
@@ -856,14 +871,16 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
                                  label="ReduceScalarAdd")
         # CopyScalarToGm: SetValue, then a 4-byte DataCopyPad (tcuscan_utils.h:1075-1094)
         last.append(engine.gm_write(aiv, "MTE3", 4, region=("sums", v * 4), deps=[dep], label="sum->GM"))
+        after[aiv] = last[-1]
     barrier = engine.sync_all(last)
 
     # ----- phase II -----
     engine.phase = "phase II"
     sums_len = m // L if ul1 else aivs  # ScanReducedTiles / ScanReducedBlocks read sums_len_ values
-    for v, aiv, count in _working(aiv_reps, lay.add):
-        rd_s = engine.gm_read(aiv, "MTE2", max(sums_len, 8) * _ACC_BYTES, region=("sums", 0), deps=[barrier],
-                              label="sums->UB")
+    after = {}
+    for v, aiv, count in _working(aiv_reps, waves, lay.add):
+        rd_s = engine.gm_read(aiv, "MTE2", max(sums_len, 8) * _ACC_BYTES, region=("sums", 0),
+                              deps=[barrier, after.get(aiv)], label="sums->UB")
         # ReduceScalarAdd of the sums of the lower AIVs: one UB read and add per AIV (tcuscan_utils.h:1688)
         start = engine.compute(aiv, "SCALAR", hw.vector_scalar_sync_cycles
                                + v * (hw.scalar_load_cycles + hw.scalar_op_cycles), deps=[rd_s],
@@ -889,8 +906,10 @@ def _build_multi_core(engine: Engine, skip: int, p: ScanParams, n: int, offset: 
                                  aligned=not p.exclusive, deps=[ch], label="y->GM")
             outq.push(engine.moved_out(wr))
             state["issue"] = ch
+            state["last"] = wr
 
         _loop(engine, count, skip, emit_add)
+        after[aiv] = state["last"]
 
 
 SCAN_KERNELS = {

@@ -250,6 +250,40 @@ def test_more_blocks_than_cores_run_in_waves():
     assert SCAN_KERNELS["mcscan"].verify(x, y, ScanParams(blocks=40)).passed
 
 
+CHIP_UNITS = {f"core{c}.{u}" for c in range(HW.ai_cores) for u in ("aic", "aiv0", "aiv1")}
+
+
+@pytest.mark.parametrize("kernel", ["mcscan-ul1", "mcscan"])
+def test_waves_run_on_the_chips_aivs_and_the_fast_path_matches_an_exact_run(kernel):
+    """40 blocks on 20 cores: block b on core b % 20, its AIVs on that core's two AIVs, the later block after
+    the earlier one. Each core then has the same 84 tiles as with 20 blocks: no faster. 84 and 42 tiles per
+    block are both past the exact limit (40), so the fast path extrapolates; force_exact simulates all."""
+    n = 1680 * 128 * 128
+    runs = {}
+    for blocks in (20, 40):
+        fast = SCAN_KERNELS[kernel].simulate(n, ScanParams(blocks=blocks, chunk=0), HW)
+        exact = SCAN_KERNELS[kernel].simulate(n, ScanParams(blocks=blocks, chunk=0), HW, force_exact=True)
+        assert fast.extrapolated and not exact.extrapolated
+        assert fast.time_cycles == pytest.approx(exact.time_cycles, rel=0.01)
+        assert {u for u, _ in exact.busy} == CHIP_UNITS  # 40 AIVs, as the chip has
+        assert exact.counters["matmuls"] == expected_matmuls(kernel, n, 128)
+        runs[blocks] = exact.time_cycles
+    assert 0.999 <= runs[40] / runs[20] <= 1.05
+
+
+def test_two_waves_of_l2_chunks_are_not_faster_than_one():
+    """Issue 27 item 7: n = 5e7 in chunks of 2^20 (64 tiles each). 20 blocks: 16 cores scan 4 tiles; 32
+    blocks: cores 0-11 scan blocks c and c + 20, 2 tiles each. Phase I was 652 us with 20 blocks and 464 us
+    with 32: the second wave's AIVs were simulated as 24 AIVs more than the chip has."""
+    runs = {b: SCAN_KERNELS["mcscan-ul1"].simulate(50_000_000, ScanParams(blocks=b, chunk=1 << 20), HW,
+                                                   force_exact=True) for b in (20, 32, 40)}
+    for run in runs.values():
+        assert {u for u, _ in run.busy} <= CHIP_UNITS
+    assert runs[32].time_cycles == runs[40].time_cycles  # same tiles per core: 2 per block, 4 on cores 0-11
+    assert runs[32].phases["phase I"] >= runs[20].phases["phase I"]
+    assert runs[32].time_cycles >= runs[20].time_cycles
+
+
 @pytest.mark.parametrize("tiles", [1, 3])
 def test_vec_cumsum_runs_cumsum_in_passes_of_16_rows(tiles):
     """AscendC CumSum with the minimum temporary buffer scans a 128 x 128 tile in 8 passes of 16 rows, each
