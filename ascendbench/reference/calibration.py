@@ -7,10 +7,11 @@ measures it with that claim's own evaluator, the one `ascendbench validate` runs
 with a fixed number of steps on a quantity monotone in its constant, so the result is deterministic. A constant
 marked "calibrated: ... of <profile> (same AIV design)" is copied from the profile it was fitted on.
 
-Claims G-8 (HPL-MxP TFLOPS) and G-9a M=8 (a pure stream of B) are calibration claims that no constant is
-fitted on: the Atlas's HBM efficiency they depend on has a public source (a third-party streaming measurement
-on a 1.6 TB/s 910B2), and with it both hold (see README). The 910B4's HBM (800 GB/s) has no public
-measurement: its efficiency is fitted on S-4.
+No shipped constant is marked calibrated today: the constants once fitted here (the 910B4's HBM efficiency on
+S-4, the Atlas's L2 read rate on G-9a M=512) have public sources now (CANN's GEMM cache-tiling cost model,
+cache_tiling_soc_spec.h), and every calibration claim (S-2, S-4, G-8, G-9a) holds without a fit; they stay
+calibration claims, never validation claims. FITS is empty; the machinery stays for a constant that has no
+source (and for `ascendbench correlate --fit`'s future home).
 """
 
 from __future__ import annotations
@@ -62,10 +63,7 @@ class Fit:
 
 
 # In the order they are fitted (each fit sees the values fitted before it).
-FITS: tuple[Fit, ...] = (
-    Fit("l2_read_bytes_per_cycle", "atlas-300t-a2", "G-9a M=512", 110.0, 440.0, decreasing=True, steps=30,
-        best_within=0.01, note="the AIC's MTE2 re-reads panels from L2; searched up to 4x the platform file's 110"),
-)
+FITS: tuple[Fit, ...] = ()
 _SHARED = re.compile(r"^calibrated: .* of (?P<profile>[a-z0-9-]+) \(same AIV design\)")
 
 

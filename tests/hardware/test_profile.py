@@ -34,14 +34,16 @@ def test_910b_family_profiles_carry_their_platform_facts(name, cores, mhz, l2):
     assert hw.cube_fp16_peak_tflops == pytest.approx(cores * 4096 * 2 * mhz * 1e6 / 1e12)
     atlas = load_profile("atlas-300t-a2")
     own = {"ai_cores", "aiv_per_core", "clock_mhz", "l2_bytes", "l2_cache_bytes", "hbm_efficiency",
-           "l2_read_bytes_per_cycle", "hbm_bandwidth_gbps"}
+           "l2_read_bytes_per_cycle", "gm_read_bytes_per_cycle", "hbm_bandwidth_gbps"}
     for f in _constant_fields():
         source = hw.sources[f.name]
         if f.name not in own and not source.startswith("derived:"):
             assert source.startswith("inherited from atlas-300t-a2"), (name, f.name)
             assert getattr(hw, f.name) == getattr(atlas, f.name), (name, f.name)
         assert not source.startswith("calibrated"), (name, f.name)  # nothing fitted on another chip's claim
-    assert hw.l2_read_bytes_per_cycle == 110.0  # the platform file's rate, not the Atlas fit
+    # the per-core rates of CANN's GEMM cost model for 192 MiB L2 parts (cache_tiling_soc_spec.h)
+    assert (hw.l2_read_bytes_per_cycle, hw.gm_read_bytes_per_cycle) == (128.0, 37.0)
+    assert "cache_tiling_soc_spec.h" in hw.sources["gm_read_bytes_per_cycle"]
 
 
 def test_profile_is_frozen():

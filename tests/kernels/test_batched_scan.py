@@ -214,7 +214,9 @@ def test_scanul1_row_is_its_pad_syncgroup_reload_and_tile_in_series():
     # One core, rows of one s*s tile: each row is padded by AIV0, meets the cube in a SyncGroup, has L^- and U
     # reloaded and its tile scanned and carried before the next row's pad starts
     # (seg_sum_single_cube.cpp:49-62, kernel_block_scan.h:118-183): the time grows by that chain per row.
-    hw = HW.replace(ai_cores=1)
+    # Rates pinned (the platform file's 32 and 110 B/cycle): the closed form below is the critical chain at
+    # these rates; other rates can put a different (2-cycle) step on it.
+    hw = HW.replace(ai_cores=1, gm_read_bytes_per_cycle=32.0, l2_read_bytes_per_cycle=110.0)
     s, L = 64, 64 * 64
     params = BatchedScanParams(algorithm="scanul1", s=s)
     t = {r: simulate_batched(r, L, params, hw, force_exact=True).sim for r in (3, 4, 5)}

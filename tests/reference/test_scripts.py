@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("script", [[str(ROOT / "benchmarks" / "calibrate.py"), "--check"],
+@pytest.mark.parametrize("script", [[str(ROOT / "benchmarks" / "sensitivity.py"), "--hardware", "ascend-910b4"],
                                     ["-m", "ascendbench.reference.hgemm_claims"]])
 @pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGINT, 130, "interrupted"),
                                                    (signal.SIGTERM, 143, "terminated")])
