@@ -250,6 +250,20 @@ def test_more_blocks_than_cores_run_in_waves():
     assert SCAN_KERNELS["mcscan"].verify(x, y, ScanParams(blocks=40)).passed
 
 
+@pytest.mark.parametrize("s", [16, 32, 64, 128])
+def test_multi_core_carry_steps_are_the_codes(s):
+    """Phase II carry steps (one Adds, then one GetValue behind a V->S sync). MCScan: tiles of
+    min(s/2, ceil(8192/s)) rows of s, every row of a tile even in a partial last one (kernel_complete_rows.h:
+    49-50, 153-157; rows s/2 from kernel_scan_multi_core.h:114-115). MCScanUL1: one step per s^2 tile
+    (kernel_complete_blocks.h:173-178: tile_len = block_scan_len = s^2, kernel_scan_multi_cube.h:115-116)."""
+    rows = min(s // 2, -(-8192 // s))
+    for n in (40 * s * s, 40 * s * s + 5, 10**7 + 1):
+        mc = SCAN_KERNELS["mcscan"].simulate(n, ScanParams(s=s, chunk=0), HW).counters
+        ul1 = SCAN_KERNELS["mcscan-ul1"].simulate(n, ScanParams(s=s, chunk=0), HW).counters
+        assert mc["vector_scalar_syncs"] == -(-n // (s * rows)) * rows
+        assert ul1["vector_scalar_syncs"] == -(-n // (s * s))
+
+
 CHIP_UNITS = {f"core{c}.{u}" for c in range(HW.ai_cores) for u in ("aic", "aiv0", "aiv1")}
 
 
