@@ -6,6 +6,8 @@ Public API:
 - ``encode_keys(keys, descending=False) -> np.ndarray`` (the order-preserving unsigned transform)
 - ``simulate_radix_sort(n, dtype, hw, *, variant="mcscan", with_indices=True, passes=None, warm_l2=False,
   descending=False) -> SimResult``
+- ``simulate_iota(n, hw, *, idx_bytes=4, writeback=True) -> SimResult`` and ``iota_tiles(n, hw) -> list[int]``
+  (the index initialisation before the passes)
 
 Key transform (§5.3, Exercises 8-9 of Knuth §5.2.5 as the paper cites): signed integers flip the sign bit; fp16
 (and fp32, the keys of top-p on fp32 probabilities) inverts all bits of negative numbers and sets the sign bit
@@ -23,6 +25,12 @@ Timing per pass (KERNELS.md "Radix sort"): extract the bit on every AIV (read th
 SyncAll, SplitInd (the int8 MCScan of the flags, SyncAll, the gather of keys and int32 indices), SyncAll. Signed and
 float keys (and descending order) add an encode pass before and a decode pass after. Variant "vector" is the
 baseline: the same sort with the vector-only scan (kernels/split.py).
+
+Once per sort, whatever the pass count (reference/pytorch-tcuscan src/radix_sort.cpp): before the encode,
+the index initialisation writes 0 ... n-1 as int32 to GM on the kernel's 2d AIVs (63-64,
+`run_arithmetic_progression`, kernel_arithmetic_progression.h 78-120: per tile of s^2/2 elements an Adds, a
+DataCopy to the out queue and the copy to GM) and a SyncAll follows (65); the first pass then reads these
+indices like every later one (73, 82).
 """
 
 from __future__ import annotations
@@ -35,11 +43,14 @@ from pydantic import Field
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels import contract
 from ascendbench.kernels.partition import index_bytes
-from ascendbench.kernels.programs import copy_pass
-from ascendbench.kernels.split import index_dtype, simulate_split, split_ind, split_ind_partitioned
-from ascendbench.sim.result import SimResult, fixed_cost, sequence
+from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop
+from ascendbench.kernels.split import (SCAN_S, gather_workers, index_dtype, simulate_split, split_ind,
+                                       split_ind_partitioned)
+from ascendbench.sim.engine import Engine
+from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate
 
-__all__ = ["KEY_DTYPES", "SORT_VARIANTS", "encode_keys", "radix_sort", "simulate_radix_sort"]
+__all__ = ["KEY_DTYPES", "SORT_VARIANTS", "encode_keys", "iota_tiles", "radix_sort", "simulate_iota",
+           "simulate_radix_sort"]
 
 # Key dtypes: name -> (NumPy dtype, bits)
 KEY_DTYPES = {
@@ -117,6 +128,47 @@ def radix_sort(keys: np.ndarray, descending: bool = False, stable: bool = True, 
     return keys[indices], indices
 
 
+def iota_tiles(n: int, hw: HardwareProfile) -> list[int]:
+    """Tiles of s^2/2 indices each AIV writes in the index initialisation: ceil(n / (s^2/2)) tiles dealt
+    round-robin to the 2d AIVs of the launch (kernel_arithmetic_progression.h 40-45, 84-94: AIV b takes tiles
+    b, b + 2d, ...; 2d as in split.gather_workers, torch_sort.h 43-49 picks d)."""
+    tiles = -(-n // (SCAN_S * SCAN_S // 2))
+    workers = gather_workers(n, hw)
+    return [tiles // workers + (1 if w < tiles % workers else 0) for w in range(workers)]
+
+
+def simulate_iota(n: int, hw: HardwareProfile, *, idx_bytes: int = 4, writeback: bool = True) -> SimResult:
+    """The index initialisation of the radix sort (radix_sort.cpp 63-64): n indices 0 ... n-1 of `idx_bytes`
+    each written to GM, phase "iota". Per tile of s^2/2 elements (kernel_arithmetic_progression.h 98-120):
+    one vector pass making the tile (ArithProgression on an AIV's first tile, Adds of 2d * s^2/2 on the later
+    ones), one vector DataCopy into the 2-slot out queue, one MTE3 copy to GM. writeback=False: the indices
+    stay in L2 until the first pass reads them. Counters: bytes_gm_write = n * idx_bytes (the last tile's
+    write in whole 32-byte MTE blocks)."""
+    tile = SCAN_S * SCAN_S // 2
+    per_aiv = iota_tiles(n, hw)
+
+    def build(engine: Engine, skip: int) -> None:
+        engine.phase = "iota"
+        for _, unit, count, tail in aiv_groups(engine, per_aiv, n, tile):
+            engine.alloc(unit, "UB", 3 * tile * idx_bytes, "index tile and its 2-slot out queue")
+            ring = Ring(2)
+            prev = []
+
+            def emit(i: int, unit=unit, ring=ring, prev=prev, tail=tail, last_index=count - 1) -> None:
+                elems = min(tail, tile) if i == last_index else tile
+                make = engine.vector(unit, tile * idx_bytes, deps=prev[-1:], label="ArithProgression / Adds")
+                prev.append(make)
+                copy = engine.vector(unit, tile * idx_bytes, deps=[make, ring.wait()],
+                                     label="DataCopy->out queue")
+                wr = engine.gm_write(unit, "MTE3", elems * idx_bytes, writeback=writeback, deps=[copy],
+                                     label="indices->GM")
+                ring.push(engine.moved_out(wr))
+
+            loop(engine, count, skip, emit)
+
+    return simulate(hw, build, max(per_aiv))
+
+
 def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str = "mcscan",
                         with_indices: bool = True, passes: int | None = None, warm_l2: bool = False,
                         descending: bool = False) -> SimResult:
@@ -124,7 +176,8 @@ def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str
 
     variant: "mcscan" (SplitInd with the int8 MCScan, the paper's) or "vector" (vector-only scan, the baseline).
     passes: split passes (default: the key width in bits); fewer passes model the paper's B.5 estimate (keys
-    still read and written at full width, the result not sorted). Phases: launch, encode, radix (bit extraction),
+    still read and written at full width, the result not sorted; the index initialisation, encode and decode
+    stay). Phases: launch, iota (index initialisation, with_indices only), encode, radix (bit extraction),
     scan, sync, gather, decode. Counter "scans" = passes.
     Raises ValueError naming n, dtype, variant or passes.
     """
@@ -150,18 +203,23 @@ def simulate_radix_sort(n: int, dtype: str, hw: HardwareProfile, *, variant: str
     fits = n * (2 * (kb + idx) + 1 + 4) <= hw.l2_cache_bytes
     keys_hit = warm_l2 and n * kb <= hw.l2_cache_bytes
     parts: list[tuple[SimResult, int]] = [(launch, 1)]
+    if with_indices:
+        parts.append((simulate_iota(n, hw, idx_bytes=idx, writeback=not fits), 1))
+        parts.append((sync, 1))
     transform = not dtype.startswith("uint") or descending
     if transform:
         parts.append((copy_pass(hw, n, kb, kb, keys_hit, "encode", False, writeback=not fits), 1))
         parts.append((sync, 1))
         keys_hit = keys_hit or fits
     scan = "mcscan" if variant == "mcscan" else "vector"
+    # the first SplitInd finds its keys in L2 (warm or just encoded), and its indices if keys and indices fit
+    first_hit = keys_hit and (not with_indices or n * (kb + idx) <= hw.l2_cache_bytes)
 
     def one_pass(first: bool) -> SimResult:
         extract = copy_pass(hw, n, kb, 1, keys_hit if first else fits, "radix", False, writeback=not fits)
         split = simulate_split(n, dtype, hw, variant="splitind" if scan == "mcscan" else "vector",
-                               with_indices=with_indices, indices_in=with_indices and not first,
-                               resident=fits or (first and keys_hit), launch=False, first_step=False)
+                               with_indices=with_indices, indices_in=with_indices,
+                               resident=fits or (first and first_hit), launch=False, first_step=False)
         return sequence([(extract, 1), (sync, 1), (split, 1), (sync, 1)])
 
     parts.append((one_pass(True), 1))

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ascendbench.hardware import load_profile
-from ascendbench.kernels.radix_sort import encode_keys, radix_sort, simulate_radix_sort
+from ascendbench.kernels.radix_sort import (encode_keys, iota_tiles, radix_sort, simulate_iota,
+                                            simulate_radix_sort)
 
 HW = load_profile("ascend-910b4")
 INT_DTYPES = [np.uint8, np.uint16, np.uint32, np.int8, np.int16, np.int32]
@@ -86,8 +87,9 @@ def test_one_scan_per_key_bit(dtype, bits):
     assert sim.counters["scans"] == bits
     assert sim.counters["matmuls"] == bits * -(-n // 16384)
     # per pass: after the bit extraction, MCScan's pad pass and its phase I/II SyncAll, after the scan and after
-    # the gather (n is not a multiple of s^2, so the scan pads); signed and float keys add one after the encode
-    assert sim.counters["sync_all"] == 5 * bits + (0 if dtype.startswith("uint") else 1)
+    # the gather (n is not a multiple of s^2, so the scan pads); signed and float keys add one after the
+    # encode; one after the index initialisation (radix_sort.cpp 65)
+    assert sim.counters["sync_all"] == 5 * bits + (0 if dtype.startswith("uint") else 1) + 1
     assert ("encode" in sim.phases) == (dtype != "uint8" and dtype != "uint32")
 
 
@@ -101,13 +103,49 @@ def test_passes_scale_the_sort_and_the_vector_variant_has_no_cube():
     assert vec.counters.get("matmuls", 0) == 0 and vec.counters["scans"] == 16
 
 
-def test_first_pass_generates_indices_later_passes_read_them():
+def test_every_pass_reads_the_indices_the_initialisation_wrote():
+    # radix_sort.cpp 63-73: the indices are written once before the passes, the first pass reads them too
     n = 8192 * 40
-    one = simulate_radix_sort(n, "uint16", HW, passes=1)
+    one = simulate_radix_sort(n, "uint16", HW, passes=1)  # uint16: no encode/decode
     two = simulate_radix_sort(n, "uint16", HW, passes=2)
-    extra = two.counters["bytes_gm_read"] - one.counters["bytes_gm_read"]
-    # the second pass reads its keys twice (extract, gather), flags (scan, gather) and int32 indices
-    assert extra >= n * (2 + 2 + 4)
+    assert two.counters["bytes_gm_read"] == 2 * one.counters["bytes_gm_read"]
+    written = one.counters["bytes_gm_write"]
+    assert two.counters["bytes_gm_write"] - written == written - 4 * n  # the indices are written once
+    keys_only = simulate_radix_sort(n, "uint16", HW, passes=1, with_indices=False)
+    assert "iota" not in keys_only.phases and "iota" in one.phases
+
+
+def test_iota_tiles_are_dealt_round_robin_to_the_launched_aivs():
+    # 19,988,480 = 2440 tiles of 8192 on 2 x 20 AIVs; 8192 * 41 + 5: 42 tiles, 21 s^2 tiles -> d = 7, 14 AIVs
+    assert iota_tiles(19_988_480, HW) == [61] * 40
+    assert iota_tiles(8192 * 41 + 5, HW) == [3] * 14
+    assert iota_tiles(8192 * 40 + 1, HW) == [3] * 13 + [2]  # 41 tiles on the same 14 AIVs
+
+
+@pytest.mark.parametrize("n", [8192 * 41 + 5, 19_988_480])
+def test_iota_writes_n_int32_with_two_vector_passes_per_tile(n):
+    sim = simulate_iota(n, HW)
+    tiles = -(-n // 8192)
+    tail = 4 * (n - (tiles - 1) * 8192)
+    written = 4 * 8192 * (tiles - 1) + -(-tail // 32) * 32  # the last tile's write in 32-byte MTE blocks
+    assert sim.counters["bytes_gm_write"] == sim.counters["bytes_hbm_write"] == written
+    assert sim.counters["vector_instructions"] == 2 * tiles  # Adds (ArithProgression) and DataCopy
+    assert sim.counters["vector_repeats"] == 2 * tiles * 8192 * 4 // 256
+    assert simulate_iota(n, HW, writeback=False).counters.get("bytes_hbm_write", 0) == 0
+    assert set(sim.phases) == {"iota"}
+
+
+def test_sort_time_is_fixed_part_plus_passes_times_one_pass():
+    # t(p) = fixed + p * pass; fixed = launch, index initialisation, encode, decode and their two SyncAll
+    n = 2**20
+    t = {p: simulate_radix_sort(n, "fp16", HW, passes=p) for p in (1, 2, 3)}
+    per_pass = t[2].time_cycles - t[1].time_cycles
+    assert t[3].time_cycles - t[2].time_cycles == pytest.approx(per_pass, rel=1e-12)
+    ph = t[1].phases
+    fixed = ph["launch"] + ph["iota"] + ph["encode"] + ph["decode"] + 2 * HW.sync_all_cycles
+    assert t[1].time_cycles - per_pass == pytest.approx(fixed, rel=1e-12)
+    # 2**20 keys: the working set fits L2, the indices are not written back
+    assert ph["iota"] == simulate_iota(n, HW, writeback=False).time_cycles
 
 
 def test_simulate_radix_sort_rejects_bad_arguments():
