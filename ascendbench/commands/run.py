@@ -120,7 +120,7 @@ def scan(
                                                   "mcscan, saying why; mcscan for int8).")] = None,
     s: Annotated[int, count_option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
     blocks: Annotated[int | None, count_option("--blocks", help="Blocks of the multi-core scans "
-                                                  "(default: all AI cores; more run in waves).")] = None,
+                                                  "(default and at most: all AI cores).")] = None,
     chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (default: the paper's "
                                                  "rule), 'off'/0, or a count such as 2**24.")] = None,
     exclusive: ExclusiveOption = False,

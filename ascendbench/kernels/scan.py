@@ -239,7 +239,7 @@ class ScanKernel:
         """Raise ParamError naming the parameter if `params` are not allowed for this kernel.
 
         Raises:
-            ParamError: s not in 16/32/64/128; blocks < 1; chunk < 0; unknown dtype/out_dtype; fp16 output for
+            ParamError: s not in 16/32/64/128; blocks < 1 or, for the multi-core scans, above the core count; chunk < 0; unknown dtype/out_dtype; fp16 output for
                 int8 input; int8 with a ScanUL1 variant (C1 = A@1 would have to be fed back to the cube as int8).
             BufferCapacityError: a tile does not fit a buffer of `hw` (checked by building one tile's program).
         """
@@ -249,6 +249,13 @@ class ScanKernel:
             raise ParamError("s", f"must be one of {', '.join(map(str, S_VALUES))}, got {params.s}")
         if params.blocks is not None and params.blocks < 1:
             raise ParamError("blocks", f"must be at least 1, got {params.blocks}")
+        if self.multi_core and params.blocks is not None and params.blocks > hw.ai_cores:
+            # SyncAll and IBWait need every block resident at once (AscendC API reference, CANN 8.0.0: the
+            # logical blockDim must not exceed the core count); the measured wrapper never launches more
+            # blocks than AICs (torch_scan.h 198-204), and a launch with more hangs on the chip
+            raise ParamError("blocks", f"must be at most {hw.ai_cores} (the AI cores of {hw.name}): {self.name} "
+                                       f"synchronises all blocks with SyncAll, which hangs when blocks outnumber "
+                                       f"the cores; got {params.blocks}")
         if params.chunk is not None and params.chunk < 0:
             raise ParamError("chunk", f"must be 0 (off), 'auto' or a positive element count, got {params.chunk}")
         if params.dtype not in DTYPES:

@@ -42,7 +42,7 @@ class ScanParams:
     """Parameters of a scan kernel.
 
     s: side of the s x s tiles, one of 16/32/64/128 (ignored by memcpy and vec-cumsum).
-    blocks: number of blocks for the multi-core scans (None: all AI cores); more blocks than cores run in waves.
+    blocks: number of blocks for the multi-core scans (None: all AI cores), at most the core count (SyncAll).
     chunk: elements per L2 chunk for the multi-core scans: None = the measured kernel's rule (split only when
         the problem exceeds L2, chunks of L2 / (input + output bytes) rounded up to 256), 0 = off, else the
         size (rounded up to whole s*s tiles).
