@@ -14,7 +14,8 @@ window holds the host's work too:
 - tail: from the kernel's end to the end event. A wrapper that synchronises inside the call
   (`aclrtSynchronizeStream`, torch_scan.h) enqueues the end event only after the kernel has finished, so the
   wake-up of the synchronising thread and the event's own enqueue follow the kernel; a plain torch op
-  (`torch.clone`) returns at once and its end event is queued behind the kernel (tail 0).
+  (`torch.clone`) or a wrapper without a synchronisation (run_radix_sort) returns at once and its end event is
+  queued behind the kernel (tail 0).
 
 The steps of each wrapper are read from `src/torch/torch_scan.h` and `src/torch/commons.h`; each step's cost
 is a profile constant (`host_*`, in microseconds) with its source. The window is used only where a result is
@@ -68,7 +69,9 @@ WRAPPERS: dict[str, tuple[HostStep, ...]] = {
     "run_scan_single_core": (_OUT, _MALLOC, _MEMCPY, _ZEROS, _CALL, _SYNC),
     # batched scan (torch_scan.h 119-174): stream(true) after the tiling copy
     "run_scan_batch": (_OUT, _MALLOC, _MEMCPY, _DRAIN, _WORKSPACE, _CALL, _SYNC),
-    # a torch eager op (torch.clone, the memcpy reference): no synchronisation inside the call
+    # radix sort (torch_sort.h 51-80): two outputs, stream(true) after the workspace, no synchronisation
+    "run_radix_sort": (_OUT, _OUT, _MALLOC, _MEMCPY, _WORKSPACE, _DRAIN, _CALL),
+    # a torch eager op (torch.clone, the memcpy reference; torch.sort): no synchronisation inside the call
     "torch_op": (_EAGER,),
 }
 

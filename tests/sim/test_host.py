@@ -70,3 +70,10 @@ def test_host_constants_never_reach_the_kernel_time():
     timed = scan_claims.window("mcscan", n, slow_host)
     assert timed.kernel_s == kernel
     assert timed.window_s == pytest.approx(kernel + 7000e-6, rel=1e-12)  # the split wrapper's seven steps
+
+
+def test_the_radix_sort_wrapper_does_not_synchronise():
+    w = measured_window(HW, "run_radix_sort", 1e-3)
+    head = 3 * HW.host_tensor_alloc_us + HW.host_acl_malloc_us + HW.host_memcpy_h2d_us + HW.host_queue_drain_us
+    assert w.head_s == pytest.approx((head + HW.host_launch_us) * 1e-6, rel=1e-12)
+    assert w.tail_s == 0
