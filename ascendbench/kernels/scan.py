@@ -239,8 +239,8 @@ class ScanKernel:
         """Raise ParamError naming the parameter if `params` are not allowed for this kernel.
 
         Raises:
-            ParamError: s not in 16/32/64/128; blocks < 1 or, for the multi-core scans, above the core count; chunk < 0; unknown dtype/out_dtype; fp16 output for
-                int8 input; int8 with a ScanUL1 variant (C1 = A@1 would have to be fed back to the cube as int8).
+            ParamError: s not in 16/32/64/128; blocks < 1 or, for the multi-core scans, above the core count;
+                chunk < 0; unknown dtype/out_dtype; fp16 output for int8 input; int8 with a ScanUL1 variant (C1 = A@1 would have to be fed back to the cube as int8).
             BufferCapacityError: a tile does not fit a buffer of `hw` (checked by building one tile's program).
         """
         if n < 0:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import sys
 
 from ascendbench.interrupts import run_script
-from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.reference import claims_main
 from ascendbench.reference.claims import Outcome, evaluator, module_rows
-from ascendbench.sim.host import measured_window
+from ascendbench.reference.scan_claims import window
+from ascendbench.sim.host import measured_window, scan_wrapper
 
 HW = "ascend-910b4"
 CLAIM_IDS = ("S-13", "S-14", "S-15")
@@ -34,7 +34,7 @@ INT8_SIZES = tuple(i * 20 * 128 * 128 for i in (1, 2, 5, 10, 20, 50, 100, 305)) 
 def batched_time_s(hw, algorithm: str, batch: int, length: int, s: int) -> float:
     """Seconds of one batched scan call as the profiling script times it (kernel + host window)."""
     kernel = simulate_batched(batch, length, BatchedScanParams(algorithm=algorithm, s=s), hw).sim.time_s
-    return measured_window(hw, "torch_op" if algorithm == "vector" else "run_scan_batch", kernel).window_s
+    return measured_window(hw, "torch_op" if algorithm == "vector" else scan_wrapper("batched"), kernel).window_s
 
 
 def batched_bandwidth_gbps(hw, algorithm: str, batch: int, length: int, s: int) -> float:
@@ -94,11 +94,7 @@ def s_14(hw, ctx) -> Outcome:
 
 def int8_gains(hw, sizes=INT8_SIZES) -> list[float]:
     """Gelem/s of int8 MCScan / Gelem/s of fp16 MCScan at each n (Figure B.3)."""
-    def timed(n, dtype):
-        return measured_window(hw, "run_scan_multi_core",
-                               SCAN_KERNELS["mcscan"].simulate(n, ScanParams(dtype=dtype), hw).time_s).window_s
-
-    return [timed(n, "fp16") / timed(n, "int8") for n in sizes]
+    return [window("mcscan", n, hw).window_s / window("mcscan", n, hw, dtype="int8").window_s for n in sizes]
 
 
 @evaluator("S-15", HW)

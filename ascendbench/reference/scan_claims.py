@@ -44,13 +44,18 @@ def bandwidth_gbps(kernel: str, n: int, hw, **params) -> float:
     return n * (p.in_bytes + p.out_bytes) / time_s(kernel, n, hw, **params) / 1e9
 
 
+def _sim(ctx, hw, kernel: str, n: int, **params):
+    """One simulation per (kernel, n, parameters) in a validate run, shared by every claim that needs it."""
+    key = ("scan sim", hw.name, kernel, n, tuple(sorted(ScanParams(**params).to_dict().items())))
+    return ctx.memo(key, lambda: simulate(kernel, n, hw, **params))
+
+
+def _window(ctx, hw, kernel: str, n: int, **params):
+    return measured_window(hw, scan_wrapper(kernel, params.get("chunk")), _sim(ctx, hw, kernel, n, **params).time_s)
+
+
 def _time(ctx, hw, kernel: str, n: int, **params) -> float:
-    return ctx.memo(("scan time", hw.name, kernel, n, tuple(sorted(params.items()))),
-                    lambda: time_s(kernel, n, hw, **params))
-
-
-def _sim(ctx, hw, kernel: str, n: int):
-    return ctx.memo(("scan sim", hw.name, kernel, n), lambda: simulate(kernel, n, hw))
+    return _window(ctx, hw, kernel, n, **params).window_s
 
 
 @evaluator("S-W1", HW)
@@ -79,15 +84,15 @@ def s_3(hw, ctx) -> Outcome:
     return Outcome(_time(ctx, hw, "scanu", N_SINGLE) / _time(ctx, hw, "scanul1", N_SINGLE), detail=f"n={N_SINGLE:,}")
 
 
-def mcscan_bandwidths(hw) -> dict[int, float]:
-    """MCScan bandwidth (GB/s) at n = 99,942,400 for s = 32, 64, 128."""
-    return {s: bandwidth_gbps("mcscan", N_MULTI, hw, s=s) for s in (32, 64, 128)}
+def _mcscan_bandwidths(ctx, hw) -> dict[int, float]:
+    """MCScan bandwidth (GB/s, as timed) at n = 99,942,400 for s = 32, 64, 128."""
+    return {s: N_MULTI * 6 / _time(ctx, hw, "mcscan", N_MULTI, s=s) / 1e9 for s in (32, 64, 128)}
 
 
 @evaluator("S-4", HW)
 def s_4(hw, ctx) -> Outcome:
-    bw = ctx.memo(("mcscan bw", hw.name), lambda: mcscan_bandwidths(hw))
-    w = ctx.memo(("scan window", hw.name, None), lambda: window("mcscan", N_MULTI, hw, chunk=None))
+    bw = _mcscan_bandwidths(ctx, hw)
+    w = _window(ctx, hw, "mcscan", N_MULTI)
     return Outcome(bw[128] / hw.hbm_bandwidth_gbps,
                    detail=(f"{bw[128]:.0f} GB/s at n={N_MULTI:,} as timed (kernel {w.kernel_s * 1e6:.1f} us, "
                            f"host window {w.host_s * 1e6:.1f} us)"))
@@ -95,7 +100,7 @@ def s_4(hw, ctx) -> Outcome:
 
 @evaluator("S-5", HW)
 def s_5(hw, ctx) -> Outcome:
-    bw = ctx.memo(("mcscan bw", hw.name), lambda: mcscan_bandwidths(hw))
+    bw = _mcscan_bandwidths(ctx, hw)
     return Outcome(f"{bw[128]:.0f} > {bw[64]:.0f} > {bw[32]:.0f}", bw[128] > bw[64] > bw[32])
 
 
@@ -106,8 +111,7 @@ def s_6(hw, ctx) -> Outcome:
 
 @evaluator("S-7", HW)
 def s_7(hw, ctx) -> Outcome:
-    split, whole = (ctx.memo(("scan window", hw.name, chunk), lambda c=chunk: window("mcscan", N_MULTI, hw, chunk=c))
-                    for chunk in (None, 0))
+    split, whole = _window(ctx, hw, "mcscan", N_MULTI), _window(ctx, hw, "mcscan", N_MULTI, chunk=0)
     return Outcome(whole.window_s / split.window_s - 1,
                    detail=(f"n={N_MULTI:,}; kernel {split.kernel_s * 1e6:.1f} us split, {whole.kernel_s * 1e6:.1f} us "
                            f"not; host window {split.host_s * 1e6:.1f} and {whole.host_s * 1e6:.1f} us"))
