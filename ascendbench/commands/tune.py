@@ -427,6 +427,7 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         hw = load_profile(hardware)
     except HardwareError as exc:
         fail(str(exc))
+    space = space.on(hw)  # block counts end at the profile's cores
     if exhaustive and space.grid_size > MAX_GRID_POINTS:  # before the storage is opened (which creates it)
         fail(f"--exhaustive: the grid of {space.path} has {space.grid_size:,} points, more than "
              f"{MAX_GRID_POINTS:,} can be evaluated; narrow the int ranges")

@@ -9,7 +9,9 @@ tune). Parameter types:
 - "ordered": `choices` (ints in increasing order, e.g. tile sizes that are not a power-of-2 range); Optuna sees
   the integer index into them (`<name>_index`), so that samplers use their order;
 - "bool": the choices false and true;
-- "int": `low`, `high`, optional `step` (default 1), sampled uniformly;
+- "int": `low`, `high`, optional `step` (default 1), sampled uniformly; with `bounded_by = "ai_cores"` the
+  range ends, on a given hardware profile, at min(high, the profile's AI cores) (a block count: the kernels'
+  SyncAll needs every block resident), so that no trial is spent on a point the chip cannot run;
 - "log-int": `low`, `high` (powers of 2); the powers of 2 in range, searched as the exponent (Optuna sees the
   integer parameter `log2_<name>`).
   With `special = ["off", ...]` the parameter takes those values too, and it is searched as a categorical over
@@ -58,6 +60,7 @@ class Parameter(_Model):
     high: int | None = None
     step: Annotated[int, Field(ge=1)] = 1
     special: list[str] = []
+    bounded_by: Literal["ai_cores"] | None = None
     default: Scalar
     source: str = ""
 
@@ -85,6 +88,8 @@ class Parameter(_Model):
             raise ValueError(f"`low`/`high` belong to int and log-int parameters, not {self.type!r}")
         if self.special and self.type != "log-int":
             raise ValueError("`special` values belong to log-int parameters")
+        if self.bounded_by and self.type != "int":
+            raise ValueError("`bounded_by` belongs to int parameters")
         if self.default != "heuristic" and self.default not in self.values():
             raise ValueError(f"`default` {self.default!r} is not a value of the parameter (or \"heuristic\")")
         return self
@@ -177,6 +182,13 @@ class SearchSpace:
     parameters: dict[str, Parameter]
     problem_sets: dict[str, _Problems]
 
+    def on(self, hw: Any) -> SearchSpace:
+        """The space as searched on hardware profile `hw`: every `bounded_by = "ai_cores"` range ends at
+        min(high, hw.ai_cores). The fingerprint follows (a study is made on one profile)."""
+        params = {name: p.model_copy(update={"high": max(p.low, min(p.high, hw.ai_cores))})
+                  if p.bounded_by == "ai_cores" else p for name, p in self.parameters.items()}
+        return SearchSpace(self.kernel, self.description, self.path, params, self.problem_sets)
+
     def suggest(self, trial: Any) -> dict[str, Scalar]:
         """One configuration from an Optuna trial (every parameter suggested, in file order)."""
         return {name: p.suggest(trial, name) for name, p in self.parameters.items()}
@@ -237,7 +249,8 @@ class SearchSpace:
 
     def fingerprint(self) -> str:
         """SHA-256 (16 hex digits) of the parameters' definitions: a study is only resumed on the same space."""
-        doc = {name: p.model_dump(exclude={"source", "default"}) for name, p in self.parameters.items()}
+        doc = {name: p.model_dump(exclude={"source", "default"} | (set() if p.bounded_by else {"bounded_by"}))
+               for name, p in self.parameters.items()}  # a key left unset keeps older studies' fingerprints
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
     def defaults(self) -> dict[str, Scalar]:

@@ -1279,8 +1279,9 @@ def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key
     threading.Thread(target=watch_parent, daemon=True).start()
     detail = None
     try:
-        stopped = _optimize(request, load_space(space_path), problem, key, worker, escalate=False,
-                            warm_start=warm_start, signals=signals)
+        space = load_space(space_path).on(_profile(request.hardware))
+        stopped = _optimize(request, space, problem, key, worker, escalate=False, warm_start=warm_start,
+                            signals=signals)
     except KeyboardInterrupt:
         stopped = "interrupted"
     except (OSError, TuneError) as exc:  # the parent says it in one line (not multiprocessing's traceback)
@@ -1382,7 +1383,7 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     another problem or space); WorkerError when a --jobs worker process died (see _run_workers)."""
     if problem_with_jobs := jobs_error(request.jobs):
         raise TuneError(f"--jobs: {problem_with_jobs}")
-    space = load_space(request.space_path)
+    space = load_space(request.space_path).on(_profile(request.hardware))
     key = get_tunable(request.kernel).problem_key(problem)
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)

@@ -79,3 +79,24 @@ def test_malformed_space_names_file_and_key(tmp_path, body, needle):
 def test_missing_space_file(tmp_path):
     with pytest.raises(SpaceError, match="no such search space file"):
         load_space(tmp_path / "none.toml")
+
+
+def test_block_counts_end_at_the_profiles_ai_cores(tmp_path):
+    from ascendbench.hardware import load_profile
+
+    scan = load_space(space_path("scan"))
+    assert scan.parameters["blocks"].values() == list(range(1, 25))  # every shipped profile's cores
+    for name in ("ascend-910b4", "ascend-910b1"):
+        hw = load_profile(name)
+        on = scan.on(hw)
+        assert on.parameters["blocks"].values() == list(range(1, hw.ai_cores + 1))
+        assert on.grid_size == scan.grid_size // 24 * hw.ai_cores
+        assert on.parameters["chunk"] is scan.parameters["chunk"]  # the others untouched
+    assert scan.on(load_profile("ascend-910b4")).fingerprint() != scan.fingerprint()
+    hgemm = load_space(space_path("hgemm"))  # no bounded range: the same space, the same fingerprint
+    assert hgemm.on(load_profile("ascend-910b4")).fingerprint() == hgemm.fingerprint()
+    path = tmp_path / "s.toml"
+    path.write_text('kernel = "scan"\n[parameters.s]\ntype = "log-int"\nlow = 16\nhigh = 128\n'
+                    'bounded_by = "ai_cores"\ndefault = 128\n')
+    with pytest.raises(SpaceError, match="bounded_by"):
+        load_space(path)
