@@ -130,7 +130,8 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, 
     (('choices = ["mcscan", "mcscan-ul1"]', 'choices = ["mcscan", "foo"]'), "parameters.algorithm: 'foo'"),
     (('type = "log-int"\nlow = 16\nhigh = 128', 'type = "categorical"\nchoices = [16, "x", 128]'),
      "parameters.s: 'x' is not a value scan takes"),
-    (("high = 24", "high = 1000000000000"), None),  # a huge int range is fine for sampling
+    # a huge int range, not bounded by the profile's cores, is fine for sampling but not for a grid
+    (('high = 24\nbounded_by = "ai_cores"', "high = 1000000000000"), None),
 ])
 def test_space_values_are_checked_against_the_kernel(tmp_path, cli, edit, message):
     from ascendbench.tuning.space import space_path

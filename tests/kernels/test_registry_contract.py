@@ -364,7 +364,7 @@ def test_a_search_where_nothing_fits_stops_and_a_refused_one_opens_no_storage(tm
     assert trials["complete"] == 0 and trials["finished"] == 200  # MAX_IDLE_TRIALS without a feasible point
     space = tmp_path / "big.toml"
     space.write_text(Path(tune_commands.__file__).parent.parent.joinpath("tuning", "spaces", "scan.toml").read_text()
-                     .replace("high = 24", "high = 10000000"))
+                     .replace('high = 24\nbounded_by = "ai_cores"', "high = 10000000"))
     out = CliRunner().invoke(cli_app, ["tune", "scan", "--n", "1e6", "--space", str(space), "--exhaustive",
                                        "--no-save", "--storage", str(tmp_path / "new.journal")])
     assert out.exit_code == 2 and "--exhaustive: the grid of" in out.output
