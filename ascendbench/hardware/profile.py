@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -28,7 +29,8 @@ class HardwareProfile:
     `sources` maps each field name to where its value comes from (paper, public spec, "calibrated: ..." for
     values fitted by benchmarks/calibrate.py on the papers' calibration claims, "derived: ..." for values
     converted from a public measurement by a script (benchmarks/derive_nd2nz.py), "estimate: ..." for
-    documented guesses).
+    documented guesses); a constant a profile takes from the one it inherits has the source "inherited from
+    NAME: <NAME's source>".
     """
 
     name: str
@@ -157,10 +159,22 @@ def list_profiles() -> list[str]:
 def load_profile(name_or_path: str | Path = DEFAULT_SCAN_HARDWARE) -> HardwareProfile:
     """Load a shipped profile by name (e.g. "ascend-910b4") or a user's TOML file by path.
 
+    A file may start from a shipped profile with `inherits = "NAME"`: it then gives only its own constants,
+    and every other one is the parent's, with the source "inherited from NAME: <the parent's source>". A
+    parent constant marked calibrated (fitted on the parent's claims) is never inherited: the file sets it.
+
     Raises:
-        HardwareError: unknown name, unreadable file, invalid TOML, or a field that is missing, not a
-            number, negative (or zero where it must be positive); the message names the file and field.
+        HardwareError: unknown name, unreadable file, invalid TOML, an unknown key, a field that is missing,
+            not a number, negative (or zero where it must be positive); a parent that is not a shipped
+            profile, a cycle of inherits, a calibrated constant left to inherit. The message names the file
+            and field.
     """
+    label, data = _read(name_or_path)
+    return _from_dict(data, label, chain=(str(name_or_path),))
+
+
+def _read(name_or_path: str | Path) -> tuple[str, dict[str, Any]]:
+    """The label (file name or path) and the parsed TOML of a shipped profile name or a user's .toml path."""
     text_name = str(name_or_path)
     if text_name in list_profiles():
         resource = _profiles_dir() / f"{text_name}.toml"
@@ -181,7 +195,7 @@ def load_profile(name_or_path: str | Path = DEFAULT_SCAN_HARDWARE) -> HardwarePr
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise HardwareError(f"--hardware: {label} is not valid TOML: {exc}") from None
-    return _from_dict(data, label)
+    return label, data
 
 
 def _constant_type(name: str, is_int: bool):
@@ -233,9 +247,43 @@ def _problem(error: dict[str, Any]) -> str:
     }.get(kind, f"must be a number, got {value!r}")
 
 
-def _from_dict(data: dict[str, Any], label: str) -> HardwareProfile:
+def _inherit(data: dict[str, Any], label: str, chain: tuple[str, ...]) -> dict[str, Any]:
+    """`data` without its `inherits` key, with every constant it does not set taken from the parent profile
+    (loaded, and checked, first) and its source saying so."""
+    parent_name = data["inherits"]
+    if not isinstance(parent_name, str) or parent_name not in list_profiles():
+        raise HardwareError(f"hardware profile {label}: inherits {parent_name!r}, which is not a shipped "
+                            f"profile; use one of {', '.join(list_profiles())}")
+    if parent_name in chain:
+        raise HardwareError(f"hardware profile {label}: inherits {parent_name!r}, a cycle: "
+                            f"{' -> '.join((*chain, parent_name))}")
+    parent_label, parent_data = _read(parent_name)
+    parent = _from_dict(parent_data, parent_label, chain=(*chain, parent_name))
+    child = {k: v for k, v in data.items() if k != "inherits"}
+    for f in _constant_fields():
+        if f.name in child:
+            continue
+        source = parent.sources.get(f.name, "")
+        if source.startswith("calibrated"):
+            raise HardwareError(f"hardware profile {label}: field '{f.name}' is calibrated in {parent_name} "
+                                f"(fitted on that chip's claims) and is not inherited; set it in this file")
+        child[f.name] = {"value": getattr(parent, f.name),
+                         "source": f"inherited from {parent_name}: {source}" if source else
+                         f"inherited from {parent_name}"}
+    return child
+
+
+def _from_dict(data: dict[str, Any], label: str, chain: tuple[str, ...] = ()) -> HardwareProfile:
     from pydantic import ValidationError
 
+    known = {"name", "description", "inherits", *(f.name for f in _constant_fields())}
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else "not a constant of a profile"
+        raise HardwareError(f"hardware profile {label}: unknown key '{unknown[0]}' ({hint})")
+    if "inherits" in data:
+        data = _inherit(data, label, chain)
     try:
         checked = _file_model().model_validate(data)
     except ValidationError as exc:
