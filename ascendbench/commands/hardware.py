@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -9,6 +10,9 @@ from rich.table import Table
 
 from ascendbench.commands.common import JsonOption, dump_json, fail, out_console, whole_keys
 from ascendbench.hardware import HardwareError, list_profiles, load_profile
+
+# the kind of a source ("estimate, checked 1-5 us: ..."), also behind an inherited prefix
+_SOURCE_KIND = re.compile(r"(?:inherited from [\w.-]+: )?(calibrated|derived|estimate)\b")
 
 app = typer.Typer(help="Hardware profiles of the simulated chips (constants with their sources).", no_args_is_help=True)
 
@@ -52,7 +56,8 @@ def show(
     table.add_column("source")
     for key, value in profile.constants().items():
         source = profile.sources.get(key, "")
-        style = {"calibrated": "yellow", "derived": "cyan", "estimate": "dim"}.get(source.split(":", 1)[0])
+        kind = _SOURCE_KIND.match(source)
+        style = {"calibrated": "yellow", "derived": "cyan", "estimate": "dim"}.get(kind[1]) if kind else None
         table.add_row(key, f"{value:g}" if isinstance(value, float) else str(value), source, style=style)
     out_console.print(whole_keys(table, "constant"))
     out_console.print(f"derived: fp16 cube peak {profile.cube_fp16_peak_tflops:.1f} TFLOPS, achievable HBM "

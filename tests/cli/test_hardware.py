@@ -32,3 +32,13 @@ def test_hardware_show_unknown_is_a_user_error():
 def test_version():
     out = runner.invoke(app, ["--version"])
     assert out.exit_code == 0 and out.output.strip() == "0.1.0"
+
+
+def test_show_colours_a_source_by_its_kind_also_when_inherited():
+    from ascendbench.commands.hardware import _SOURCE_KIND
+
+    kinds = {source: (m[1] if (m := _SOURCE_KIND.match(source)) else None) for source in (
+        "estimate, checked 1-5 us: the device's start", "derived: benchmarks/derive_nd2nz.py",
+        "inherited from atlas-300t-a2: estimate, checked 50-400 cycles: a flag", "calibrated: S-4",
+        "inherited from atlas-300t-a2: pypto cost model", "CANN cost model (estimated elsewhere)")}
+    assert list(kinds.values()) == ["estimate", "derived", "estimate", "calibrated", None, None]
