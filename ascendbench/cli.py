@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("ascendbench.commands.validate", "validate",
                  ("Evaluate the papers' claims with the simulator: one row per claim (paper, simulated, ratio, "
                   "tolerance, verdict).")),
+    "correlate": ("ascendbench.commands.correlate", "correlate",
+                  "Compare measured kernel times with the simulator: per row the simulated time and the ratio"),
     "reproduce": ("ascendbench.commands.reproduce", "reproduce",
                   "Redraw the scan paper's and the HGEMM paper's figures and tables from the simulator."),
     "kernels": ("ascendbench.commands.kernels", "kernels",
