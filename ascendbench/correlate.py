@@ -328,7 +328,7 @@ class RowSimulator:
                 m.spec.check(m.params, hw)
                 self.cache[key] = float(m.spec.simulate(m.params, hw).time_s)
             except (ParamError, BufferCapacityError) as exc:
-                self.cache[key] = Refused(str(exc).split(": ", 1)[-1] if isinstance(exc, ParamError) else str(exc))
+                self.cache[key] = Refused(str(exc).removeprefix("--"))  # "blocks: must be at most 20 ..."
         value = self.cache[key]
         if isinstance(value, Refused):
             raise value
@@ -549,9 +549,12 @@ def fittable_constants(hw: HardwareProfile) -> list[str]:
 
 
 def _bounds(name: str, value: float) -> tuple[float, float]:
-    """The search interval of a constant in log space: [value / 4, value * 4], at most 1 for an efficiency."""
-    hi = min(value * 4, 1.0) if name in _AT_MOST_ONE else value * 4
-    return math.log(value / 4), math.log(hi)
+    """The search interval of a constant in log space: [value / 4, value * 4] for the chip's rates and latencies
+    (at most 1 for an efficiency), [value / 16, value * 16] for a host step (`host_*`: estimates of a few
+    microseconds that a host or driver can multiply)."""
+    factor = 16 if name.startswith("host_") else 4
+    hi = min(value * factor, 1.0) if name in _AT_MOST_ONE else value * factor
+    return math.log(value / factor), math.log(hi)
 
 
 def _golden(f: Callable[[float], float], lo: float, hi: float, tol: float = 1e-5) -> float:
@@ -664,7 +667,7 @@ def fit_constants(measurements: Sequence[Measurement], names: Sequence[str], fol
             raise FitError(f"--free: {name!r} is not a float constant of a profile{_suggest(name, fittable)}")
         if getattr(hw, name) <= 0:
             raise FitError(f"--free: {name} is {getattr(hw, name)} in {hw.name}; a fit searches within "
-                           "[value / 4, value * 4] and needs a positive value")
+                           "[value / 4, value * 4] (host steps: / 16, * 16) and needs a positive value")
     rows = []
     for m in measurements:
         try:
