@@ -538,7 +538,7 @@ def physical_flags(measurements: Iterable[Measurement]) -> list[Flag]:
         if m.measured_us < bound_s * 1e6:
             flags.append(Flag(row=m.row, kernel=m.kernel, kind="below-physical-bound", measured_us=m.measured_us,
                               bound_us=bound_s * 1e6, detail=f"{what} on {m.hw.name} take at least "
-                                                             f"{bound_s * 1e6:,.1f} us"))
+                                                             f"{bound_s * 1e6:,.1f} µs"))
     return flags
 
 

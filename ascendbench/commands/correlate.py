@@ -108,7 +108,7 @@ def _print(doc, saved_to: Path | None, profile: Path | None) -> None:
 
     if doc.fit is not None:
         fit = doc.fit
-        t = Table(title=f"fit on {fit.hardware}: {fit.rows} rows, {fit.folds}-fold cross-validation",
+        t = Table(title=f"fit on {fit.hardware} ({fit.rows} rows, {fit.folds} folds)",
                   title_justify="left")
         for name in ("constant", "before", "after", "change"):
             t.add_column(name, justify="left" if name == "constant" else "right")
