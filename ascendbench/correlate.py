@@ -97,14 +97,6 @@ class Measurement:
 
 
 # ----- reading ---------------------------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _records(path: Path) -> list[dict[str, Any]]:
     """The file's rows as dicts (CSV cells are text); raises MeasurementError for an unreadable file."""
     try:
@@ -731,7 +723,7 @@ def correlate(measurements: Sequence[Measurement], *, source: Path | None = None
     hws = {m.hw.name: m.hw for m in measurements}
     described = {"rows": len(measurements)}
     if source is not None:
-        described = {"file": source.name, "sha256": file_sha256(source), "format": "jsonl" if
+        described = {"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest(), "format": "jsonl" if
                      source.suffix.lower() in JSON_LINES else "csv"} | described
     return CorrelationResult(
         tool_version=__version__, created_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -90,12 +90,17 @@ class Summary(ErrorSummary):
     by_kernel: dict[str, ErrorSummary]
 
 
-class Marginal(_Model):
-    """Consecutive sizes of rows that differ only in their size: differences cancel any fixed cost."""
+class _Group(_Model):
+    """Rows compared together: one kernel, one profile, one window."""
 
     kernel: str
     hardware: str
     window: Literal["kernel", "host"]
+
+
+class Marginal(_Group):
+    """Consecutive sizes of rows that differ only in their size: differences cancel any fixed cost."""
+
     fixed: dict[str, Any] = Field(description="the parameters the rows share (the size left out)")
     size_field: str
     from_size: int
@@ -107,12 +112,9 @@ class Marginal(_Model):
                                             "difference is 0)")
 
 
-class Ranking(_Model):
+class Ranking(_Group):
     """Rows of one problem in several configurations: does the model rank them as the measurements do?"""
 
-    kernel: str
-    hardware: str
-    window: Literal["kernel", "host"]
     problem: dict[str, Any] = Field(description="the parameters the configurations share")
     configurations: int
     rows: list[int]
