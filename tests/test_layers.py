@@ -69,7 +69,8 @@ ALLOWED = ("ascendbench", "ascendbench.commands", "ascendbench.pipeline", "ascen
            "ascendbench.runner_rows", "ascendbench.kernels.registry", "ascendbench.kernels.base",
            "ascendbench.kernels.contract", "ascendbench.hardware", "ascendbench.store", "ascendbench.reference",
            "ascendbench.tuning", "ascendbench.workloads", "ascendbench.sim.trace", "ascendbench.plotting",
-           "ascendbench.interrupts", "ascendbench.redact", "ascendbench.processes")
+           "ascendbench.interrupts", "ascendbench.redact", "ascendbench.processes",
+           "ascendbench.correlate", "ascendbench.correlate_plot")  # correlate's library: rows, statistics, fit
 HGEMM_COMMANDS = {"ascendbench.commands.hgemm", "ascendbench.commands.run_hgemm", "ascendbench.commands.tune"}
 HGEMM_INTERNALS = {"ascendbench.kernels.hgemm", "ascendbench.kernels.hgemm_tiling"}
 

@@ -18,6 +18,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    count_option,
     default_result_path,
     dump_json,
     err_console,
@@ -142,7 +143,7 @@ def correlate(
                                                    "fit besides those marked calibrated (float constants: "
                                                    "hbm_efficiency, gm_read_bytes_per_cycle, host_launch_us, ...; "
                                                    "`ascendbench hardware show` lists them).")] = None,
-    folds: Annotated[int, typer.Option("--folds", min=2, max=100, help="Folds of the cross-validation.")] = 5,
+    folds: Annotated[int, count_option("--folds", help="Folds of the cross-validation (2 to 100).")] = 5,
     write_profile: Annotated[Path | None, typer.Option("--write-profile", metavar="OUT.toml", help="With --fit: "
                                                        "write the profile with the fitted constants (usable with "
                                                        "--hardware OUT.toml).")] = None,
@@ -157,6 +158,8 @@ def correlate(
     """Compare measured kernel times with the simulator: per row the simulated time and the ratio; errors per
     kernel and overall; marginal costs, rank agreement and physical checks; optionally fit profile constants.
     Exit status 0, 1 when the fit makes the cross-validated error worse, 2 on bad input."""
+    if not 2 <= folds <= 100:
+        fail(f"--folds: {folds} is not allowed; give 2 to 100 folds")
     from ascendbench import correlate as lib
     from ascendbench.hardware.profile import HardwareError, load_profile
 
