@@ -42,6 +42,8 @@ def draw(doc: CorrelationResult):
               title="ratio against size")
     if kernels:
         right.legend(fontsize=8)
-    figure.suptitle(f"ascendbench correlate: {doc.measurements.get('file', '')}", fontsize=10)
+    # the points are the profile as given; a fit's constants are in the result, not in these points
+    before = " (profile as given, before --fit)" if doc.fit is not None else ""
+    figure.suptitle(f"ascendbench correlate: {doc.measurements.get('file', '')}{before}", fontsize=10)
     figure.tight_layout()
     return figure

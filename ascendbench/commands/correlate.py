@@ -176,7 +176,7 @@ def correlate(
     taken = {measurements.resolve(): "the MEASUREMENTS file"}
     check_target(out, "out", ".json", taken)
     check_target(write_profile, "write-profile", ".toml", taken)
-    if plot is not None and plot.suffix not in PLOT_SUFFIXES:
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         fail(f"--plot: must end in {', '.join(PLOT_SUFFIXES)}, got {str(plot)!r}")
     check_target(plot, "plot", plot.suffix if plot is not None else "", taken)
     profiles = {}
@@ -228,7 +228,7 @@ def correlate(
             from ascendbench.correlate_plot import draw
 
             figure = draw(doc)
-            outputs.write("plot", plot, lambda target: figure.savefig(target, format=plot.suffix[1:], dpi=150,
+            outputs.write("plot", plot, lambda target: figure.savefig(target, format=plot.suffix[1:].lower(), dpi=150,
                                                                       bbox_inches="tight"))
     if json_out:
         out_console.file.write(dump_json(data) + "\n")

@@ -54,6 +54,8 @@ HEADER = "kernel,n,s,window,measured_us\n"
     ("scan,,,,10\n", "row 1, column n: is required"),
     ("scan,2**20,,device,10\n", "row 1, column window: must be kernel or host"),
     ("scan,2**20,,,10\nscan,2**20,,,10\n", "row 2: identical to row 1 in every column"),
+    ("scan,2**20,,,5e-324\n", "row 1, column measured_us: '5e-324' is outside 0.001 to 1e+12 microseconds"),
+    ("scan,2**20,,,1e300\n", "row 1, column measured_us: '1e300' is outside"),
 ])
 def test_bad_rows_name_the_row_and_column_and_write_nothing(cli, tmp_path, body, expected):
     (tmp_path / "m.csv").write_text(HEADER + body)
@@ -78,6 +80,15 @@ def test_unreadable_files(cli, tmp_path):
     (tmp_path / "hw.csv").write_text("kernel,n,hardware,measured_us\nscan,2**20,ascend-9999,10\n")
     r = cli(["correlate", "hw.csv"], tmp_path)
     assert r.exit_code == 2 and "row 1, column hardware: unknown profile 'ascend-9999'" in r.output
+    (tmp_path / "twice.csv").write_text("kernel, n ,n,measured_us\nscan,2**20,2**22,10\n")
+    r = cli(["correlate", "twice.csv"], tmp_path)
+    assert r.exit_code == 2 and "column n: appears twice in the header" in r.output
+    (tmp_path / "twice.jsonl").write_text('{"kernel": "scan", "n": 1048576, "n": 4, "measured_us": 10}\n')
+    r = cli(["correlate", "twice.jsonl"], tmp_path)
+    assert r.exit_code == 2 and "row 1, column n: appears twice in the object" in r.output
+    (tmp_path / "near.csv").write_text("kernel,n,measure_us\nscan,2**20,10\n")
+    r = cli(["correlate", "near.csv"], tmp_path)
+    assert r.exit_code == 2 and "(is 'measure_us' meant?)" in r.output
     assert not (tmp_path / "results").exists()
 
 
