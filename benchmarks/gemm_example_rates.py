@@ -51,13 +51,14 @@ def main(argv=None) -> int:
           f"G-7c {paper['G-7c']:.2f} TFLOPS, G-7d {paper['G-7d']:.1f} TFLOPS over random shapes")
     print(f"paper: the proposed kernel reads the same B ({b_bytes / 1e6:.0f} MB) in G-9a M=8's "
           f"{paper['G-9a M=8']:.1f} us: at least {b_bytes / paper['G-9a M=8'] / 1e3:.0f} GB/s from HBM")
-    print(f"{'scaled':<28} {'factor':>6} {'GE M=8 us':>10} {'GE M=512 us':>12} {'G-7c':>7} {'G-7d':>7}")
+    print(f"{'scaled':<28} {'factor':>6} {'GE M=8 us':>10} {'GE M=512 us':>12} {'mean TFLOPS (G-7c)':>19} "
+          f"{'best TFLOPS (G-7d)':>19}")
     for what, keys in (("per-core read rates", ("gm_read_bytes_per_cycle", "l2_read_bytes_per_cycle")),
                        ("HBM rate (hbm_efficiency)", ("hbm_efficiency",))):
         for factor in (float(f) for f in args.factors.split(",")):
             scaled = hw.replace(**{key: getattr(hw, key) * factor for key in keys})
             m8, m512, mean, best = gemm_example_rows(scaled, shapes)
-            print(f"{what:<28} {factor:>6.2f} {m8:>10.0f} {m512:>12.0f} {mean:>7.1f} {best:>7.1f}", flush=True)
+            print(f"{what:<28} {factor:>6.2f} {m8:>10.0f} {m512:>12.0f} {mean:>19.1f} {best:>19.1f}", flush=True)
     return 0
 
 

@@ -137,6 +137,8 @@ def document_entries(doc: dict[str, Any], path: str = "") -> list[Entry]:
     from ascendbench.store.documents import result_kind
 
     kind = result_kind(doc)
+    if kind == "correlation":  # measured rows, not simulated problems of one run: `results show` prints them
+        return []
     constants = doc["hardware"].get("constants", {}) if kind not in ("validation", "figure") else {}
     hardware = {"name": doc["hardware"].get("name", "?") if constants else "?",
                 "constants": {k: v.get("value") if isinstance(v, dict) else v for k, v in constants.items()}}
@@ -331,6 +333,12 @@ def show(
         from ascendbench.commands.tune import _print
 
         _print(doc, None)
+        return
+    if result_kind(doc) == "correlation":
+        from ascendbench.commands.correlate import _print as print_correlation
+        from ascendbench.store.correlation import CorrelationResult
+
+        print_correlation(CorrelationResult.model_validate(doc), None, None)
         return
     c = out_console
     c.rule(f"[bold]{escape(str(file))}")

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
+from ascendbench.store.correlation import CorrelationResult, write_correlate_schemas
 from ascendbench.store.operators import OperatorRunResult, write_operator_schema
 from ascendbench.store.rows import BatchedScanResult, SegmentedScanResult, write_row_schemas
 from ascendbench.store.schema import (
@@ -49,7 +50,7 @@ class FigureResult(BaseModel):
 RESULT_MODELS: dict[str, type[BaseModel]] = {
     "scan": RunResult, "hgemm": HgemmRunResult, "batched-scan": BatchedScanResult,
     "segmented-scan": SegmentedScanResult, "operator": OperatorRunResult, "tuning": TuningResult,
-    "validation": ValidationResult, "figure": FigureResult,
+    "validation": ValidationResult, "figure": FigureResult, "correlation": CorrelationResult,
 }
 _KIND_OF_MODEL = {model: kind for kind, model in RESULT_MODELS.items()}
 
@@ -61,7 +62,7 @@ def result_kind(doc: Any) -> str | None:
         return _KIND_OF_MODEL.get(type(doc))
     if not isinstance(doc, dict):
         return None
-    if doc.get("kind") in ("tuning", "validation", "figure"):
+    if doc.get("kind") in ("tuning", "validation", "figure", "correlation"):
         return doc["kind"]
     kernel = doc.get("kernel")
     if kernel == "hgemm":
@@ -80,7 +81,8 @@ ResultDocument = Annotated[
     Annotated[RunResult, Tag("scan")] | Annotated[HgemmRunResult, Tag("hgemm")]
     | Annotated[BatchedScanResult, Tag("batched-scan")] | Annotated[SegmentedScanResult, Tag("segmented-scan")]
     | Annotated[OperatorRunResult, Tag("operator")] | Annotated[TuningResult, Tag("tuning")]
-    | Annotated[ValidationResult, Tag("validation")] | Annotated[FigureResult, Tag("figure")],
+    | Annotated[ValidationResult, Tag("validation")] | Annotated[FigureResult, Tag("figure")]
+    | Annotated[CorrelationResult, Tag("correlation")],
     Discriminator(result_kind, custom_error_type="not_a_result",
                   custom_error_message="not a JSON object (a result document is one)"),
 ]
@@ -112,3 +114,4 @@ def write_schemas() -> None:
     write_row_schemas()
     write_operator_schema()
     write_validation_schema()
+    write_correlate_schemas()

@@ -166,3 +166,13 @@ def test_fit_refusals(cli, tmp_path):
     r = cli(["correlate", "m.csv", "--free", "hbm_efficiency"], tmp_path)
     assert r.exit_code == 2 and "add --fit" in r.output
     assert not (tmp_path / "results").exists()
+
+
+def test_results_list_and_show_read_a_correlation_document(cli, tmp_path):
+    r = cli(["correlate", str(SAMPLE), "--out", "c.json"], tmp_path)
+    assert r.exit_code == 0, r.output
+    listed = cli(["results", "list", ".", "--json"], tmp_path)
+    (row,) = json.loads(listed.stdout)
+    assert row["kind"] == "correlation" and row["valid"] and row["problems"] == 0
+    shown = cli(["results", "show", "c.json"], tmp_path)
+    assert shown.exit_code == 0 and "Table 5 GemmExample M=512" in shown.stdout and "5,617.02" in shown.stdout
