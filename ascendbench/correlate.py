@@ -39,6 +39,7 @@ from ascendbench.hardware.profile import _AT_MOST_ONE, HardwareError, _constant_
 from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.contract import KernelParams, KernelSpec
 from ascendbench.kernels.registry import REGISTRY
+from ascendbench.processes import starting_children, usable_cores
 from ascendbench.sim.host import WRAPPERS, measured_window, scan_wrapper
 from ascendbench.store.correlation import (
     CorrelationResult,
@@ -61,6 +62,8 @@ _STEP = 0.01
 # measured times a row may give, in microseconds: one nanosecond (a ratio beyond this is no measurement) to
 # a million seconds; outside it a ratio overflows or means nothing
 MEASURED_RANGE_US = (1e-3, 1e12)
+# from this many rows a fit runs its K + 1 fits in worker processes (below, starting them costs more than it saves)
+PARALLEL_FIT_ROWS = 20
 RESERVED = ("kernel", "measured_us", "window", "label", "hardware")
 JSON_LINES = (".jsonl", ".ndjson", ".json")
 Progress = Callable[[str, int, int], None]
@@ -671,10 +674,20 @@ class _Objective:
         return dict(zip(names, np.exp(x).tolist()))
 
 
+def _fit_task(args: tuple) -> tuple[int, dict[str, float]]:
+    """One fit of fit_constants in a worker process: (task index, fitted constants)."""
+    index, (rows, hw, start, keep) = args
+    return index, _Objective(rows, hw, RowSimulator()).fit(start, [m for m, k in zip(rows, keep) if k])
+
+
 def fit_constants(measurements: Sequence[Measurement], names: Sequence[str], folds: int = 5,
-                  simulator: RowSimulator | None = None, progress: Progress | None = None) -> FitOutcome:
+                  simulator: RowSimulator | None = None, progress: Progress | None = None,
+                  jobs: int | None = None) -> FitOutcome:
     """Fit profile constants `names` on the rows the kernel runs (all on one profile) by least squares on
     log(simulated / measured), with K-fold cross-validation (row i in file order is in fold i mod K).
+
+    `jobs`: worker processes for the K + 1 fits (default: one per usable core, up to K + 1, from
+    PARALLEL_FIT_ROWS rows on; 1 runs them here). The result does not depend on it.
 
     Raises:
         FitError: rows on several profiles, fewer rows than constants or too few to cross-validate, a constant
@@ -711,18 +724,45 @@ def fit_constants(measurements: Sequence[Measurement], names: Sequence[str], fol
                        f"{'s' if len(names) > 1 else ''} over {k} folds")
     objective = _Objective(rows, hw, simulator)
     start = {name: float(getattr(hw, name)) for name in names}
+    # the K fold fits and the fit on every row are independent: on several cores they run side by side
+    tasks = [(rows, hw, start, [i % k != fold for i in range(len(rows))]) for fold in range(k)]
+    tasks.append((rows, hw, start, [True] * len(rows)))
+    if jobs is None:
+        jobs = min(usable_cores(), len(tasks)) if len(rows) >= PARALLEL_FIT_ROWS else 1
+    fits: list[dict[str, float] | None] = [None] * len(tasks)
+    labels = ["fitting (cross-validation)"] * k + ["fitting"]
+    if jobs <= 1:
+        for i, task in enumerate(tasks):
+            fits[i] = objective.fit(start, [m for m, keep in zip(rows, task[3]) if keep])
+            if progress is not None:
+                progress(labels[i], i + 1, len(tasks))
+    else:
+        import multiprocessing
+
+        pool = None
+        try:
+            with starting_children() as starter:  # a Ctrl-C while the workers start is not lost
+                pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
+            done = 0
+            for i, fitted in pool.imap_unordered(_fit_task, list(enumerate(tasks))):
+                fits[i] = fitted
+                done += 1
+                if progress is not None:
+                    progress(f"fitting on {jobs} processes ({k} folds, then all rows)", done, len(tasks))
+            pool.close()
+        except BaseException:
+            if pool is not None:
+                pool.terminate()
+            raise
+        finally:
+            if pool is not None:
+                pool.join()
     held_before, held_after = [], []
     for fold in range(k):
-        train = [m for i, m in enumerate(rows) if i % k != fold]
         test = [m for i, m in enumerate(rows) if i % k == fold]
-        fitted = objective.fit(start, train)
         held_before += [abs(r - 1) for r in objective.ratios(start, test)]
-        held_after += [abs(r - 1) for r in objective.ratios(fitted, test)]
-        if progress is not None:
-            progress("fitting (cross-validation)", fold + 1, k + 1)
-    after = objective.fit(start, rows)
-    if progress is not None:
-        progress("fitting", k + 1, k + 1)
+        held_after += [abs(r - 1) for r in objective.ratios(fits[fold], test)]
+    after = fits[k]
     return FitOutcome(before=start, after=after, rows=len(rows), folds=k,
                       fit_error_before=objective.error(start, rows), fit_error_after=objective.error(after, rows),
                       cv_error_before=_mean(held_before), cv_error_after=_mean(held_after))

@@ -113,3 +113,20 @@ def test_simulations_are_reused_when_only_host_constants_change(tmp_path):
         for m in rows:
             sim.time_us(m, hw.replace(host_launch_us=value))
     assert sim.simulations == 1
+
+
+def test_a_fit_in_worker_processes_equals_the_fit_here(tmp_path):
+    from ascendbench.hardware import load_profile
+
+    truth = load_profile("ascend-910b4").replace(hbm_efficiency=0.55)
+    sim = lib.RowSimulator()
+    lines = ["kernel,algorithm,n,measured_us"]
+    for i, n in enumerate([2**16, 2**17, 2**18, 2**19, 2**20, 2**21]):
+        (row,) = lib.read_measurements(_write(tmp_path, f"kernel,algorithm,n,measured_us\nscan,mcscan,{n},1\n",
+                                              "one.csv"), hardware="ascend-910b4")
+        lines.append(f"scan,mcscan,{n},{sum(sim.time_us(row, truth))!r}")
+    rows = lib.read_measurements(_write(tmp_path, "\n".join(lines) + "\n"), hardware="ascend-910b4")
+    here = lib.fit_constants(rows, ["hbm_efficiency"], folds=3, jobs=1)
+    workers = lib.fit_constants(rows, ["hbm_efficiency"], folds=3, jobs=2)
+    assert here == workers
+    assert here.after["hbm_efficiency"] == pytest.approx(0.55, rel=0.02) and here.cv_error_after < 0.005
