@@ -33,8 +33,19 @@ def list_(json_out: JsonOption = False) -> None:
     table.add_column("description")
     for p in profiles:
         table.add_row(p.name, str(p.ai_cores), f"{p.clock_mhz:.0f} MHz", f"{p.hbm_bandwidth_gbps:.0f} GB/s",
-                      f"{p.l2_cache_bytes / 2**20:.0f} MiB ({p.l2_bytes / 2**20:.0f} told to tiling)", p.description)
+                      _l2_text(p), p.description)
     out_console.print(whole_keys(table, "name"))
+
+
+def _bytes_text(n: int) -> str:
+    """A size as its source gives it: MiB when a whole number of them (96 MiB), else MB (192 MB)."""
+    return f"{n // 2**20} MiB" if n % 2**20 == 0 else f"{n / 1e6:g} MB"
+
+
+def _l2_text(p) -> str:
+    """The L2 the cache holds and, where it differs, the size the platform file reports to tiling code."""
+    cache = _bytes_text(p.l2_cache_bytes)
+    return cache if p.l2_bytes == p.l2_cache_bytes else f"{cache} (reports {_bytes_text(p.l2_bytes)})"
 
 
 @app.command("show")

@@ -42,3 +42,12 @@ def test_show_colours_a_source_by_its_kind_also_when_inherited():
         "inherited from atlas-300t-a2: estimate, checked 50-400 cycles: a flag", "calibrated: S-4",
         "inherited from atlas-300t-a2: pypto cost model", "CANN cost model (estimated elsewhere)")}
     assert list(kinds.values()) == ["estimate", "derived", "estimate", "calibrated", None, None]
+
+
+def test_list_gives_l2_as_its_source_does_and_the_size_reported_to_tiling_where_it_differs():
+    from ascendbench.commands.hardware import _l2_text
+    from ascendbench.hardware import load_profile
+
+    assert _l2_text(load_profile("ascend-910b4")) == "168 MiB (reports 96 MiB)"
+    assert _l2_text(load_profile("ascend-910b3")) == "192 MB"
+    assert _l2_text(load_profile("ascend-910b2")) == "192 MiB"
