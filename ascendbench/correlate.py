@@ -39,7 +39,7 @@ from ascendbench.hardware.profile import _AT_MOST_ONE, HardwareError, _constant_
 from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.contract import KernelParams, KernelSpec
 from ascendbench.kernels.registry import REGISTRY
-from ascendbench.processes import starting_children, usable_cores
+from ascendbench.processes import imap_in_workers, usable_cores
 from ascendbench.sim.host import WRAPPERS, measured_window, scan_wrapper
 from ascendbench.store.correlation import (
     CorrelationResult,
@@ -737,26 +737,10 @@ def fit_constants(measurements: Sequence[Measurement], names: Sequence[str], fol
             if progress is not None:
                 progress(labels[i], i + 1, len(tasks))
     else:
-        import multiprocessing
-
-        pool = None
-        try:
-            with starting_children() as starter:  # a Ctrl-C while the workers start is not lost
-                pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
-            done = 0
-            for i, fitted in pool.imap_unordered(_fit_task, list(enumerate(tasks))):
-                fits[i] = fitted
-                done += 1
-                if progress is not None:
-                    progress(f"fitting on {jobs} processes ({k} folds, then all rows)", done, len(tasks))
-            pool.close()
-        except BaseException:
-            if pool is not None:
-                pool.terminate()
-            raise
-        finally:
-            if pool is not None:
-                pool.join()
+        for done, (i, fitted) in enumerate(imap_in_workers(_fit_task, list(enumerate(tasks)), jobs), start=1):
+            fits[i] = fitted
+            if progress is not None:
+                progress(f"fitting on {jobs} processes ({k} folds, then all rows)", done, len(tasks))
     held_before, held_after = [], []
     for fold in range(k):
         test = [m for i, m in enumerate(rows) if i % k == fold]

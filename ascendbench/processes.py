@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 
 from ascendbench.interrupts import note
 
-__all__ = ["JOBS_PER_CORE", "Starter", "child_started", "jobs_error", "max_jobs", "starting_children",
-           "usable_cores"]
+__all__ = ["JOBS_PER_CORE", "Starter", "child_started", "imap_in_workers", "jobs_error", "max_jobs",
+           "starting_children", "usable_cores"]
 
 JOBS_PER_CORE = 4  # --jobs above this many per usable core only thrash (the model is CPU-bound, no I/O waits)
 _T = TypeVar("_T")
@@ -111,3 +111,25 @@ def child_started(handler: Callable[[int, Any], None]) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def imap_in_workers(function: Callable[[Any], _T], tasks: list, jobs: int) -> Iterator[_T]:
+    """function(task) for every task, in the order they finish, from `jobs` spawned worker processes (a Pool,
+    not a ProcessPoolExecutor: on Ctrl-C the executor's shutdown ran every queued task first; terminate()
+    stops at once). The pool starts inside starting_children(), so a Ctrl-C while it starts is not lost, and
+    it is terminated when the caller stops early or anything is raised, SIGINT included."""
+    import multiprocessing
+
+    pool = None
+    try:
+        with starting_children() as starter:
+            pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
+        yield from pool.imap_unordered(function, tasks)
+        pool.close()
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        raise
+    finally:
+        if pool is not None:
+            pool.join()

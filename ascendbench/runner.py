@@ -46,7 +46,7 @@ from ascendbench.kernels.scan import (
     ul1_overflow_message,
 )
 from ascendbench.kernels.scan_numerics import C1Overflow, CheckThread, ScanVerifier, stream_pieces
-from ascendbench.processes import jobs_error, starting_children, usable_cores
+from ascendbench.processes import imap_in_workers, jobs_error, usable_cores
 from ascendbench.sim.host import measured_window, scan_wrapper
 from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
@@ -626,31 +626,16 @@ def run_hgemm(
             if progress:
                 progress("simulating" if not verify else "simulating and verifying", i + 1, total)
     else:
-        # Shapes are independent: spread them over worker processes (results do not depend on the order). A
-        # Pool, not a ProcessPoolExecutor: on Ctrl-C the executor's shutdown ran every queued shape first (50 s
-        # for random-5000); terminate() stops at once.
-        import multiprocessing
-
+        # Shapes are independent: spread them over worker processes (results do not depend on the order; a
+        # Ctrl-C stops them at once, where an executor ran every queued shape first: 50 s for random-5000).
         chunk = max(1, total // (jobs * 8))
         chunks = [(i, range(i, min(total, i + chunk)), shapes[i: i + chunk], task) for i in range(0, total, chunk)]
-        pool = None
-        try:
-            with starting_children() as starter:  # a Ctrl-C while the workers start is not lost
-                pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
-            done = 0
-            for start, items in pool.imap_unordered(_hgemm_chunk_at, chunks):
-                results[start: start + len(items)] = items
-                done += len(items)
-                if progress:
-                    progress(f"simulating on {jobs} processes", done, total)
-            pool.close()
-        except BaseException:
-            if pool is not None:
-                pool.terminate()
-            raise
-        finally:
-            if pool is not None:
-                pool.join()
+        done = 0
+        for start, items in imap_in_workers(_hgemm_chunk_at, chunks, jobs):
+            results[start: start + len(items)] = items
+            done += len(items)
+            if progress:
+                progress(f"simulating on {jobs} processes", done, total)
     records = [r[0] for r in results]
     sims = [r[3] for r in results if r[3] is not None]
     if not sims:  # the shapes ran in worker processes; keep the first one's timeline (for --trace)
