@@ -65,30 +65,25 @@ def test_bad_rows_name_the_row_and_column_and_write_nothing(cli, tmp_path, body,
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "results").exists()
 
 
-def test_unreadable_files(cli, tmp_path):
-    r = cli(["correlate", "missing.csv"], tmp_path)
-    assert r.exit_code == 2 and "file not found" in r.output
-    (tmp_path / "bad.jsonl").write_text('{"kernel": "scan"\n')
-    r = cli(["correlate", "bad.jsonl"], tmp_path)
-    assert r.exit_code == 2 and "row 1: not a JSON object" in r.output
-    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00kernel")
-    r = cli(["correlate", "bin.csv"], tmp_path)
-    assert r.exit_code == 2 and "not UTF-8 text" in r.output
-    (tmp_path / "nohead.csv").write_text("kernel,n\nscan,10\n")
-    r = cli(["correlate", "nohead.csv"], tmp_path)
-    assert r.exit_code == 2 and "column measured_us: missing from the header" in r.output
-    (tmp_path / "hw.csv").write_text("kernel,n,hardware,measured_us\nscan,2**20,ascend-9999,10\n")
-    r = cli(["correlate", "hw.csv"], tmp_path)
-    assert r.exit_code == 2 and "row 1, column hardware: unknown profile 'ascend-9999'" in r.output
-    (tmp_path / "twice.csv").write_text("kernel, n ,n,measured_us\nscan,2**20,2**22,10\n")
-    r = cli(["correlate", "twice.csv"], tmp_path)
-    assert r.exit_code == 2 and "column n: appears twice in the header" in r.output
-    (tmp_path / "twice.jsonl").write_text('{"kernel": "scan", "n": 1048576, "n": 4, "measured_us": 10}\n')
-    r = cli(["correlate", "twice.jsonl"], tmp_path)
-    assert r.exit_code == 2 and "row 1, column n: appears twice in the object" in r.output
-    (tmp_path / "near.csv").write_text("kernel,n,measure_us\nscan,2**20,10\n")
-    r = cli(["correlate", "near.csv"], tmp_path)
-    assert r.exit_code == 2 and "(is 'measure_us' meant?)" in r.output
+@pytest.mark.parametrize("name, content, expected", [
+    ("missing.csv", None, "file not found"),
+    ("bad.jsonl", '{"kernel": "scan"\n', "row 1: not a JSON object"),
+    ("bin.csv", b"\xff\xfe\x00kernel", "not UTF-8 text"),
+    ("nohead.csv", "kernel,n\nscan,10\n", "column measured_us: missing from the header"),
+    ("hw.csv", "kernel,n,hardware,measured_us\nscan,2**20,ascend-9999,10\n",
+     "row 1, column hardware: unknown profile 'ascend-9999'"),
+    ("twice.csv", "kernel, n ,n,measured_us\nscan,2**20,2**22,10\n", "column n: appears twice in the header"),
+    ("twice.jsonl", '{"kernel": "scan", "n": 1048576, "n": 4, "measured_us": 10}\n',
+     "row 1, column n: appears twice in the object"),
+    ("near.csv", "kernel,n,measure_us\nscan,2**20,10\n", "(is 'measure_us' meant?)"),
+])
+def test_unreadable_files(cli, tmp_path, name, content, expected):
+    if isinstance(content, bytes):
+        (tmp_path / name).write_bytes(content)
+    elif content is not None:
+        (tmp_path / name).write_text(content)
+    r = cli(["correlate", name], tmp_path)
+    assert r.exit_code == 2 and expected in r.output
     assert not (tmp_path / "results").exists()
 
 
