@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -101,9 +102,10 @@ class Measurement:
     def spec(self) -> KernelSpec:
         return REGISTRY[self.kernel]
 
-    @property
+    @functools.cached_property
     def key(self) -> tuple[str, str]:
-        """What the kernel's simulation depends on besides the profile."""
+        """What the kernel's simulation depends on besides the profile (computed once: a fit looks it up for
+        every row of every evaluation)."""
         return self.kernel, self.params.model_dump_json()
 
 
@@ -344,10 +346,19 @@ class RowSimulator:
     def __init__(self) -> None:
         self.cache: dict[tuple, float | Refused] = {}
         self.simulations = 0
+        self._constants: dict[int, tuple[HardwareProfile, tuple]] = {}  # id -> (profile kept alive, its key)
+
+    def _kernel_constants(self, hw: HardwareProfile) -> tuple:
+        """The constants a kernel's program depends on (not the host steps), once per profile object: a fit
+        asks for them for every row of every evaluation."""
+        kept = self._constants.get(id(hw))
+        if kept is None or kept[0] is not hw:
+            kept = self._constants[id(hw)] = (hw, tuple(v for k, v in hw.constants().items()
+                                                        if not k.startswith("host_")))
+        return kept[1]
 
     def kernel_s(self, m: Measurement, hw: HardwareProfile) -> float:
-        constants = tuple(v for k, v in hw.constants().items() if not k.startswith("host_"))
-        key = (m.key, constants)
+        key = (m.key, self._kernel_constants(hw))
         if key not in self.cache:
             self.simulations += 1
             try:
