@@ -51,7 +51,8 @@ if os.environ.get("ASCENDBENCH_FAULT_LOG"):
 '''
 
 # Files a run or a tune may leave by design: the journal and what the audit itself writes.
-_EXPECTED = {"studies.journal", "objective.log", "hook", "r.json", "y.npy", "resume.json"}
+_EXPECTED = {"studies.journal", "objective.log", "hook", "r.json", "y.npy", "resume.json",
+             "evaluations.sqlite"}  # the tuner's evaluation store (its -wal and -shm files must be gone)
 
 
 @dataclass

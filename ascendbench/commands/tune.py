@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import statistics
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ascendbench import __version__
@@ -83,6 +85,10 @@ ExhaustiveOption = Annotated[bool | None, typer.Option("--exhaustive/--no-exhaus
                                                        "whole grid for the true optimum, ranks and regret, and "
                                                        "keep it in results/tuning/ground-truth (default: when it "
                                                        "is kept already, or estimated to take under a minute).")]
+ReplayOption = Annotated[bool, typer.Option("--replay/--no-replay", help="Answer configurations simulated before "
+                                            "(same problem, profile constants and timing model; any seed or "
+                                            "sampler) from the evaluation store beside the storage "
+                                            "(evaluations.sqlite) instead of simulating them again.")]
 SpaceOption = Annotated[Path | None, typer.Option("--space", help="Search space TOML (default: "
                                                   "ascendbench/tuning/spaces/<kernel>.toml).")]
 ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named problem set of the space file "
@@ -100,7 +106,7 @@ def common_options(spec) -> dict[str, tuple[Any, Any]]:
         "problems": (ProblemsOption, None), "trials": (TrialsOption, 200), "timeout": (TimeoutOption, None),
         "sampler": (SamplerOption, "tpe"), "seed": (SeedOption, 0), "seeds": (SeedsOption, 1),
         "storage": (StorageOption, None), "study_name": (StudyOption, None), "jobs": (JobsOption, 1),
-        "exhaustive": (ExhaustiveOption, None), "space": (SpaceOption, None),
+        "exhaustive": (ExhaustiveOption, None), "replay": (ReplayOption, True), "space": (SpaceOption, None),
         "hardware": (HardwareOption, "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE),
         "out": (OutOption, None), "no_save": (NoSaveOption, False), "json_out": (JsonOption, False),
     }
@@ -110,7 +116,8 @@ def run_tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, op
     """Tune `problems` of a registry kernel with the options of common_options."""
     o = options
     _tune(kernel, problems, space, o["hardware"], o["trials"], o["timeout"], o["sampler"], o["seed"], o["storage"],
-          o["study_name"], o["jobs"], o["exhaustive"], o["out"], o["no_save"], o["json_out"], seeds=o["seeds"])
+          o["study_name"], o["jobs"], o["exhaustive"], o["out"], o["no_save"], o["json_out"], seeds=o["seeds"],
+          replay=o["replay"])
 
 
 @app.command("hgemm")
@@ -131,6 +138,7 @@ def hgemm(
     study_name: StudyOption = None,
     jobs: JobsOption = 1,
     exhaustive: ExhaustiveOption = None,
+    replay: ReplayOption = True,
     space: SpaceOption = None,
     hardware: HardwareOption = "atlas-300t-a2",
     every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core in each trial (as "
@@ -165,7 +173,7 @@ def hgemm(
     problem_list = [{"m": s[0], "n": s[1], "k": s[2], "batch": s[3]} | ({"every_core": True} if every_core else {})
                     for s in shapes]
     _tune("hgemm", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
-          exhaustive, out, no_save, json_out, claims_for=shapes, seeds=seeds)
+          exhaustive, out, no_save, json_out, claims_for=shapes, seeds=seeds, replay=replay)
 
 
 @app.command("scan")
@@ -183,6 +191,7 @@ def scan(
     study_name: StudyOption = None,
     jobs: JobsOption = 1,
     exhaustive: ExhaustiveOption = None,
+    replay: ReplayOption = True,
     space: SpaceOption = None,
     hardware: HardwareOption = "ascend-910b4",
     out: OutOption = None,
@@ -208,7 +217,7 @@ def scan(
         if not problem_list:
             fail(f"--problems: set {problems or 'default'!r} of {space_obj.path} lists no n")
     _tune("scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
-          exhaustive, out, no_save, json_out, seeds=seeds)
+          exhaustive, out, no_save, json_out, seeds=seeds, replay=replay)
 
 
 @app.command("batched-scan")
@@ -227,6 +236,7 @@ def batched_scan(
     study_name: StudyOption = None,
     jobs: JobsOption = 1,
     exhaustive: ExhaustiveOption = None,
+    replay: ReplayOption = True,
     space: SpaceOption = None,
     hardware: HardwareOption = "ascend-910b4",
     out: OutOption = None,
@@ -258,7 +268,7 @@ def batched_scan(
         dtype, exclusive = entry.dtype, entry.exclusive
     problem_list = [{"batch": b, "length": n, "dtype": dtype, "exclusive": exclusive} for b, n in rows]
     _tune("batched-scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name,
-          jobs, exhaustive, out, no_save, json_out, seeds=seeds)
+          jobs, exhaustive, out, no_save, json_out, seeds=seeds, replay=replay)
 
 
 @app.command("plot")
@@ -394,7 +404,7 @@ def _problem_set(space: SearchSpace, name: str | None, kernel: str) -> list[tupl
 def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardware: str, trials: int,
           timeout: float | None, sampler: str, seed: int, storage: str | None, study_name: str | None, jobs: int,
           exhaustive: bool | None, out: Path | None, no_save: bool, json_out: bool,
-          claims_for: list[tuple[int, int, int, int]] | None = None, seeds: int = 1) -> None:
+          claims_for: list[tuple[int, int, int, int]] | None = None, seeds: int = 1, replay: bool = True) -> None:
     wall0 = time.perf_counter()
     if trials < 1:
         fail(f"--trials: must be at least 1, got {trials}")
@@ -437,7 +447,7 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
     except TuneError as exc:
         fail(str(exc))
     request = TuneRequest(kernel, space.path, hardware, sampler, seed, trials, timeout, storage, study_name, jobs,
-                          exhaustive)
+                          exhaustive, replay=replay)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -539,7 +549,8 @@ def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
     return {"problem": o.problem, "key": o.key, "study_name": o.study_name, "trials": o.trials, "best": o.best,
             "heuristic": o.heuristic, "speedup": o.speedup, "infeasible_reasons": o.infeasible_reasons,
             "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history, "seeds": o.seeds,
-            "exhaustive_skipped": o.exhaustive_skipped}
+            "exhaustive_skipped": o.exhaustive_skipped, "importance_source": o.importance_source, "cost": o.cost,
+            "deploy": o.deploy}
 
 
 def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
@@ -549,7 +560,21 @@ def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
     tuned_s = sum(o.best["time_s"] for o in timed)
     heuristic_s = sum(o.heuristic["time_s"] for o in timed)
     regrets = [o.exhaustive["regret"] for o in outcomes if o.exhaustive and o.exhaustive.get("regret") is not None]
+    # every search (a problem, or each of its --seeds): did it find a configuration faster than the heuristic?
+    searched = [r["speedup"] for o in outcomes for r in ((o.seeds or {}).get("runs") or [{"speedup": o.speedup}])
+                if r["speedup"] is not None]
+    gains = [x for x in searched if x > 1 + _BEAT]
+    costs = [o.cost for o in outcomes if o.cost]
     return {"problems": len(outcomes),
+            "searches": len(searched),
+            "searches_beat_heuristic": len(gains),
+            "beat_rate": len(gains) / len(searched) if searched else None,
+            "median_gain_when_beaten": statistics.median(gains) if gains else None,
+            "max_gain": max(gains) if gains else None,
+            "evaluations_replayed": sum(c["replayed"] for c in costs) if costs else None,
+            "evaluations_simulated": sum(c["simulated"] for c in costs) if costs else None,
+            "search_wall_s": sum(c["wall_s"] for c in costs) if costs else None,
+            "model_s": sum(c["model_s"] for c in costs) if costs else None,
             "trials_finished": sum(o.trials["finished"] for o in outcomes),
             "trials_evaluated": sum(o.trials["evaluated"] for o in outcomes),
             "workload_time_tuned_s": tuned_s if timed else None,
@@ -560,6 +585,9 @@ def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
             "mean_speedup": sum(speedups) / len(speedups) if speedups else None,
             "max_speedup": max(speedups) if speedups else None,
             "min_speedup": min(speedups) if speedups else None}
+
+
+_BEAT = 1e-6  # a search beat the heuristic when the heuristic is this much slower than its best (not a tie)
 
 
 def _g6_claim(outcomes: list[ProblemOutcome]) -> list[dict[str, Any]]:
@@ -593,6 +621,27 @@ def _config_text(kernel: str, config: dict[str, Any] | None) -> str:
         chunk_text = "off" if chunk == "off" else f"{chunk:,}" if isinstance(chunk, int) else str(chunk)
         return f"{config['algorithm']} s={config['s']} blocks={config['blocks']} chunk={chunk_text}"
     return " ".join(f"{k}={v}" if k != "variant" else str(v) for k, v in config.items())
+
+
+def _top_text(kernel: str, exhaustive: dict[str, Any]) -> str:
+    """The grid's top configurations by rank, ties together: 'rank 1 (16.9 µs): A, B; rank 3 (17.1 µs): C'."""
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for row in exhaustive["top"]:
+        groups.setdefault(row["rank"], []).append(row)
+    parts = [f"rank {rank} ({_time(rows[0]['time_s'])}): " + ", ".join(_config_text(kernel, r["config"]) for r in rows)
+             for rank, rows in groups.items()]
+    more = exhaustive.get("top_left_out") or 0
+    return "; ".join(parts) + (f"; and {more} more tied" if more else "")
+
+
+def _cost_text(cost: dict[str, Any]) -> str:
+    """'2.1 s: model 1.5 s (300 simulated), replay 0.0 s (12 replayed), sampler 0.4 s, ...'."""
+    text = (f"{cost['wall_s']:.2f} s: model {cost['model_s']:.2f} s ({cost['simulated']} simulated), replay "
+            f"{cost['replay_s']:.2f} s ({cost['replayed']} replayed), sampler {cost['sampler_s']:.2f} s, kernel "
+            f"checks {cost['check_s']:.2f} s, storage {cost['storage_s']:.2f} s, other {cost['other_s']:.2f} s")
+    if cost.get("store_error"):
+        text += f" (evaluation store not used: {cost['store_error']})"
+    return text
 
 
 def _rank(rank: int | None) -> str:
@@ -657,19 +706,24 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")
-        for col in ("problem", "feasible", "optimum", "time", "best's rank", "regret", "heuristic's rank",
-                    "its regret", "to 1%", "to 5%"):
+        for col in ("problem", "feasible", "optimum", "time", "within 1%", "best's rank", "regret",
+                    "heuristic's rank", "its regret", "to 1%", "to 5%"):
             ex.add_column(col, justify="left" if col in ("problem", "optimum") else "right")
         for p in exhaustive:
             e = p["exhaustive"]
             opt = e["optimum"] or {}
+            within = e.get("within_1pct")
             ex.add_row(p["key"], f"{e['feasible']} of {e['points']}", _config_text(kernel, opt.get("config")),
-                       _time(opt.get("time_s")), _rank(e.get("best_rank")), _percent(e["regret"]),
-                       _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
+                       _time(opt.get("time_s")), "-" if within is None else str(within), _rank(e.get("best_rank")),
+                       _percent(e["regret"]), _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
                        str(e["trials_to_1pct"] or "not reached"), str(e["trials_to_5pct"] or "not reached"))
         c.print(whole_keys(ex, "problem"))
-        c.print("ranks and regrets are against the whole grid; 'to 1%': distinct configurations evaluated until "
-                "the best was within 1% of the optimum", style="dim", highlight=False)
+        c.print("ranks and regrets are against the whole grid; 'within 1%': configurations of the grid within 1% "
+                "of the optimum; 'to 1%': distinct configurations evaluated until the best was within 1% of the "
+                "optimum", style="dim", highlight=False)
+        for p in exhaustive:
+            if p["exhaustive"].get("top"):
+                c.print(f"top of the grid for {p['key']}: {_top_text(kernel, p['exhaustive'])}", highlight=False)
     for p in doc["problems"]:
         spread = (p.get("seeds") or {}).get("spread") or {}
         if spread:
@@ -686,13 +740,27 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         if p.get("importance"):
             parts = ", ".join(f"{name} {value:.2f}" for name, value in
                               sorted(p["importance"].items(), key=lambda kv: -kv[1]))
-            c.print(f"what mattered for {p['key']} (parameter importance, PED-ANOVA): {parts}", highlight=False)
+            over = ("over the whole grid" if p.get("importance_source") == "grid"
+                    else "over the study's trials, where the sampler looked")
+            c.print(f"what mattered for {p['key']} (parameter importance, PED-ANOVA {over}): {parts}",
+                    highlight=False)
         else:
             c.print(f"what mattered for {p['key']}: not measured (parameter importance needs at least 10 distinct "
                     "feasible configurations)", highlight=False)
         if p.get("exhaustive_skipped") and p["exhaustive_skipped"] != "--no-exhaustive":
             c.print(f"no ground truth for {p['key']}: {p['exhaustive_skipped']}", style="dim", highlight=False)
+        if p.get("cost"):
+            c.print(f"search cost for {p['key']}: {_cost_text(p['cost'])}", style="dim", highlight=False)
+        if p.get("deploy"):  # the command on a line of its own, not wrapped, to copy
+            c.print(f"run the best for {p['key']} (the JSON result's `deploy` has it as a fragment too):",
+                    highlight=False)
+            c.print(f"  [bold]{escape(p['deploy']['shell'])}[/]", highlight=False, soft_wrap=True)
     s = doc["summary"]
+    if s.get("searches"):
+        beat = (f"by {s['median_gain_when_beaten']:.3f}x (median; max {s['max_gain']:.3f}x)"
+                if s["searches_beat_heuristic"] else "(the heuristic was as fast as the best found)")
+        c.print(f"the search beat the paper's heuristic in {s['searches_beat_heuristic']} of {s['searches']} "
+                f"search{'es' if s['searches'] != 1 else ''} {beat}", highlight=False)
     if count > 1 and s["mean_speedup"] is not None:
         c.print(f"heuristic within 5% of the tuned best on {s['fraction_heuristic_within_5pct'] * 100:.0f}% of "
                 f"problems; speed-up of tuned over heuristic: mean {s['mean_speedup']:.3f}x, max "

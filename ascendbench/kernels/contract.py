@@ -139,6 +139,7 @@ class KernelSpec:
     streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
     size_field: ClassVar[str] = "n"  # the parameter that is the problem size
     command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
+    false_flags: ClassVar[dict[str, str]] = {}  # bool field -> its `run` option for False, when not --no-<field>
     tunable_class: ClassVar[type | None] = None  # the tuner's view when not derived from the contract (tunable.py)
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
     default_hardware: ClassVar[str] = DEFAULT_SCAN_HARDWARE  # the scan paper's chip (the CLI's default too)

@@ -271,6 +271,7 @@ class TopkKernel(KeysKernel):
     of the k picked."""
 
     name = "topk"
+    false_flags = {"largest": "--smallest"}  # run_topk.py
     title = "Top-k by SplitInd bisection"
     source = "scan paper §5.4"
     Params = TopkParams

@@ -66,6 +66,16 @@ class Tunable(Protocol):
 
     def check_values(self) -> dict[str, Callable[[Any], bool]]: ...
 
+    def run_command(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]: ...
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    """A `run` option for one value: --name value, or --name / --no-name for a bool (underscores as dashes)."""
+    flag = name.replace("_", "-")
+    if isinstance(value, bool):
+        return [f"--{flag}" if value else f"--no-{flag}"]
+    return [f"--{flag}", str(value)]
+
 
 class HgemmTunable:
     """HGEMM (proposed variant): M0, N0, K0, split_k, shuffle_k, padding, double_buffer.
@@ -101,6 +111,15 @@ class HgemmTunable:
     def _params(config: Mapping[str, Any]) -> HgemmParams:
         return HgemmParams(**{k: config[k] for k in ("m0", "n0", "k0", "split_k", "shuffle_k", "padding",
                                                      "double_buffer")})
+
+    def run_command(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+        """`run hgemm` arguments that run the configuration on the problem (without --hardware)."""
+        argv = ["run", "hgemm", "--m", str(problem["m"]), "--n", str(problem["n"]), "--k", str(problem["k"])]
+        if problem.get("batch", 1) != 1:
+            argv += ["--batch", str(problem["batch"])]
+        for name in ("m0", "n0", "k0", "split_k", "shuffle_k", "padding", "double_buffer"):
+            argv += _flag(name, config[name])
+        return argv + (["--every-core"] if problem.get("every_core") else [])
 
     def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None:
         """Raises Infeasible with the kernel's reason for an option out of range or a tile that does not fit
@@ -148,6 +167,12 @@ class ScanTunable:
         """The parameters a space must have, each with a test of the values it may take."""
         return {"algorithm": lambda v: v in _MULTI_CORE_SCANS, "s": lambda v: _is_int(v) and v in S_VALUES,
                 "blocks": _multiple(1), "chunk": lambda v: v == "off" or (_is_int(v) and v >= 1)}
+
+    def run_command(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+        """`run scan` arguments that run the configuration on the problem (without --hardware)."""
+        return ["run", "scan", "--n", str(problem["n"]), "--algorithm", config["algorithm"], "--s", str(config["s"]),
+                "--blocks", str(config["blocks"]), "--chunk", str(config["chunk"]),
+                "--dtype", problem.get("dtype", "fp16"), "--exclusive" if problem.get("exclusive") else "--inclusive"]
 
     @staticmethod
     def _params(problem: Mapping[str, Any], config: Mapping[str, Any]) -> ScanParams:
@@ -198,6 +223,12 @@ class BatchedScanTunable:
         """The parameters a space must have, each with a test of the values it may take."""
         return {"algorithm": lambda v: v in ("scanu", "scanul1", "vector"),
                 "s": lambda v: _is_int(v) and v in S_VALUES}
+
+    def run_command(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+        """`run batched-scan` arguments that run the configuration on the problem (without --hardware)."""
+        return ["run", "batched-scan", "--batch", str(problem["batch"]), "--length", str(problem["length"]),
+                "--algorithm", config["algorithm"], "--s", str(config["s"]), "--dtype", problem.get("dtype", "fp16"),
+                "--exclusive" if problem.get("exclusive") else "--inclusive"]
 
     @staticmethod
     def _params(problem: Mapping[str, Any], config: Mapping[str, Any]) -> BatchedScanParams:
@@ -274,6 +305,22 @@ class SpecTunable:
             return ok
 
         return {name: test(name) for name in self.spec.tuned()}
+
+    def run_command(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+        """The kernel's `run` arguments (KernelSpec.command, else `run <name>`) with one option per problem and
+        configuration field (None and booleans at their default left out: some `run` commands have a flag only
+        for the other value), as commands/generic.py names them, or KernelSpec.false_flags (without
+        --hardware)."""
+        argv = ["run", *(self.spec.command or self.spec.name).split()]
+        fields = self.spec.Params.model_fields
+        for name, value in {**problem, **config}.items():
+            if value is None or (isinstance(value, bool) and name in fields and fields[name].default == value):
+                continue
+            if value is False and name in self.spec.false_flags:
+                argv.append(self.spec.false_flags[name])
+            else:
+                argv += _flag(name, value)
+        return argv
 
     def check(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> None:
         """Raises Infeasible with the kernel's reason when its Params model or its check refuses the

@@ -186,6 +186,10 @@ class TrialCounts(_Model):
                           "timeout (--timeout), interrupted (Ctrl-C, SIGTERM), worker_failed (a --jobs worker "
                           "process died: the others stopped after their trial in flight); absent in results "
                           "written before it was recorded")
+    replayed: int = Field(0, description="trials of this command answered from the evaluation store "
+                                         "(results/tuning/evaluations.sqlite: configurations simulated by an "
+                                         "earlier run, seed or sampler on the same problem, profile and model) "
+                                         "instead of simulated; 0 in results written before")
     foreign: int = Field(0, description="finished trials of the study that this tool did not make (no "
                                         "configuration of its space in their 'config' user attribute: plain "
                                         "Optuna, optuna-dashboard): left out "
@@ -228,6 +232,56 @@ class ExhaustiveCheck(_Model):
     source: Literal["store", "study", "evaluated"] | None = Field(None, description="where the grid came "
                                                                   "from: the store, the study (it covers the "
                                                                   "grid), or evaluated by this command")
+    within_1pct: int | None = Field(None, description="feasible configurations within 1% of the optimum "
+                                                      "(the optimum included)")
+    top: list[RankedConfiguration] = Field(default_factory=list, description="the configurations ranked 1 to "
+                                           "5 on the grid, ties included (at most 50; see top_left_out)")
+    top_left_out: int = Field(0, description="configurations ranked 1 to 5 beyond the 50 listed in `top`")
+    importance: dict[str, float] | None = Field(None, description="parameter importance (Optuna's PED-ANOVA) "
+                                                "over every feasible grid point")
+    grid_cost: GridCost | None = Field(None, description="the grid's evaluation by this command (None: read "
+                                       "from the ground-truth store or the study)")
+
+
+class RankedConfiguration(_Model):
+    """A grid point among the fastest: its rank (1 + points strictly faster, so ties share a rank)."""
+
+    rank: int
+    config: dict[str, Any]
+    time_s: float
+
+
+class GridCost(_Model):
+    """What evaluating the whole grid cost this command."""
+
+    seconds: float = Field(description="wall time of the grid's evaluation")
+    simulated: int = Field(description="points simulated")
+    replayed: int = Field(description="points read from the evaluation store")
+    processes: int = Field(description="processes that simulated")
+    store_error: str | None = Field(None, description="why the evaluation store could not be used")
+
+
+class SearchCost(_Model):
+    """Where this command's search time went (seconds, summed over --jobs workers); the parts add up to wall_s."""
+
+    wall_s: float = Field(description="the search (the workers' sum with --jobs)")
+    model_s: float = Field(description="the timing model (configurations simulated)")
+    check_s: float = Field(description="the kernel's checks of the sampler's candidates")
+    sampler_s: float = Field(description="the sampler, its checks excluded")
+    replay_s: float = Field(description="answers read from the evaluation store")
+    storage_s: float = Field(description="the shared storage: adding this command's trials, reading the others'")
+    other_s: float = Field(description="the rest: Optuna's in-memory study and this tool's bookkeeping")
+    simulated: int = Field(description="configurations the timing model simulated")
+    replayed: int = Field(description="configurations replayed from the evaluation store")
+    store_error: str | None = Field(None, description="why the evaluation store could not be used")
+
+
+class Deployment(_Model):
+    """The best configuration, ready to use."""
+
+    command: list[str] = Field(description="the `ascendbench run` command that runs it, as arguments")
+    shell: str = Field(description="that command quoted for a POSIX shell")
+    fragment: dict[str, Any] = Field(description="{kernel, hardware, problem, config}")
 
 
 class TunedProblem(_Model):
@@ -243,7 +297,14 @@ class TunedProblem(_Model):
     infeasible_reasons: dict[str, int] = Field(description="infeasible trials per reason (the buffer or option)")
     exhaustive: ExhaustiveCheck | None = None
     importance: dict[str, float] | None = Field(None, description="parameter importance (Optuna PED-ANOVA) "
-                                                "over the study's feasible trials")
+                                                "over the grid's feasible points when the grid is known, else over "
+                                                "the study's feasible trials (importance_source)")
+    importance_source: Literal["grid", "study"] | None = Field(None, description="what `importance` was "
+                                                               "computed over")
+    cost: SearchCost | None = Field(None, description="where this command's search time went (None: the "
+                                    "search was cut short)")
+    deploy: Deployment | None = Field(None, description="the best configuration as a run command and a JSON "
+                                      "fragment")
     history: list[float] = Field(default_factory=list, description="best time so far (s) after each new "
                                                                    "feasible configuration")
     exhaustive_skipped: str | None = Field(None, description="why the whole grid was not evaluated")

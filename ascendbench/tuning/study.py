@@ -62,6 +62,7 @@ from ascendbench.kernels.tunable import Evaluation, Infeasible
 from ascendbench.processes import child_started, jobs_error, starting_children, usable_cores
 from ascendbench.redact import mask_url, redact
 from ascendbench.sim.engine import BufferCapacityError
+from ascendbench.tuning.evaluations import EvaluationStore, model_fingerprint, problem_digest, store_path
 from ascendbench.tuning.space import SearchSpace, load_space
 
 __all__ = [
@@ -114,6 +115,7 @@ class TuneRequest:
     jobs: int = 1
     exhaustive: bool | None = None  # None: automatically when the grid is small or cheap
     replica: int | None = None  # --seeds: this search's seed, its study is <study>/seed-<replica>
+    replay: bool = True  # answer configurations kept in the evaluation store (tuning.evaluations) from it
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))  # marks the trials this command ran
 
 
@@ -134,6 +136,37 @@ class ProblemOutcome:
     importance: dict[str, float] | None = None  # parameter -> importance (PED-ANOVA), None when too few
     seeds: dict[str, Any] | None = None  # --seeds: each search's outcome and the spread (combine_seeds)
     exhaustive_skipped: str | None = None  # why the whole grid was not evaluated
+    importance_source: str | None = None  # "grid" (every feasible grid point) or "study" (its trials)
+    cost: dict[str, Any] | None = None  # where this run's search time went (SearchCost.as_dict)
+    deploy: dict[str, Any] | None = None  # the best configuration as a `run` command and a JSON fragment
+
+
+@dataclass
+class SearchCost:
+    """Where a search's wall time went (seconds, summed over --jobs workers): the timing model (simulated
+    evaluations), the kernel's checks of the sampler's candidates, the sampler itself (checks excluded),
+    replays from the evaluation store, the shared storage (adding this run's trials, reading the others'), and
+    the rest (Optuna's in-memory study and this tool's bookkeeping): the parts add up to `wall_s`."""
+
+    wall_s: float = 0.0
+    model_s: float = 0.0
+    check_s: float = 0.0
+    sampler_s: float = 0.0
+    replay_s: float = 0.0
+    storage_s: float = 0.0
+    simulated: int = 0  # evaluations the timing model ran
+    replayed: int = 0  # evaluations read from the evaluation store
+    store_error: str | None = None  # why the evaluation store could not be used
+
+    def add(self, other: SearchCost) -> None:
+        for f in dataclasses.fields(self):
+            if f.name != "store_error":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        self.store_error = self.store_error or other.store_error
+
+    def as_dict(self) -> dict[str, Any]:
+        parts = self.model_s + self.check_s + self.sampler_s + self.replay_s + self.storage_s
+        return {**dataclasses.asdict(self), "other_s": max(0.0, self.wall_s - parts)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -879,13 +912,18 @@ def _names(space: SearchSpace) -> frozenset[str]:
 
 class _Objective:
     """Simulated time of the suggested configuration; infeasible points are pruned with their reason; a
-    configuration the study (or this process) already evaluated is answered from it, marked "repeat"."""
+    configuration the study (or this process) already evaluated is answered from it, marked "repeat"; one the
+    evaluation store keeps (`store`, tuning.evaluations) is replayed from it, marked "replayed". `cost`
+    collects the seconds spent in the timing model, in the kernel's checks and in replays."""
 
     def __init__(self, kernel: str, space: SearchSpace, problem: Mapping[str, Any], hw: HardwareProfile,
-                 run_id: str = "", study: optuna.Study | None = None):
+                 run_id: str = "", study: optuna.Study | None = None, store: EvaluationStore | None = None,
+                 cost: SearchCost | None = None):
         self.tunable, self.run_id = get_tunable(kernel), run_id
         self.space, self.problem, self.hw = space, dict(problem), hw
         self.cache: dict[str, Evaluation | str] = {}  # config key -> outcome (a reason: infeasible)
+        self.store = store
+        self.cost = cost if cost is not None else SearchCost()
         if study is not None:
             self.learn(study)
 
@@ -907,20 +945,40 @@ class _Objective:
     def rejects(self, params: Mapping[str, Any]) -> bool:
         """Whether the kernel's check refuses the configuration of Optuna's `params` (no trial is made for
         it; NewPointTPESampler asks before proposing a point, and keeps the answer)."""
+        start = time.perf_counter()
         try:
             self.tunable.check(self.problem, self.space.from_optuna(params), self.hw)
         except Infeasible:
             return True
+        finally:
+            self.cost.check_s += time.perf_counter() - start
         return False
 
-    def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
+    def outcome(self, config: Mapping[str, Any]) -> tuple[Evaluation | str, bool]:
+        """(the configuration's evaluation or infeasible reason, whether it was replayed from the store)."""
         key = config_key(config)
-        if key not in self.cache:
-            try:
-                self.cache[key] = self.tunable.evaluate(self.problem, config, self.hw)
-            except Infeasible as exc:
-                self.cache[key] = exc.reason
-        value = self.cache[key]
+        if key in self.cache:
+            return self.cache[key], False
+        start = time.perf_counter()
+        kept = self.store.get(key) if self.store is not None else None
+        if kept is not None:
+            self.cost.replay_s += time.perf_counter() - start
+            self.cost.replayed += 1
+            self.cache[key] = kept
+            return kept, True
+        try:
+            value: Evaluation | str = self.tunable.evaluate(self.problem, config, self.hw)
+        except Infeasible as exc:
+            value = exc.reason
+        self.cost.model_s += time.perf_counter() - start
+        self.cost.simulated += 1
+        self.cache[key] = value
+        if self.store is not None:
+            self.store.put(key, value)
+        return value, False
+
+    def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
+        value, _ = self.outcome(config)
         if isinstance(value, str):
             raise Infeasible(value)
         return value
@@ -931,15 +989,16 @@ class _Objective:
         attrs = {"config": config, "run": self.run_id, "worker": _WORKER}
         if config_key(config) in self.cache:
             attrs["repeat"] = True
-        try:
-            ev = self.evaluate(config)
-        except Infeasible as exc:
-            attrs["infeasible"] = exc.reason
+        value, replayed = self.outcome(config)
+        if replayed:
+            attrs["replayed"] = True
+        if isinstance(value, str):
+            attrs["infeasible"] = value
             _set_attrs(trial, attrs)
-            raise optuna.TrialPruned(exc.reason) from None
-        attrs["throughput"] = ev.throughput
+            raise optuna.TrialPruned(value) from None
+        attrs["throughput"] = value.throughput
         _set_attrs(trial, attrs)
-        return ev.time_s
+        return value.time_s
 
 
 _WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -1149,11 +1208,49 @@ def _reached(feasible: int, seen: int, trials: int, space: SearchSpace) -> str |
 def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int,
               progress: Callable[[int, float | None], None] | None = None, escalate: bool = True,
               storage=None, warm_start: Sequence[Mapping[str, Any]] = (),
-              signals: list[int] | None = None) -> str:
+              signals: list[int] | None = None, cost: SearchCost | None = None) -> str:
     """Run trials until the study holds request.trials distinct feasible configurations (or the grid is
     covered, the search is idle for MAX_IDLE_TRIALS trials, or the timeout ends), through a _Mirror. Returns
     why it stopped: "target", "grid", "idle" or "timeout" (an interrupt raises KeyboardInterrupt). signals: a
-    worker's record of the SIGINT / SIGTERM it took before (it then runs no trial) and while Optuna runs."""
+    worker's record of the SIGINT / SIGTERM it took before (it then runs no trial) and while Optuna runs.
+    cost: filled with where the time went (SearchCost), also when an interrupt ends the search."""
+    cost = cost if cost is not None else SearchCost()
+    wall0 = time.perf_counter()
+    try:
+        return _search(request, space, problem, key, worker, progress, escalate, storage, warm_start, signals,
+                       cost)
+    finally:
+        cost.wall_s += time.perf_counter() - wall0
+
+
+def _time_sampler(sampler: optuna.samplers.BaseSampler, cost: SearchCost) -> None:
+    """Count the seconds the sampler's calls take in cost.sampler_s, less the kernel checks they make (counted
+    in cost.check_s by _Objective.rejects); calls it makes of its own methods are counted once."""
+    depth = [0]
+
+    def timed(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if depth[0]:
+                return method(*args, **kwargs)
+            depth[0] += 1
+            start, checks = time.perf_counter(), cost.check_s
+            try:
+                return method(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                cost.sampler_s += time.perf_counter() - start - (cost.check_s - checks)
+        return call
+
+    for name in ("before_trial", "infer_relative_search_space", "sample_relative", "sample_independent",
+                 "after_trial"):
+        setattr(sampler, name, timed(getattr(sampler, name)))
+
+
+def _search(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, worker: int, progress,
+            escalate: bool, storage, warm_start: Sequence[Mapping[str, Any]], signals: list[int] | None,
+            cost: SearchCost) -> str:
+    """_optimize's search (see there)."""
+    start = time.perf_counter()
     storage = storage if storage is not None else open_storage(request.storage)
     study = _open_study(request, space, problem, key, storage)
     done = _finished(study)
@@ -1164,12 +1261,17 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     sampler = make_sampler(request.sampler, seed, space)
     mirror = _Mirror(study, sampler, request.run_id, _names(space),
                      storage.file if isinstance(storage, Journal) else None)
+    cost.storage_s += time.perf_counter() - start
     if reached := _reached(len(mirror.feasible), len(mirror.seen), request.trials, space):
         return reached  # nothing left to do
     hw = _profile(request.hardware)
     if not mirror.seen:  # a new study (workers starting together may each run the start; repeats are free)
         _enqueue_start(mirror.local, space, request.kernel, problem, hw, warm_start)
-    objective = _Objective(request.kernel, space, problem, hw, request.run_id, mirror.local)
+    store = open_evaluation_store(request, problem) if request.replay else None
+    if store is not None and not store.available:
+        cost.store_error = store.error
+    _time_sampler(sampler, cost)
+    objective = _Objective(request.kernel, space, problem, hw, request.run_id, mirror.local, store, cost)
     if isinstance(sampler, NewPointTPESampler):
         sampler.rejects = objective.rejects
     idle = [0, len(mirror.feasible)]
@@ -1191,7 +1293,9 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
         mirror.finished(trial)
         if trial.state == TrialState.COMPLETE and (best[0] is None or trial.value < best[0]):
             best[0] = trial.value
+        flushed = time.perf_counter()
         pulled = mirror.flush()
+        cost.storage_s += time.perf_counter() - flushed
         objective.learn(pulled)
         if pulled and not grid and not diversified:
             # Another worker runs now. With the same seed and the same trials (a command run on each machine,
@@ -1221,7 +1325,11 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
                     mirror.local.optimize(objective, timeout=request.timeout_s, callbacks=[after_trial],
                                           catch=())
         finally:
+            flushed = time.perf_counter()
             mirror.flush(every=True)  # every finished trial, also one whose callback an interrupt cut short
+            cost.storage_s += time.perf_counter() - flushed
+            if store is not None:
+                store.close()
     if interrupted():
         raise KeyboardInterrupt
     return stopped[0]
@@ -1258,7 +1366,7 @@ def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key
     """A worker process of --jobs (started by _run_workers). Its first act takes SIGINT and SIGTERM with a
     handler that only records them (processes.child_started): an interrupt then lets the trial in flight
     finish and ends the worker quietly (the parent reports), and so does the parent's death (a SIGKILL of the
-    command leaves no orphans). It sends (why its search ended, None) on `report`, a pipe to the parent:
+    command leaves no orphans). It sends (why its search ended, None, its SearchCost) on `report`, a pipe to the parent:
     _optimize's answer or "interrupted"; after a storage or user error ("failed", the error in one line), and
     exits with status 1."""
     signals: list[int] = []
@@ -1278,25 +1386,34 @@ def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key
 
     threading.Thread(target=watch_parent, daemon=True).start()
     detail = None
+    cost = SearchCost()
     try:
         space = load_space(space_path).on(_profile(request.hardware))
         stopped = _optimize(request, space, problem, key, worker, escalate=False, warm_start=warm_start,
-                            signals=signals)
+                            signals=signals, cost=cost)
     except KeyboardInterrupt:
         stopped = "interrupted"
     except (OSError, TuneError) as exc:  # the parent says it in one line (not multiprocessing's traceback)
         stopped, detail = "failed", redact(" ".join(str(exc).split()) or type(exc).__name__)
     if report is not None:
         with contextlib.suppress(OSError):
-            report.send((stopped, detail))
+            report.send((stopped, detail, cost))
     if stopped == "failed":
         sys.exit(1)
+
+
+def open_evaluation_store(request: TuneRequest, problem: Mapping[str, Any]) -> EvaluationStore:
+    """The evaluation store of the request's storage, opened on the problem's evaluations."""
+    tunable = get_tunable(request.kernel)
+    path = store_path(request.storage, DEFAULT_STORAGE, request.storage is not None and _is_url(request.storage))
+    return EvaluationStore(path, problem_digest(request.kernel, problem, _profile(request.hardware)),
+                           getattr(tunable, "unit", ""))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Exhaustive evaluation
 # ---------------------------------------------------------------------------------------------------------
-def _evaluate_chunk(args: tuple) -> list[float | None]:
+def _evaluate_chunk(args: tuple) -> list[Evaluation | str]:
     return _evaluate_points(*args)
 
 
@@ -1309,14 +1426,16 @@ def _check_grid_size(space: SearchSpace, option: str) -> None:
                         f"{MAX_GRID_POINTS:,} can be listed; narrow the int ranges or use another sampler")
 
 
-def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points: list[dict[str, Any]]):
+def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points: list[dict[str, Any]]
+                     ) -> list[Evaluation | str]:
+    """Each point's evaluation, or the kernel's reason it is infeasible."""
     tunable, hw = get_tunable(kernel), _profile(hardware)
-    out = []
+    out: list[Evaluation | str] = []
     for config in points:
         try:
-            out.append(tunable.evaluate(problem, config, hw).time_s)
-        except Infeasible:
-            out.append(None)
+            out.append(tunable.evaluate(problem, config, hw))
+        except Infeasible as exc:
+            out.append(exc.reason)
     return out
 
 
@@ -1326,38 +1445,67 @@ def grid_processes(request: TuneRequest) -> int:
 
 
 def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
-                  progress: Callable[[int, int], None] | None = None) -> list[tuple[dict[str, Any], float | None]]:
-    """Simulated time of every grid point (None where infeasible), on all cores (grid_processes)."""
+                  progress: Callable[[int, int], None] | None = None, stats: dict[str, Any] | None = None
+                  ) -> list[tuple[dict[str, Any], float | None]]:
+    """Simulated time of every grid point (None where infeasible): the points the evaluation store keeps are
+    replayed (unless request.replay is off), the others simulated on all cores (grid_processes), each process
+    taking chunks of 64 points in turn, and added to the store. stats, when given, receives the seconds, how
+    many points were simulated and replayed, and the processes used."""
     _check_grid_size(space, "--exhaustive")
+    start = time.perf_counter()
     points = space.grid()
-    chunks = [points[i:i + 64] for i in range(0, len(points), 64)]
-    times: list[float | None] = []
-    processes = grid_processes(request)
-    if processes > 1 and len(chunks) > 1:
-        ctx = multiprocessing.get_context("spawn")
-        pool = None
-        try:
-            with starting_children() as starter:  # a Ctrl-C while the pool starts is not lost
-                pool = starter.start(lambda: ctx.Pool(processes))
-            args = [(request.kernel, request.hardware, problem, c) for c in chunks]
-            for part in pool.imap(_evaluate_chunk, args):
-                times.extend(part)
-                if progress:
-                    progress(len(times), len(points))
-            pool.close()
-        except BaseException:
-            if pool is not None:
-                pool.terminate()  # Ctrl-C: stop at once, the grid is not stored anyway
-            raise
-        finally:
-            if pool is not None:
-                pool.join()
-    else:
-        for c in chunks:
-            times.extend(_evaluate_points(request.kernel, request.hardware, problem, c))
-            if progress:
-                progress(len(times), len(points))
-    return list(zip(points, times))
+    keys = [config_key(c) for c in points]
+    store = open_evaluation_store(request, problem) if request.replay else None
+    outcomes: dict[str, Evaluation | str] = {}
+    if store is not None:
+        outcomes = {k: v for k in keys if (v := store.get(k)) is not None}
+    todo = [c for c, k in zip(points, keys, strict=True) if k not in outcomes]
+    replayed = len(points) - len(todo)
+    chunks = [todo[i:i + 64] for i in range(0, len(todo), 64)]
+    done = replayed
+    processes = min(grid_processes(request), len(chunks))
+    if progress:
+        progress(done, len(points))
+
+    def take(chunk: list[dict[str, Any]], part: list[Evaluation | str]) -> None:
+        nonlocal done
+        new = [(config_key(c), v) for c, v in zip(chunk, part, strict=True)]
+        outcomes.update(new)
+        if store is not None:
+            store.put_many(new)  # kept as they come: an interrupted grid is not simulated again
+        done += len(chunk)
+        if progress:
+            progress(done, len(points))
+
+    try:
+        if processes > 1:
+            ctx = multiprocessing.get_context("spawn")
+            pool = None
+            try:
+                with starting_children() as starter:  # a Ctrl-C while the pool starts is not lost
+                    pool = starter.start(lambda: ctx.Pool(processes))
+                args = [(request.kernel, request.hardware, problem, c) for c in chunks]
+                for chunk, part in zip(chunks, pool.imap(_evaluate_chunk, args), strict=True):
+                    take(chunk, part)
+                pool.close()
+            except BaseException:
+                if pool is not None:
+                    pool.terminate()  # Ctrl-C: stop at once; what finished is in the store
+                raise
+            finally:
+                if pool is not None:
+                    pool.join()
+        else:
+            for chunk in chunks:
+                take(chunk, _evaluate_points(request.kernel, request.hardware, problem, chunk))
+    finally:
+        if store is not None:
+            store.close()
+    if stats is not None:
+        stats.update(seconds=time.perf_counter() - start, simulated=len(todo), replayed=replayed,
+                     processes=max(1, processes), store_error=store.error if store is not None else None)
+    return [(c, None if isinstance(v, str) else v.time_s) for c, v in
+            zip(points, (outcomes[k] for k in keys), strict=True)]
 
 
 def _trials_to_within(history: list[float], optimum: float, fraction: float) -> int | None:
@@ -1389,19 +1537,22 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     study = _open_study(request, space, problem, key, storage)
     if progress:
         progress(key, distinct_counts(study, space)[0], request.trials, None)
+    cost = SearchCost()
     if request.jobs <= 1:
         stopped = _optimize(request, space, problem, key, 0,
                             (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
-                            storage=storage, warm_start=warm_start)
+                            storage=storage, warm_start=warm_start, cost=cost)
     else:
-        stopped = _run_workers(request, space, problem, key, study, progress, warm_start)
+        start = time.perf_counter()
+        stopped = _run_workers(request, space, problem, key, study, progress, warm_start, cost)
+        cost.wall_s = max(cost.wall_s, time.perf_counter() - start)  # the workers' sum, or the parent's wait
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
-    return summarise(request, space, problem, key, study, grid_progress, stopped)
+    return summarise(request, space, problem, key, study, grid_progress, stopped, cost)
 
 
 def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str, study: optuna.Study,
                  progress,
-                 warm_start: Sequence[Mapping[str, Any]] = ()) -> str | None:
+                 warm_start: Sequence[Mapping[str, Any]] = (), cost: SearchCost | None = None) -> str | None:
     """request.jobs worker processes on one study, started so that a Ctrl-C while they start up is not lost
     (processes.starting_children). On Ctrl-C or SIGTERM of this process, or as soon as one worker dies, the
     others are stopped (_stop_workers) and joined. Returns why the search ended: "timeout" if a worker's
@@ -1430,7 +1581,7 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
                 writer.close()  # the worker holds its end
         while failure is None and (alive := [proc for proc in workers if proc.is_alive()]):
             multiprocessing.connection.wait([proc.sentinel for proc in alive], timeout=0.3)
-            _read_reports(pipes, said, details)
+            _read_reports(pipes, said, details, cost)
             failure = _worker_failure(workers, details)
             if progress and failure is None:
                 names = _names(space)
@@ -1440,7 +1591,7 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
     except KeyboardInterrupt:
         _stop_workers(workers)
         raise
-    _read_reports(pipes, said, details)
+    _read_reports(pipes, said, details, cost)
     failure = failure or _worker_failure(workers, details)  # also the last one to end may have died
     if failure is not None:
         stopped = _stop_workers(workers)
@@ -1450,19 +1601,23 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
     return next((reason for reason in ("timeout", "grid", "idle") if reason in said.values()), None)
 
 
-def _read_reports(pipes: list, said: dict[int, str | None], details: dict[int, str]) -> None:
-    """Take the (reason, error) each worker sent on its pipe (reason None: it ended without sending)."""
+def _read_reports(pipes: list, said: dict[int, str | None], details: dict[int, str],
+                  cost: SearchCost | None = None) -> None:
+    """Take the (reason, error, SearchCost) each worker sent on its pipe (reason None: it ended without
+    sending); the costs are added to `cost`."""
     for w, (reader, _writer) in enumerate(pipes):
         if w in said:
             continue
         try:
             if not reader.poll():
                 continue
-            said[w], detail = reader.recv()
+            said[w], detail, spent = reader.recv()
         except (EOFError, OSError):  # it died before it sent anything
-            said[w], detail = None, None
+            said[w], detail, spent = None, None, None
         if detail:
             details[w] = detail
+        if cost is not None and spent is not None:
+            cost.add(spent)
 
 
 def _worker_failure(workers: list, details: dict[int, str]) -> str | None:
@@ -1501,7 +1656,7 @@ def _stop_workers(workers: list, grace_s: float = 30.0) -> int:
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
               study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None,
-              stopped: str | None = None) -> ProblemOutcome:
+              stopped: str | None = None, cost: SearchCost | None = None) -> ProblemOutcome:
     """The outcome of a study as stored now: best (never slower than the heuristic), heuristic with its rank
     among the evaluated configurations, trial counts, parameter importance, and where the ground truth is
     known (or is cheap, see _exhaustive_wanted) the true optimum and ranks. stopped: why this run's search
@@ -1570,14 +1725,37 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
                      "ranked_among": None, "infeasible": getattr(exc, "reason", str(exc))}
     speedup = heuristic["time_s"] / best["time_s"] if best and heuristic["time_s"] else None
 
+    counts["replayed"] = sum(1 for t in finished if t.user_attrs.get("run") == request.run_id
+                             and t.user_attrs.get("replayed"))
     outcome = ProblemOutcome(dict(problem), key, study.study_name, counts, best, heuristic, speedup, reasons,
-                             history=history, importance=importance(study, space))
+                             history=history)
+    outcome.cost = cost.as_dict() if cost is not None else None
+    if best is not None:
+        outcome.deploy = deployment(request.kernel, problem, best["config"], request.hardware)
     wanted, outcome.exhaustive_skipped = _exhaustive_wanted(request, space, problem,
                                                             covered=seen >= space.grid_size)
     if wanted:
         outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic, grid_progress,
                                                study)
+    # importance over the whole grid where it is known (not biased by where the sampler looked)
+    if outcome.exhaustive and outcome.exhaustive.get("importance"):
+        outcome.importance, outcome.importance_source = outcome.exhaustive["importance"], "grid"
+    else:
+        outcome.importance = importance(study, space)
+        outcome.importance_source = "study" if outcome.importance is not None else None
     return outcome
+
+
+def deployment(kernel: str, problem: Mapping[str, Any], config: Mapping[str, Any], hardware: str
+               ) -> dict[str, Any]:
+    """The configuration as something to deploy: `command`, the argument list of the `ascendbench run` command
+    that runs it on the problem (tunable.run_command), `shell`, that command quoted for a POSIX shell, and
+    `fragment`, {kernel, hardware, problem, config} as JSON-ready values."""
+    import shlex
+
+    argv = ["ascendbench", *get_tunable(kernel).run_command(problem, config), "--hardware", hardware]
+    return {"command": argv, "shell": shlex.join(argv),
+            "fragment": {"kernel": kernel, "hardware": hardware, "problem": dict(problem), "config": dict(config)}}
 
 
 def combine_seeds(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
@@ -1605,6 +1783,10 @@ def combine_seeds(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
     combined = dataclasses.replace(chosen)
     combined.seeds = {"runs": rows, "spread": {name: spread(name) for name in
                                                ("best_time_s", "speedup", "regret", "trials_to_1pct")}}
+    costs = [o.cost for o in outcomes if o.cost]
+    if costs:  # the searches of every seed
+        combined.cost = {k: (sum(c[k] for c in costs) if k != "store_error"
+                             else next((c[k] for c in costs if c[k]), None)) for k in costs[0]}
     return combined
 
 
@@ -1622,12 +1804,18 @@ def importance(study: optuna.Study, space: SearchSpace) -> dict[str, float] | No
                 if not t.user_attrs.get("repeat") and is_tool_trial(t, ours)]
     if len(complete) < 10:
         return None
-    names = {p.optuna_name(name): name for name, p in space.parameters.items()}
     if any(not is_tool_trial(t, ours) for t in study.get_trials(deepcopy=False)):
         # plain Optuna's trials have other parameters (the importance would be theirs): measured without
         own = optuna.create_study(storage=optuna.storages.InMemoryStorage(), direction="minimize")
         own.add_trials([t for t in study.get_trials(deepcopy=False, states=_FINISHED) if is_tool_trial(t, ours)])
         study = own
+    return _ped_anova(study, space)
+
+
+def _ped_anova(study: optuna.Study, space: SearchSpace) -> dict[str, float] | None:
+    """Optuna's PED-ANOVA importance of the study's parameters, keyed by the space's parameter names (None when
+    it cannot be computed: nothing varies)."""
+    names = {p.optuna_name(name): name for name, p in space.parameters.items()}
     try:
         with warnings.catch_warnings():  # experimental in Optuna
             warnings.simplefilter("ignore")
@@ -1645,14 +1833,13 @@ GROUND_TRUTH_DIR = Path("results") / "tuning" / "ground-truth"
 
 
 def ground_truth_path(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]) -> Path:
-    """Where the whole grid of (kernel, problem, hardware profile, model version, space) is kept: a hash of
-    all five, so that a changed profile constant, timing model (tool version) or space is evaluated anew; in
-    a folder `ground-truth` beside a journal storage (results/tuning/ground-truth for RDB storages)."""
-    from ascendbench import __version__
-
+    """Where the whole grid of (kernel, problem, hardware profile, timing model, space) is kept: a hash of
+    all five, so that a changed profile constant, timing model (tool version and model source,
+    evaluations.model_fingerprint) or space is evaluated anew; in a folder `ground-truth` beside a journal
+    storage (results/tuning/ground-truth for RDB storages)."""
     hw = _profile(request.hardware)
     doc = {"kernel": request.kernel, "problem": dict(problem), "hardware": hw.constants(),
-           "model": __version__, "space": space.fingerprint()}
+           "model": model_fingerprint(), "space": space.fingerprint()}
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:20]
     storage = request.storage if request.storage is not None else str(DEFAULT_STORAGE)
     folder = GROUND_TRUTH_DIR if _is_url(storage) else Path(storage).parent / "ground-truth"
@@ -1728,15 +1915,47 @@ def _exhaustive_wanted(request: TuneRequest, space: SearchSpace, problem: Mappin
 
 def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
                           sample: int = 24) -> float:
-    """Seconds the whole grid would take: `sample` grid points (evenly spread) timed here, scaled to the grid
-    and divided over the processes of an exhaustive evaluation."""
+    """Seconds the whole grid would take: `sample` grid points not in the evaluation store (evenly spread)
+    timed here, scaled to the points the store does not hold (those are replayed in no time) and divided over
+    the processes of an exhaustive evaluation."""
     points = space.grid()
+    if request.replay:
+        store = open_evaluation_store(request, problem)
+        store.close()  # its rows stay readable in memory
+        points = [c for c in points if store.get(config_key(c)) is None]
     step = max(1, len(points) // sample)
     chosen = points[::step][:sample]
     start = time.perf_counter()
     _evaluate_points(request.kernel, request.hardware, dict(problem), chosen)
     per_point = (time.perf_counter() - start) / max(1, len(chosen))
     return per_point * len(points) / grid_processes(request)
+
+
+TOP_RANKS = 5  # exhaustive_report's `top`: the configurations ranked 1 to 5, ties included ...
+MAX_TOP_SHOWN = 50  # ... at most this many (the rest counted in top_left_out)
+
+
+def grid_importance(feasible: Sequence[tuple[dict[str, Any], float]], space: SearchSpace
+                    ) -> dict[str, float] | None:
+    """Parameter importance over the whole grid's feasible points (Optuna's PED-ANOVA evaluator on an in-memory
+    study holding every point once), keyed by the space's parameter names: unlike the study's importance,
+    not biased by where the sampler chose to look. None with fewer than 10 points or when nothing varies."""
+    if len(feasible) < 10:
+        return None
+    distributions = None
+    trials = []
+    for config, time_s in feasible:
+        params = space.to_optuna(config)
+        if params is None:
+            return None
+        if distributions is None:
+            fixed = optuna.trial.FixedTrial(params)
+            space.suggest(fixed)
+            distributions = fixed.distributions
+        trials.append(optuna.trial.create_trial(params=params, distributions=distributions, value=time_s))
+    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), direction="minimize")
+    study.add_trials(trials)
+    return _ped_anova(study, space)
 
 
 def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], history: list[float],
@@ -1752,15 +1971,18 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
     grid, source = load_ground_truth(request, space, problem), "store"
     if grid is None and study is not None:
         grid, source = _grid_from_study(study, space), "study"
+    grid_cost: dict[str, Any] | None = None
     if grid is None:
-        grid, source = evaluate_grid(request, space, problem, progress), "evaluated"
+        grid_cost = {}
+        grid, source = evaluate_grid(request, space, problem, progress, grid_cost), "evaluated"
     stored = source == "store"
     kept = stored or _store_ground_truth(request, space, problem, grid)
     feasible = [(c, t) for c, t in grid if t is not None]
     if not feasible:
-        return {"points": len(grid), "feasible": 0, "optimum": None, "regret": None, "best_rank": None,
+        return {"points": len(grid), "feasible": 0, "within_1pct": 0, "top": [], "top_left_out": 0,
+                "importance": None, "optimum": None, "regret": None, "best_rank": None,
                 "heuristic_rank": None, "trials_to_1pct": None, "trials_to_5pct": None, "stored": stored,
-                "source": source, "kept": kept}
+                "source": source, "kept": kept, "grid_cost": grid_cost}
     config, opt = min(feasible, key=lambda ct: ct[1])
     tunable = get_tunable(request.kernel)
     throughput = tunable.evaluate(problem, config, _profile(request.hardware)).throughput
@@ -1769,7 +1991,12 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
     def rank(time_s: float | None) -> int | None:
         return None if time_s is None else 1 + bisect.bisect_left(times, time_s * (1 - 1e-9))
 
+    ranked = sorted(feasible, key=lambda ct: ct[1])
+    top = [{"rank": rank(t), "config": c, "time_s": t} for c, t in ranked if rank(t) <= TOP_RANKS]
     return {"points": len(grid), "feasible": len(feasible),
+            "within_1pct": bisect.bisect_right(times, opt * 1.01),
+            "top": top[:MAX_TOP_SHOWN], "top_left_out": max(0, len(top) - MAX_TOP_SHOWN),
+            "importance": grid_importance(feasible, space),
             "optimum": {"config": config, "time_s": opt, "throughput": throughput},
             "regret": best["time_s"] / opt - 1 if best else None,
             "best_rank": rank(best["time_s"]) if best else None,
@@ -1777,4 +2004,4 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
             "heuristic_regret": heuristic["time_s"] / opt - 1 if heuristic and heuristic.get("time_s") else None,
             "trials_to_1pct": _trials_to_within(history, opt, 0.01),
             "trials_to_5pct": _trials_to_within(history, opt, 0.05), "stored": stored, "source": source,
-            "kept": kept}
+            "kept": kept, "grid_cost": grid_cost}
