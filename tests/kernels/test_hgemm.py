@@ -192,7 +192,16 @@ def test_extrapolated_timing_matches_the_full_loops():
                           ((512, 4096, 3000), HgemmParams(shuffle_k=False, padding=False))]:
         fast, _ = simulate_hgemm(GemmShape(*shape), params, HW)
         full, _ = simulate_hgemm(GemmShape(*shape), params, HW, force_exact=True)
-        assert fast.time_s == pytest.approx(full.time_s, rel=0.07), shape  # typically < 1%; see README
+        assert fast.time_s == pytest.approx(full.time_s, rel=0.005), shape
+
+
+@pytest.mark.xfail(strict=True, reason="known: on 40 random shapes (256-4000) the extrapolation is within 0.35% "
+                   "but for this one (-1.4% here, -0.8% on the 910B4): the truncated task loops miss part of the "
+                   "L2 sharing pattern of the full run")
+def test_extrapolated_timing_of_a_shape_with_a_known_gap():
+    fast, _ = simulate_hgemm(GemmShape(1164, 3384, 2049), HgemmParams(), HW)
+    full, _ = simulate_hgemm(GemmShape(1164, 3384, 2049), HgemmParams(), HW, force_exact=True)
+    assert fast.time_s == pytest.approx(full.time_s, rel=0.005)
 
 
 def test_every_core_extrapolation_matches_the_full_loops():
@@ -203,7 +212,7 @@ def test_every_core_extrapolation_matches_the_full_loops():
         fast, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=warm, every_core=True)
         full, _ = simulate_hgemm(GemmShape(*shape), params, HW, warm_l2=warm, every_core=True, force_exact=True)
         assert fast.extrapolated
-        assert fast.time_s == pytest.approx(full.time_s, rel=0.03), shape
+        assert fast.time_s == pytest.approx(full.time_s, rel=0.005), shape
 
 
 def test_timing_model_at_huge_sizes():

@@ -179,8 +179,20 @@ def test_extrapolation_agrees_with_exact_simulation(algorithm):
     p = SegmentedScanParams(algorithm=algorithm, s=64)
     fast = simulate_segmented(n, 3000, p, HW)
     exact = simulate_segmented(n, 3000, p, HW, force_exact=True)
-    assert fast.time_cycles == pytest.approx(exact.time_cycles, rel=0.02)
+    assert fast.time_cycles == pytest.approx(exact.time_cycles, rel=0.005)
     assert fast.counters == exact.counters
+
+
+@pytest.mark.xfail(strict=True, reason="known: the subtract pass writes its output through L2 and the exact run "
+                   "ends before HBM has absorbed the write-backs (27.5 us), while the extrapolation of "
+                   "sim.result.simulate bounds the makespan by HBM's busy time (74.6 us): +12.8% on the whole "
+                   "segmented scan. Dropping that bound flips claim S-12a, so it is left for a fidelity round.")
+def test_extrapolation_of_an_l2_resident_subtract_pass_agrees_with_exact_simulation():
+    n = 10**7 + 1  # beyond the exact-simulation limit, and small enough for the fix-up passes to hit L2
+    p = SegmentedScanParams(algorithm="mcscan", s=128)
+    fast = simulate_segmented(n, 100, p, HW)
+    exact = simulate_segmented(n, 100, p, HW, force_exact=True)
+    assert fast.time_cycles == pytest.approx(exact.time_cycles, rel=0.005)
 
 
 def test_bad_parameters_name_the_option():

@@ -36,7 +36,7 @@ def test_scaled_instances_extrapolate_to_the_exact_simulation(kernel, s, monkeyp
     monkeypatch.setattr(scan_module, "simulate_scaled", exact)
     reference = SCAN_KERNELS[kernel].simulate(n, params, HW)
     assert extrapolated.extrapolated and not reference.extrapolated
-    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.02)
+    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.01)
     dynamic = ("bytes_l2_hit", "bytes_hbm_read", "bytes_hbm_write")
     assert {k: v for k, v in extrapolated.counters.items() if k not in dynamic} == {
         k: v for k, v in reference.counters.items() if k not in dynamic}
