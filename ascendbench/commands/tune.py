@@ -329,7 +329,7 @@ def plot(
         # of plain Optuna, are left out of the figures); the space's, else those of the problem's configurations
         names = (list(space.parameters) if space else
                  list((problem.get("best") or {}).get("config") or problem["heuristic"].get("config") or {}))
-        studies.append((load(problem["study_name"]), problem["key"], names))
+        studies.append((load(problem["study_name"]), problem["key"], names, problem))
         runs = (problem.get("seeds") or {}).get("runs") or []
         if len(runs) > 1:
             seeds.append(([(r["seed"], load(r["study_name"])) for r in runs], problem["key"], names))
@@ -341,8 +341,9 @@ def plot(
     written: list[Path] = []
     skipped: list[str] = []
     with Outputs() as outputs:
-        for study, key, names in studies:
-            drawn = plot_study(study, key, space, folder, formats, outputs.write_figure, dpi, config_names=names)
+        for study, key, names, problem in studies:
+            drawn = plot_study(study, key, space, folder, formats, outputs.write_figure, dpi, config_names=names,
+                               problem=problem)
             if not any("-importance." in p.name for p in drawn):
                 skipped.append(key)
             written += drawn

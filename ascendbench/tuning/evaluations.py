@@ -70,7 +70,7 @@ Outcome = Evaluation | str  # a simulated evaluation, or the kernel's reason the
 class EvaluationStore:
     """The kept evaluations of one problem (see the module docstring), read whole when opened.
 
-    `get(key)` answers from memory; `put(key, outcome)` adds a row (committed at once, so that other processes
+    `get(key)` answers from memory, else from the file; `put(key, outcome)` adds a row (committed at once, so that other processes
     see it and a kill loses nothing finished). `available` is False when the file could not be opened or
     written: every call is then a no-op and `error` says why."""
 
@@ -98,7 +98,18 @@ class EvaluationStore:
         return self._db is not None
 
     def get(self, key: str) -> Outcome | None:
-        return self.rows.get(key)
+        """The kept outcome of a configuration: read when the store was opened, or added since by another
+        process (a --jobs worker that evaluated it meanwhile: looked up in the file, about 30 us)."""
+        hit = self.rows.get(key)
+        if hit is None and self._db is not None:
+            try:
+                row = self._db.execute("SELECT time_s, throughput, infeasible FROM evaluations WHERE problem = ? "
+                                       "AND config = ?", (self.digest, key)).fetchone()
+            except sqlite3.Error:
+                row = None
+            if row is not None:
+                hit = self.rows[key] = row[2] if row[2] is not None else Evaluation(row[0], row[1], self.unit)
+        return hit
 
     def put(self, key: str, outcome: Outcome) -> None:
         self.put_many([(key, outcome)])

@@ -28,14 +28,16 @@ def _slug(text: str) -> str:
 
 def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder: Path, formats: Sequence[str],
                write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI, *,
-               config_names: Collection[str]) -> list[Path]:
+               config_names: Collection[str], problem: dict[str, Any] | None = None) -> list[Path]:
     """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
     `space`: the study's search space, whose own values the parallel coordinates show (tile sizes, not the
     indices and base-2 exponents Optuna searched) and whose names label the importance (k0 (log2_k0)); None
     (its file is gone): Optuna's parameters as they are. `dpi` is the resolution of PNGs. `config_names`: the
     parameter names of this tool's configurations (the space's; trials of plain Optuna in the study are left
-    out: is_tool_trial). Returns the paths written; importance and parallel coordinates are left out
-    with fewer than 10 feasible trials."""
+    out: is_tool_trial). `problem`: the problem's entry of the tuning result, when there is one: the history is
+    then drawn in distinct configurations (the unit of --trials) with the heuristic, the true optimum and its
+    1% band, and the importance is the result's (over the whole grid where it was known). Returns the paths written; importance and parallel coordinates are
+    left out with fewer than 10 feasible trials."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,18 +54,26 @@ def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder:
         warnings.simplefilter("ignore")
         if not complete:
             return written
-        ax = ov.plot_optimization_history(study, target_name="simulated time (s)")
-        ax.set_title(f"{key}: simulated time per trial and best so far")
-        written += save_formats(ax.figure, stem.with_name(stem.name + "-history"), formats, write, dpi)
-        plt.close(ax.figure)
+        if problem is not None and problem.get("history"):
+            figure = _history(problem, key)
+        else:
+            figure = ov.plot_optimization_history(study, target_name="simulated time (s)").figure
+            figure.axes[0].set_title(f"{key}: simulated time per trial and best so far")
+        written += save_formats(figure, stem.with_name(stem.name + "-history"), formats, write, dpi)
+        plt.close(figure)
         if len(complete) >= 10:
-            ax = ov.plot_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
-                                           target_name="simulated time")
-            ax.set_title("", loc="left")  # Optuna's own title sits there
-            ax.set_title(f"{key}: parameter importance (PED-ANOVA)")
-            ax.set_yticklabels([_label(t.get_text(), names) for t in ax.get_yticklabels()])
-            written += save_formats(ax.figure, stem.with_name(stem.name + "-importance"), formats, write, dpi)
-            plt.close(ax.figure)
+            ranked = (problem or {}).get("importance")
+            if ranked:
+                figure = _importance(ranked, (problem or {}).get("importance_source"), key)
+            else:
+                ax = ov.plot_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
+                                               target_name="simulated time")
+                ax.set_title("", loc="left")  # Optuna's own title sits there
+                ax.set_title(f"{key}: parameter importance (PED-ANOVA)")
+                ax.set_yticklabels([_label(t.get_text(), names) for t in ax.get_yticklabels()])
+                figure = ax.figure
+            written += save_formats(figure, stem.with_name(stem.name + "-importance"), formats, write, dpi)
+            plt.close(figure)
             shown = _in_space_values(complete, space) if space else study
             ax = ov.plot_parallel_coordinate(shown, target_name="simulated time (s)")
             ax.set_title(f"{key}: feasible configurations" if space else
@@ -71,6 +81,55 @@ def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder:
             written += save_formats(ax.figure, stem.with_name(stem.name + "-parallel"), formats, write, dpi)
             plt.close(ax.figure)
     return written
+
+
+def _history(problem: dict[str, Any], key: str):
+    """Best simulated time so far (µs, log axis) after each distinct feasible configuration, with the paper's
+    heuristic and, where the grid is known, the true optimum and the band within 1% of it."""
+    import matplotlib.pyplot as plt
+
+    history = [t * 1e6 for t in problem["history"]]
+    figure, ax = plt.subplots(figsize=(7, 4.5))
+    ax.step(range(1, len(history) + 1), history, where="post", color="C0", label="best so far (search)")
+    heuristic = (problem.get("heuristic") or {}).get("time_s")
+    if heuristic:
+        ax.axhline(heuristic * 1e6, color="C1", linestyle="--", label=f"heuristic {heuristic * 1e6:,.1f} µs")
+    optimum = ((problem.get("exhaustive") or {}).get("optimum") or {}).get("time_s")
+    if optimum:
+        ax.axhline(optimum * 1e6, color="C2", label=f"true optimum {optimum * 1e6:,.1f} µs")
+        ax.axhspan(optimum * 1e6, optimum * 1.01e6, color="C2", alpha=0.15, label="within 1% of the optimum")
+        reached = (problem.get("exhaustive") or {}).get("trials_to_1pct")
+        if reached:
+            ax.axvline(reached, color="C2", linestyle=":", label=f"within 1% after {reached} configurations")
+    ax.set_yscale("log")
+    from matplotlib.ticker import ScalarFormatter
+
+    for axis_formatter in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        axis_formatter(ScalarFormatter())  # plain µs on the log axis (often less than a decade)
+    ax.set_xlim(0.5, max(len(history), 1) + 0.5)
+    ax.set_xlabel("distinct feasible configurations evaluated (what --trials counts)")
+    ax.set_ylabel("best simulated time so far (µs)")
+    ax.set_title(f"{key}: best so far")
+    ax.legend(fontsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def _importance(importance: dict[str, float], source: str | None, key: str):
+    """The result's parameter importance as horizontal bars, largest on top, its source in the title."""
+    import matplotlib.pyplot as plt
+
+    ranked = sorted(importance.items(), key=lambda kv: kv[1])
+    figure, ax = plt.subplots(figsize=(7, 0.45 * len(ranked) + 1.5))
+    ax.barh([name for name, _ in ranked], [value for _, value in ranked], color="C0")
+    for i, (_, value) in enumerate(ranked):
+        ax.text(value, i, f" {value:.2f}", va="center", fontsize=9)
+    ax.set_xlim(0, max(1.0, max(v for _, v in ranked) * 1.15))
+    ax.set_xlabel("importance (PED-ANOVA)")
+    over = "over the whole grid" if source == "grid" else "over the study's trials"
+    ax.set_title(f"{key}: what mattered ({over})")
+    figure.tight_layout()
+    return figure
 
 
 def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, folder: Path, formats: Sequence[str],

@@ -1458,7 +1458,7 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
     store = open_evaluation_store(request, problem) if request.replay else None
     outcomes: dict[str, Evaluation | str] = {}
     if store is not None:
-        outcomes = {k: v for k in keys if (v := store.get(k)) is not None}
+        outcomes = {k: v for k in keys if (v := store.rows.get(k)) is not None}  # as read when opened
     todo = [c for c, k in zip(points, keys, strict=True) if k not in outcomes]
     replayed = len(points) - len(todo)
     chunks = [todo[i:i + 64] for i in range(0, len(todo), 64)]
@@ -1922,7 +1922,7 @@ def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Map
     if request.replay:
         store = open_evaluation_store(request, problem)
         store.close()  # its rows stay readable in memory
-        points = [c for c in points if store.get(config_key(c)) is None]
+        points = [c for c in points if config_key(c) not in store.rows]
     step = max(1, len(points) // sample)
     chosen = points[::step][:sample]
     start = time.perf_counter()

@@ -272,3 +272,37 @@ def test_points_the_store_holds_cost_nothing_in_the_grid_estimate(tmp_path, spac
     evaluate_grid(req, space, PROBLEM)  # every point into the store
     assert estimate_grid_seconds(req, space, PROBLEM) == 0.0
     assert estimate_grid_seconds(request(tmp_path, space_file, replay=False), space, PROBLEM) > 0
+
+
+def test_an_evaluation_another_process_added_is_found_in_the_file(tmp_path):
+    path = tmp_path / "e.sqlite"
+    reader = EvaluationStore(path, "p", "TFLOPS")
+    writer = EvaluationStore(path, "p", "TFLOPS")  # another --jobs worker, opened at the same time
+    writer.put("a", Evaluation(2e-5, 1.0, "TFLOPS"))
+    assert "a" not in reader.rows and reader.get("a") == Evaluation(2e-5, 1.0, "TFLOPS")
+    assert reader.get("b") is None
+    reader.close()
+    writer.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.sqlite"]  # no -wal or -shm left
+
+
+def test_the_history_figure_counts_configurations_and_marks_the_heuristic_and_the_optimum(tmp_path, space_file):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ascendbench.tuning.plots import _history
+
+    out = tune_problem(request(tmp_path, space_file), PROBLEM)
+    problem = {"history": out.history, "heuristic": out.heuristic, "exhaustive": out.exhaustive}
+    figure = _history(problem, out.key)
+    ax = figure.axes[0]
+    assert ax.get_yscale() == "log" and "configurations" in ax.get_xlabel() and "µs" in ax.get_ylabel()
+    step = ax.lines[0]
+    assert list(step.get_xdata()) == list(range(1, len(out.history) + 1))
+    assert list(step.get_ydata()) == pytest.approx([t * 1e6 for t in out.history])
+    levels = {round(line.get_ydata()[0], 6) for line in ax.lines[1:3]}
+    assert levels == {round(out.heuristic["time_s"] * 1e6, 6), round(out.exhaustive["optimum"]["time_s"] * 1e6, 6)}
+    band = ax.patches[0]  # the 1% band: optimum to 1.01 x optimum
+    low, high = band.get_y(), band.get_y() + band.get_height()
+    assert (low, high) == pytest.approx((out.exhaustive["optimum"]["time_s"] * 1e6,
+                                         out.exhaustive["optimum"]["time_s"] * 1.01e6))
