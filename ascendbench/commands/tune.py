@@ -637,7 +637,8 @@ def _top_text(kernel: str, exhaustive: dict[str, Any]) -> str:
 
 def _cost_text(cost: dict[str, Any]) -> str:
     """'2.1 s: model 1.5 s (300 simulated), replay 0.0 s (12 replayed), sampler 0.4 s, ...'."""
-    text = (f"{cost['wall_s']:.2f} s: model {cost['model_s']:.2f} s ({cost['simulated']} simulated), replay "
+    over = f" over {cost['processes']} processes" if cost.get("processes", 1) > 1 else ""
+    text = (f"{cost['wall_s']:.2f} s{over}: model {cost['model_s']:.2f} s ({cost['simulated']} simulated), replay "
             f"{cost['replay_s']:.2f} s ({cost['replayed']} replayed), sampler {cost['sampler_s']:.2f} s, kernel "
             f"checks {cost['check_s']:.2f} s, storage {cost['storage_s']:.2f} s, other {cost['other_s']:.2f} s")
     if cost.get("store_error"):
@@ -756,6 +757,8 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
             c.print(f"run the best for {p['key']} (the JSON result's `deploy` has it as a fragment too):",
                     highlight=False)
             c.print(f"  [bold]{escape(p['deploy']['shell'])}[/]", highlight=False, soft_wrap=True)
+            if p["deploy"].get("note"):
+                c.print(f"  note: {p['deploy']['note']}", style="yellow", highlight=False)
     s = doc["summary"]
     if s.get("searches"):
         beat = (f"by {s['median_gain_when_beaten']:.3f}x (median; max {s['max_gain']:.3f}x)"

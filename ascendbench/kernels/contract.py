@@ -176,6 +176,11 @@ class KernelSpec:
         tuned = set(self.tuned())
         return {k: v for k, v in params.model_dump(mode="json").items() if k not in tuned}
 
+    def data_note(self, config: Mapping[str, Any]) -> str | None:
+        """Why `run` of this configuration may take another simulated time than the tuner gave it: the kernel's
+        work depends on its input's values, which the tuner does not have (None: it does not)."""
+        return None
+
     def heuristic(self, problem: Mapping[str, Any], hw: HardwareProfile) -> dict[str, Any]:
         """The paper's choice of the tuned fields for a problem (default: the model's defaults)."""
         defaults = self.Params.model_fields

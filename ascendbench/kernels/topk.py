@@ -304,6 +304,12 @@ class TopkKernel(KeysKernel):
         return contract.Check(ok, "the first k of NumPy's stable " + ("descending" if params.largest else "ascending")
                      + " order", None if ok else "selection differs")
 
+    def data_note(self, config):
+        if config.get("variant", "bisection") != "bisection":
+            return None
+        return ("the bisection's rounds and active sizes depend on the keys: run simulates the ones its input "
+                "needs, the tuner the data-free model (halving per round), so run's time differs")
+
     def simulate(self, params, hw, facts=None):
         return simulate_topk(params.n, params.k, params.dtype, hw, variant=params.variant, largest=params.largest,
                              active_sizes=(facts or {}).get("active_sizes"), warm_l2=params.warm_l2)

@@ -264,7 +264,7 @@ class GridCost(_Model):
 class SearchCost(_Model):
     """Where this command's search time went (seconds, summed over --jobs workers); the parts add up to wall_s."""
 
-    wall_s: float = Field(description="the search (the workers' sum with --jobs)")
+    wall_s: float = Field(description="the search's time, summed over its processes (--jobs workers)")
     model_s: float = Field(description="the timing model (configurations simulated)")
     check_s: float = Field(description="the kernel's checks of the sampler's candidates")
     sampler_s: float = Field(description="the sampler, its checks excluded")
@@ -273,6 +273,7 @@ class SearchCost(_Model):
     other_s: float = Field(description="the rest: Optuna's in-memory study and this tool's bookkeeping")
     simulated: int = Field(description="configurations the timing model simulated")
     replayed: int = Field(description="configurations replayed from the evaluation store")
+    processes: int = Field(1, description="the searching processes whose times are summed (--jobs workers)")
     store_error: str | None = Field(None, description="why the evaluation store could not be used")
 
 
@@ -282,6 +283,8 @@ class Deployment(_Model):
     command: list[str] = Field(description="the `ascendbench run` command that runs it, as arguments")
     shell: str = Field(description="that command quoted for a POSIX shell")
     fragment: dict[str, Any] = Field(description="{kernel, hardware, problem, config}")
+    note: str | None = Field(None, description="why that run's simulated time may differ from the tuned one (a "
+                                               "kernel whose work depends on its input's values)")
 
 
 class TunedProblem(_Model):

@@ -6,8 +6,8 @@ One SQLite file (Python's sqlite3, WAL journal: several worker processes on one 
 a killed writer loses at most its last uncommitted row and never tears the file) beside the studies' journal
 (`evaluations.sqlite`), or results/tuning/evaluations.sqlite for an RDB storage. A row is keyed by
 
-- the problem's digest: kernel, problem, every constant of the hardware profile, the tool version and a digest
-  of the timing model's source (`model_fingerprint`), so that a changed constant or an edited model is
+- the problem's digest: kernel, problem, the hardware profile's name and every constant, the tool version and a
+  digest of the timing model's source (`model_fingerprint`), so that a changed constant or an edited model is
   simulated anew and old rows are simply never read again;
 - the configuration (`config_key`: JSON with sorted keys).
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -53,7 +54,8 @@ def model_fingerprint() -> str:
 
 def problem_digest(kernel: str, problem: Mapping[str, Any], hw: HardwareProfile) -> str:
     """The key of one problem's evaluations (see the module docstring)."""
-    doc = {"kernel": kernel, "problem": dict(problem), "hardware": hw.constants(), "model": model_fingerprint()}
+    doc = {"kernel": kernel, "problem": dict(problem), "hardware": hw.name, "constants": hw.constants(),
+           "model": model_fingerprint()}  # the name too: an infeasible reason names the profile
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
@@ -81,7 +83,10 @@ class EvaluationStore:
         self._db: sqlite3.Connection | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+            if path.exists() and not os.access(path, os.W_OK):
+                self._read_only(path, digest, unit)
+                return
+            db = sqlite3.connect(path, timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill, cheap per commit
             db.execute("CREATE TABLE IF NOT EXISTS evaluations (problem TEXT NOT NULL, config TEXT NOT NULL, "
@@ -92,6 +97,18 @@ class EvaluationStore:
             self._db = db
         except (OSError, sqlite3.Error) as exc:
             self.error = f"{path}: {exc}"
+
+    def _read_only(self, path: Path, digest: str, unit: str) -> None:
+        """A file this process may not write: its rows are replayed (read as it stands, immutable: no -wal or
+        -shm file is made beside it), nothing is kept, and `error` says so."""
+        self.error = f"{path}: not writable: replayed from, nothing kept"
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            for config, time_s, throughput, infeasible in db.execute(
+                    "SELECT config, time_s, throughput, infeasible FROM evaluations WHERE problem = ?", (digest,)):
+                self.rows[config] = infeasible if infeasible is not None else Evaluation(time_s, throughput, unit)
+        finally:
+            db.close()
 
     @property
     def available(self) -> bool:

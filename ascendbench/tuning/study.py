@@ -156,6 +156,7 @@ class SearchCost:
     storage_s: float = 0.0
     simulated: int = 0  # evaluations the timing model ran
     replayed: int = 0  # evaluations read from the evaluation store
+    processes: int = 0  # the searching processes whose times are summed (--jobs workers, or 1)
     store_error: str | None = None  # why the evaluation store could not be used
 
     def add(self, other: SearchCost) -> None:
@@ -1215,6 +1216,7 @@ def _optimize(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     worker's record of the SIGINT / SIGTERM it took before (it then runs no trial) and while Optuna runs.
     cost: filled with where the time went (SearchCost), also when an interrupt ends the search."""
     cost = cost if cost is not None else SearchCost()
+    cost.processes += 1
     wall0 = time.perf_counter()
     try:
         return _search(request, space, problem, key, worker, progress, escalate, storage, warm_start, signals,
@@ -1330,6 +1332,7 @@ def _search(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], k
             cost.storage_s += time.perf_counter() - flushed
             if store is not None:
                 store.close()
+                cost.store_error = cost.store_error or store.error  # a write that failed during the search
     if interrupted():
         raise KeyboardInterrupt
     return stopped[0]
@@ -1543,9 +1546,7 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
                             (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
                             storage=storage, warm_start=warm_start, cost=cost)
     else:
-        start = time.perf_counter()
         stopped = _run_workers(request, space, problem, key, study, progress, warm_start, cost)
-        cost.wall_s = max(cost.wall_s, time.perf_counter() - start)  # the workers' sum, or the parent's wait
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
     return summarise(request, space, problem, key, study, grid_progress, stopped, cost)
 
@@ -1749,12 +1750,17 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
 def deployment(kernel: str, problem: Mapping[str, Any], config: Mapping[str, Any], hardware: str
                ) -> dict[str, Any]:
     """The configuration as something to deploy: `command`, the argument list of the `ascendbench run` command
-    that runs it on the problem (tunable.run_command), `shell`, that command quoted for a POSIX shell, and
-    `fragment`, {kernel, hardware, problem, config} as JSON-ready values."""
+    that runs it on the problem (tunable.run_command), `shell`, that command quoted for a POSIX shell,
+    `fragment`, {kernel, hardware, problem, config} as JSON-ready values, and `note`: why that run's time may
+    differ from the tuned one (a kernel whose time depends on its input's values: KernelSpec.data_note), or
+    None."""
     import shlex
 
-    argv = ["ascendbench", *get_tunable(kernel).run_command(problem, config), "--hardware", hardware]
-    return {"command": argv, "shell": shlex.join(argv),
+    tunable = get_tunable(kernel)
+    argv = ["ascendbench", *tunable.run_command(problem, config), "--hardware", hardware]
+    spec = getattr(tunable, "spec", None)
+    note = spec.data_note(config) if spec is not None else None
+    return {"command": argv, "shell": shlex.join(argv), "note": note,
             "fragment": {"kernel": kernel, "hardware": hardware, "problem": dict(problem), "config": dict(config)}}
 
 

@@ -306,3 +306,37 @@ def test_the_history_figure_counts_configurations_and_marks_the_heuristic_and_th
     low, high = band.get_y(), band.get_y() + band.get_height()
     assert (low, high) == pytest.approx((out.exhaustive["optimum"]["time_s"] * 1e6,
                                          out.exhaustive["optimum"]["time_s"] * 1.01e6))
+
+
+def test_a_write_that_fails_later_is_said_and_a_read_only_store_only_replays(tmp_path, monkeypatch):
+    path = tmp_path / "e.sqlite"
+    store = EvaluationStore(path, "p", "TFLOPS")
+    store.put("a", Evaluation(1e-5, 1.0, "TFLOPS"))
+    store._db.close()
+    store._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # as if made read-only since
+    store.put("b", Evaluation(2e-5, 1.0, "TFLOPS"))
+    assert not store.available and "e.sqlite" in store.error and store.get("b") is None
+    import ascendbench.tuning.evaluations as evaluations
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    kept = EvaluationStore(folder / "e.sqlite", "p", "TFLOPS")
+    kept.put("a", Evaluation(1e-5, 1.0, "TFLOPS"))
+    kept.close()
+    monkeypatch.setattr(evaluations.os, "access", lambda *_: False)  # a file this user may not write
+    read_only = EvaluationStore(folder / "e.sqlite", "p", "TFLOPS")
+    assert read_only.get("a") == Evaluation(1e-5, 1.0, "TFLOPS") and "not writable" in read_only.error
+    read_only.put("c", Evaluation(3e-5, 1.0, "TFLOPS"))
+    assert read_only.get("c") is None
+    read_only.close()
+    assert sorted(p.name for p in folder.iterdir()) == ["e.sqlite"]  # no -wal or -shm made beside it
+
+
+def test_a_renamed_profile_is_kept_apart_and_a_data_dependent_kernel_says_so(tmp_path):
+    hw = load_profile(HW)
+    assert problem_digest("hgemm", PROBLEM, hw) != problem_digest("hgemm", PROBLEM, hw.replace(name="my-chip"))
+    from ascendbench.tuning.study import deployment
+
+    assert deployment("topk", {"n": 10**6, "k": 64}, {"variant": "bisection"}, "ascend-910b4")["note"]
+    assert deployment("topk", {"n": 10**6, "k": 64}, {"variant": "vector"}, "ascend-910b4")["note"] is None
+    assert deployment("hgemm", PROBLEM, get_tunable("hgemm").heuristic(PROBLEM, hw), HW)["note"] is None
