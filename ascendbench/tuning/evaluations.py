@@ -72,43 +72,41 @@ Outcome = Evaluation | str  # a simulated evaluation, or the kernel's reason the
 class EvaluationStore:
     """The kept evaluations of one problem (see the module docstring), read whole when opened.
 
-    `get(key)` answers from memory, else from the file; `put(key, outcome)` adds a row (committed at once, so that other processes
-    see it and a kill loses nothing finished). `available` is False when the file could not be opened or
-    written: every call is then a no-op and `error` says why."""
+    `get(key)` answers from memory, else from the file; `put(key, outcome)` adds a row (committed at once, so
+    that other processes see it and a kill loses nothing finished). `available` is False when the file could
+    not be opened or written: every call is then a no-op and `error` says why."""
 
     def __init__(self, path: Path, digest: str, unit: str):
         self.path, self.digest, self.unit = path, digest, unit
         self.rows: dict[str, Outcome] = {}
         self.error: str | None = None
         self._db: sqlite3.Connection | None = None
+        db = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists() and not os.access(path, os.W_OK):
-                self._read_only(path, digest, unit)
+                # replayed from as it stands (immutable: no -wal or -shm file is made beside it), nothing kept
+                db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+                self._read(db)
+                self.error = f"{path}: not writable: replayed from, nothing kept"
                 return
             db = sqlite3.connect(path, timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process kill, cheap per commit
             db.execute("CREATE TABLE IF NOT EXISTS evaluations (problem TEXT NOT NULL, config TEXT NOT NULL, "
                        "time_s REAL, throughput REAL, infeasible TEXT, PRIMARY KEY (problem, config))")
-            for config, time_s, throughput, infeasible in db.execute(
-                    "SELECT config, time_s, throughput, infeasible FROM evaluations WHERE problem = ?", (digest,)):
-                self.rows[config] = infeasible if infeasible is not None else Evaluation(time_s, throughput, unit)
-            self._db = db
+            self._read(db)
+            self._db, db = db, None
         except (OSError, sqlite3.Error) as exc:
             self.error = f"{path}: {exc}"
-
-    def _read_only(self, path: Path, digest: str, unit: str) -> None:
-        """A file this process may not write: its rows are replayed (read as it stands, immutable: no -wal or
-        -shm file is made beside it), nothing is kept, and `error` says so."""
-        self.error = f"{path}: not writable: replayed from, nothing kept"
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-        try:
-            for config, time_s, throughput, infeasible in db.execute(
-                    "SELECT config, time_s, throughput, infeasible FROM evaluations WHERE problem = ?", (digest,)):
-                self.rows[config] = infeasible if infeasible is not None else Evaluation(time_s, throughput, unit)
         finally:
-            db.close()
+            if db is not None:
+                db.close()
+
+    def _read(self, db: sqlite3.Connection) -> None:
+        for config, time_s, throughput, infeasible in db.execute(
+                "SELECT config, time_s, throughput, infeasible FROM evaluations WHERE problem = ?", (self.digest,)):
+            self.rows[config] = infeasible if infeasible is not None else Evaluation(time_s, throughput, self.unit)
 
     @property
     def available(self) -> bool:
