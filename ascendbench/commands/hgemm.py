@@ -57,9 +57,6 @@ def select(
     def misfit(m0: int, n0: int, k0: int) -> str | None:
         return tile_misfit(m0, n0, k0, shape, params, profile)
 
-    if selector == "learned":
-        _select_learned(m, n, k, batch, profile.name, json_out, misfit)
-        return
     try:
         decision = select_tiling(m, n, k, batch=batch, threshold=profile.ai_cores, fits=misfit)
     except NoTileFits as exc:
@@ -69,6 +66,10 @@ def select(
         if name == "threshold":
             fail(f"--hardware: ai_cores of {profile.name} {rest}")
         fail(f"--{name}: {rest}")
+    if selector == "learned":  # the paper's tile is its fallback
+        paper = (decision.m0, decision.n0, decision.k0)
+        _select_learned(m, n, k, batch, profile.name, json_out, misfit, paper)
+        return
     if json_out:
         doc = {"hardware": profile.name, **decision.to_dict()}
         out_console.file.write(dump_json(doc) + "\n")
@@ -108,17 +109,15 @@ def select(
                           "candidate with the fewest aicore_num", highlight=False)
 
 
-def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool, misfit) -> None:
+def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool, misfit,
+                    paper: tuple[int, int, int]) -> None:
     from ascendbench.tuning.selector import SelectorError, load_selector
 
-    for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
-        if value < 1:
-            fail(f"--{name}: must be from 1 to 2**40, got {value}")
     try:
         learned = load_selector(hardware)
     except SelectorError as exc:
         fail(f"--selector: {exc}")
-    tile, trace = learned.select(m, n, k)
+    tile, trace, source = learned.select(m, n, k, paper)
     if why := misfit(*tile):  # a profile of that name with other buffers: the table was not learned on it
         fail(f"--selector: the learned table's tile {tile[0]}x{tile[1]}x{tile[2]} does not fit this profile's "
              f"buffers ({why}); use --selector paper")
@@ -127,14 +126,17 @@ def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out:
     held_out = learned.trained_on.get("held_out") or {}
     if json_out:
         out_console.file.write(dump_json({"hardware": hardware, "selector": "learned", "tile": list(tile),
-                                          "trace": trace, "thresholds": list(learned.thresholds),
+                                          "source": source, "trace": trace,
+                                          "thresholds": [list(c) for c in learned.thresholds],
                                           "trained_on": learned.trained_on}) + "\n")
         return
     out_console.print(f"M x N x K = {m} x {n} x {k}, batch {batch}: learned selector of {hardware} "
                       f"(trained on {learned.trained_on.get('shapes', '?')} solved shapes)", highlight=False)
     for line in trace:
         out_console.print(f"  {line}", highlight=False)
-    out_console.print(f"M0xN0xK0 = {tile[0]}x{tile[1]}x{tile[2]} (source: learned)", highlight=False)
-    if held_out:
-        out_console.print(f"on {held_out['shapes']} held-out shapes: {held_out['geomean_speedup_over_paper']:.3f}x "
-                          "over the paper's selector (geometric mean)", highlight=False)
+    out_console.print(f"M0xN0xK0 = {tile[0]}x{tile[1]}x{tile[2]} (source: {source})", highlight=False)
+    for name, what in (("random", "random"), ("llm", "LLM-layer")):
+        if held := held_out.get(name):
+            out_console.print(f"on {held['shapes']} held-out {what} shapes: {held['geomean_speedup_over_paper']:.3f}x "
+                              f"over the paper's selector (geometric mean; worst {held['worst']['speedup']:.3f}x)",
+                              highlight=False)

@@ -1,11 +1,14 @@
-"""A tile selector learned from solved shapes: beyond the HGEMM paper's rule (§4.2.3), a readable table.
+"""A tile selector learned from solved shapes: beyond the HGEMM paper's rule (§4.2.3), a readable table that falls
+back to the paper's rule wherever it has no evidence of doing better.
 
-Shapes are put in buckets by thresholds on M, N and K (a dimension is "small" below its threshold, "large"
-from it); each bucket holds the tile (M0, N0, K0) with the smallest total regret over the training shapes that
-fall in it, where a shape's regret for a tile is log(time(tile) / time(its best tile)) on the timing model
-(the other options as the paper's kernel runs them: no SplitK, ShuffleK, padding and double buffering on).
-A tile that cannot run on some training shape of its bucket is never chosen for it. Empty buckets take the
-tile of least regret over all training shapes. The thresholds are the training shapes' medians.
+Shapes are put in buckets by quantile thresholds of the training shapes on M (LEVELS["m"] levels), N and K; each
+bucket holds the tile (M0, N0, K0) with the smallest total regret over the training shapes that fall in it, where
+a shape's regret for a tile is log(time(tile) / time(its best tile)) on the timing model (the other options as
+the paper's kernel runs them: no SplitK, ShuffleK, padding and double buffering on). A tile is a candidate for a
+bucket only if it runs on every training shape there and is at most MARGIN slower than the paper's tile on each
+of them; a bucket where no candidate is faster than the paper's tile in total, and an empty bucket, say "paper".
+Shapes outside the training ranges (per dimension) are not the table's business either: the paper's rule. So the
+learned selector departs from the paper only where its training shapes showed a gain.
 
 The table is data (JSON, `ascendbench/tuning/selectors/`), made by `benchmarks/learn_selector.py`, which also
 measures it on held-out shapes; `ascendbench hgemm select --selector learned` prints its decision trace.
@@ -22,13 +25,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SELECTORS_PACKAGE", "TILE_OPTIONS", "LearnedSelector", "SelectorError", "fit", "load_selector",
-           "selector_path"]
+__all__ = ["LEVELS", "MARGIN", "SELECTORS_PACKAGE", "TILE_OPTIONS", "LearnedSelector", "SelectorError", "Solved",
+           "fit", "load_selector", "selector_path"]
 
 SELECTORS_PACKAGE = "ascendbench.tuning"
 TILE_OPTIONS = {"split_k": 1, "shuffle_k": True, "padding": True, "double_buffer": True}  # as the paper runs
+LEVELS = {"m": 3, "n": 2, "k": 2}  # quantile levels per dimension (M decides most: 1 to thousands of rows)
+MARGIN = 0.01  # a candidate tile is at most this much slower than the paper's on every training shape
 
 Tile = tuple[int, int, int]
+PAPER = "paper"  # a bucket's entry: use the paper's rule
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A training or held-out shape: (M, N, K), the simulated time (s) of every tile that runs, and the time of
+    the paper's selector's tile."""
+
+    shape: tuple[int, int, int]
+    times: Mapping[Tile, float]
+    paper: float
 
 
 class SelectorError(ValueError):
@@ -37,89 +53,116 @@ class SelectorError(ValueError):
 
 @dataclass(frozen=True)
 class LearnedSelector:
-    """thresholds: (M, N, K) bucket thresholds; table: bucket ("MNK" of "s"/"l") -> tile, with the number of
-    training shapes and their mean regret (time / best - 1) there; default: the tile for empty buckets."""
+    """thresholds: per dimension (M, N, K) the ascending cut points between its levels; table: bucket key
+    ("m<i>n<j>k<l>", the levels) -> {"tile": [M0, N0, K0] or "paper", "shapes": training shapes there,
+    "mean_regret": their mean time / best - 1 with that choice, "gain_over_paper": their geometric-mean
+    speed-up over the paper's tile}; ranges: per dimension the (lowest, highest) value trained on."""
 
     hardware: str
-    thresholds: tuple[int, int, int]
+    thresholds: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     table: dict[str, dict[str, Any]]
-    default: Tile
+    ranges: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
     trained_on: dict[str, Any] = field(default_factory=dict)
 
-    def bucket(self, m: int, n: int, k: int) -> str:
-        return "".join("l" if v >= t else "s" for v, t in zip((m, n, k), self.thresholds, strict=True))
+    def levels(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return tuple(sum(v >= t for t in cuts) for v, cuts in zip((m, n, k), self.thresholds, strict=True))  # type: ignore[return-value]
 
-    def select(self, m: int, n: int, k: int) -> tuple[Tile, list[str]]:
-        """(M0, N0, K0) for an M x N x K GEMM and the decision trace (one line per step)."""
+    def bucket(self, m: int, n: int, k: int) -> str:
+        return "".join(f"{name}{level}" for name, level in zip("mnk", self.levels(m, n, k), strict=True))
+
+    def select(self, m: int, n: int, k: int, paper: Tile) -> tuple[Tile, list[str], str]:
+        """(M0, N0, K0) for an M x N x K GEMM, the decision trace (one line per step) and its source: "learned"
+        (the bucket's tile) or "paper" (`paper`, the paper's selector's tile for this shape: outside the
+        training ranges, or a bucket where the table has no evidence of doing better)."""
+        outside = [f"{name} = {v} (trained on {lo} to {hi})" for name, v, (lo, hi)
+                   in zip("MNK", (m, n, k), self.ranges, strict=True) if not lo <= v <= hi]
+        if outside:
+            return paper, [f"outside the training ranges: {', '.join(outside)}; the paper's rule: "
+                           f"{_tile_text(paper)}"], PAPER
+        trace = []
+        for name, v, cuts, level in zip("MNK", (m, n, k), self.thresholds, self.levels(m, n, k), strict=True):
+            lo = f"{cuts[level - 1]} <= " if level else ""
+            hi = f" < {cuts[level]}" if level < len(cuts) else ""
+            trace.append(f"{name} = {v}: level {level} of {len(cuts) + 1} ({lo}{name}{hi})")
         key = self.bucket(m, n, k)
-        low, high = self.trained_on.get("range", (None, None))
-        outside = [] if low is None else [f"{name} = {v}" for name, v in zip("MNK", (m, n, k), strict=True)
-                                          if not low <= v <= high]
-        trace = [f"outside the training range {low} to {high} ({', '.join(outside)}): the table was not learned "
-                 "there, its nearest bucket is used"] if outside else []
-        trace += [f"{name} = {v} {'>=' if c == 'l' else '<'} {t}: {'large' if c == 'l' else 'small'}"
-                 for name, v, t, c in zip("MNK", (m, n, k), self.thresholds, key, strict=True)]
         entry = self.table.get(key)
         if entry is None:
-            trace.append(f"bucket {key}: no training shape; default tile {_tile_text(self.default)}")
-            return self.default, trace
+            trace.append(f"bucket {key}: no training shape; the paper's rule: {_tile_text(paper)}")
+            return paper, trace, PAPER
+        if entry["tile"] == PAPER:
+            trace.append(f"bucket {key}: no tile beat the paper's rule on its {entry['shapes']} training shapes "
+                         f"within {MARGIN:.0%} on each; the paper's rule: {_tile_text(paper)}")
+            return paper, trace, PAPER
         tile = tuple(entry["tile"])
         trace.append(f"bucket {key}: tile {_tile_text(tile)} (least regret over its {entry['shapes']} training "
-                     f"shapes, mean {entry['mean_regret'] * 100:.1f}% slower than each one's best tile)")
-        return tile, trace  # type: ignore[return-value]
+                     f"shapes, mean {entry['mean_regret'] * 100:.1f}% slower than each one's best tile, "
+                     f"{entry['gain_over_paper']:.3f}x the paper's tile)")
+        return tile, trace, "learned"  # type: ignore[return-value]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "learned-tile-selector", "hardware": self.hardware, "thresholds": list(self.thresholds),
-                "table": self.table, "default": list(self.default), "trained_on": self.trained_on}
+        return {"kind": "learned-tile-selector", "format": 2, "hardware": self.hardware,
+                "thresholds": {name: list(cuts) for name, cuts in zip("mnk", self.thresholds, strict=True)},
+                "ranges": {name: list(r) for name, r in zip("mnk", self.ranges, strict=True)},
+                "table": self.table, "trained_on": self.trained_on}
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> LearnedSelector:
         try:
-            if doc["kind"] != "learned-tile-selector":
-                raise KeyError("kind")
-            return cls(str(doc["hardware"]), tuple(int(v) for v in doc["thresholds"]),  # type: ignore[arg-type]
-                       {str(k): dict(v) for k, v in doc["table"].items()},
-                       tuple(int(v) for v in doc["default"]), dict(doc.get("trained_on", {})))  # type: ignore[arg-type]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SelectorError(f"not a learned tile selector ({exc})") from None
+            if doc["kind"] != "learned-tile-selector" or doc.get("format") != 2:
+                raise KeyError("kind or format")
+            thresholds = tuple(tuple(int(v) for v in doc["thresholds"][name]) for name in "mnk")
+            ranges = tuple((int(doc["ranges"][name][0]), int(doc["ranges"][name][1])) for name in "mnk")
+            return cls(str(doc["hardware"]), thresholds, {str(k): dict(v) for k, v in doc["table"].items()},  # type: ignore[arg-type]
+                       ranges, dict(doc.get("trained_on", {})))  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise SelectorError(f"not a learned tile selector of this version ({exc})") from None
 
 
 def _tile_text(tile: Sequence[int]) -> str:
     return "x".join(str(v) for v in tile)
 
 
-def fit(solved: Sequence[tuple[tuple[int, int, int], Mapping[Tile, float]]], hardware: str,
+def fit(solved: Sequence[Solved], hardware: str, ranges: Sequence[tuple[int, int]],
         trained_on: Mapping[str, Any] | None = None) -> LearnedSelector:
-    """Learn the table from solved shapes: (M, N, K) with the simulated time of every tile that can run.
-    Raises SelectorError without shapes."""
+    """Learn the table from solved shapes (see the module docstring); `ranges`: the (low, high) per dimension
+    the shapes were drawn from. Raises SelectorError without shapes."""
     if not solved:
         raise SelectorError("no solved shapes to learn from")
-    thresholds = tuple(int(statistics.median(shape[i] for shape, _ in solved)) for i in range(3))
-    probe = LearnedSelector(hardware, thresholds, {}, (0, 0, 0))  # type: ignore[arg-type]
-    buckets: dict[str, list[Mapping[Tile, float]]] = {}
-    for shape, times in solved:
-        buckets.setdefault(probe.bucket(*shape), []).append(times)
-    table = {}
-    for key, members in sorted(buckets.items()):
-        tile, regret = _least_regret(members)
-        table[key] = {"tile": list(tile), "shapes": len(members), "mean_regret": regret}
-    default, _ = _least_regret([times for _, times in solved])
-    return LearnedSelector(hardware, thresholds, table, default, dict(trained_on or {}))  # type: ignore[arg-type]
+    thresholds = tuple(_cuts([s.shape[i] for s in solved], LEVELS[name]) for i, name in enumerate("mnk"))
+    probe = LearnedSelector(hardware, thresholds, {}, tuple(ranges))  # type: ignore[arg-type]
+    buckets: dict[str, list[Solved]] = {}
+    for s in solved:
+        buckets.setdefault(probe.bucket(*s.shape), []).append(s)
+    table = {key: _choose(members) for key, members in sorted(buckets.items())}
+    return LearnedSelector(hardware, thresholds, table, tuple(ranges), dict(trained_on or {}))  # type: ignore[arg-type]
 
 
-def _least_regret(members: Sequence[Mapping[Tile, float]]) -> tuple[Tile, float]:
-    """The tile that runs on every member with the least total log regret, and its mean regret."""
-    common = set.intersection(*(set(times) for times in members))
-    if not common:
-        raise SelectorError("no tile runs on every training shape of a bucket")
-    best = {id(times): min(times.values()) for times in members}
+def _cuts(values: Sequence[int], levels: int) -> tuple[int, ...]:
+    """The levels-quantiles of `values` (levels - 1 ascending cut points)."""
+    if levels < 2:
+        return ()
+    return tuple(int(v) for v in statistics.quantiles(values, n=levels, method="inclusive"))
+
+
+def _choose(members: Sequence[Solved]) -> dict[str, Any]:
+    """A bucket's entry: the candidate tile of least total log regret (module docstring), or "paper"."""
+    best = {id(s): min(s.times.values()) for s in members}
+    common = set.intersection(*(set(s.times) for s in members))
+    candidates = [tile for tile in common if all(s.times[tile] <= s.paper * (1 + MARGIN) for s in members)]
 
     def total(tile: Tile) -> float:
-        return sum(math.log(times[tile] / best[id(times)]) for times in members)
+        return sum(math.log(s.times[tile] / best[id(s)]) for s in members)
 
-    tile = min(sorted(common), key=total)
-    mean = sum(times[tile] / best[id(times)] - 1 for times in members) / len(members)
-    return tile, mean
+    paper_total = sum(math.log(s.paper / best[id(s)]) for s in members)
+    tile = min(sorted(candidates), key=total) if candidates else None
+    if tile is None or total(tile) >= paper_total:
+        chosen, times = PAPER, [s.paper for s in members]
+    else:
+        chosen, times = list(tile), [s.times[tile] for s in members]
+    return {"tile": chosen, "shapes": len(members),
+            "mean_regret": sum(t / best[id(s)] - 1 for t, s in zip(times, members, strict=True)) / len(members),
+            "gain_over_paper": math.exp(sum(math.log(s.paper / t) for t, s in zip(times, members, strict=True))
+                                        / len(members))}
 
 
 def selector_path(hardware: str) -> Path:
