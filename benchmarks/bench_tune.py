@@ -12,7 +12,11 @@ Usage: python benchmarks/bench_tune.py [--seeds 5] [--budget 500] [--trials 500]
    loop's wall time against the time spent in the kernel inside it, the timing model and the kernel's check of
    TPE's candidates (target: Optuna and storage at most half, median of the three).
 
-Runs in a temporary folder (journal storage and ground truth there).
+4. Whole grids: one HGEMM shape's grid (with --scan-grid, also a scan problem's) evaluated on this machine's
+   cores from an empty evaluation store (targets 5 s and 10 s), then replayed from the store.
+
+Parts 1 and 3 time the model, so they run with the evaluation store off (replay=False).
+Runs in a temporary folder (journal storage, evaluation store and ground truth there).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def heuristic_bound(seeds: int, folder: Path) -> bool:
     for seed in range(seeds):
         for problem in problems:
             request = TuneRequest("hgemm", space_path("hgemm"), HW, "tpe", seed, 15, exhaustive=False,
-                                  storage=str(folder / f"bound-{seed}.journal"))
+                                  storage=str(folder / f"bound-{seed}.journal"), replay=False)
             out = tune_problem(request, problem)
             runs += 1
             if out.speedup is None or out.speedup < 1:
@@ -151,7 +155,7 @@ def bookkeeping(trials: int, folder: Path, runs: int = 3) -> bool:
     try:
         for run in range(runs):
             request = TuneRequest("hgemm", space_path("hgemm"), HW, "tpe", 0, trials,
-                                  storage=str(folder / f"overhead-{run}.journal"), exhaustive=False)
+                                  storage=str(folder / f"overhead-{run}.journal"), exhaustive=False, replay=False)
             RUN_CACHE.clear()  # the model from cold, as a new study meets it (part 1 tuned this shape too)
             in_kernel.update(evaluate=0.0, check=0.0)
             t0 = time.perf_counter()
@@ -172,6 +176,30 @@ def bookkeeping(trials: int, folder: Path, runs: int = 3) -> bool:
     return share <= 0.5
 
 
+def grids(folder: Path, scan: bool) -> bool:
+    """The whole grid of one HGEMM shape (and with `scan`, of one scan problem) evaluated as `tune --exhaustive`
+    does on this machine's cores, from an empty evaluation store, then again replayed from it."""
+    from ascendbench.tuning.study import evaluate_grid
+
+    cases = [("hgemm", {"m": 1024, "n": 1024, "k": 1024, "batch": 1}, HW, 5.0)]
+    if scan:
+        cases.append(("scan", {"n": 50_000_000, "dtype": "fp16", "exclusive": False}, "ascend-910b4", 10.0))
+    ok = True
+    print("\n4. whole grids (tune --exhaustive), from an empty evaluation store and then replayed from it")
+    for kernel, problem, hardware, target in cases:
+        space = load_space(space_path(kernel)).on(load_profile(hardware))
+        request = TuneRequest(kernel, space.path, hardware, storage=str(folder / f"grid-{kernel}.journal"))
+        first, again = {}, {}
+        evaluate_grid(request, space, problem, stats=first)
+        evaluate_grid(request, space, problem, stats=again)
+        met = first["seconds"] <= target
+        ok &= met
+        print(f"   {kernel} {problem}: {space.grid_size:,} points, {first['seconds']:.1f} s on "
+              f"{first['processes']} processes (target <= {target:g} s) {'ok' if met else 'MISSED'}; replayed "
+              f"{again['replayed']:,} points in {again['seconds']:.2f} s")
+    return ok
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=argparse_count("seeds"), default=5, help="seeds per study (parts 1 and 2)")
@@ -179,6 +207,7 @@ def main(argv=None) -> int:
                     help="most distinct configurations a part-2 search may take")
     ap.add_argument("--trials", type=argparse_count("trials"), default=500, help="configurations of part 3's study")
     ap.add_argument("--skip-search", action="store_true", help="skip part 2 (its ground truth takes minutes)")
+    ap.add_argument("--scan-grid", action="store_true", help="part 4 also evaluates a whole scan grid (minutes)")
     args = ap.parse_args(argv)
     missed = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,6 +219,8 @@ def main(argv=None) -> int:
             missed.append("2 (trials to within 1%)")
         if not bookkeeping(args.trials, Path(tmp)):
             missed.append("3 (bookkeeping)")
+        if not grids(Path(tmp), args.scan_grid):
+            missed.append("4 (whole grids)")
     print(f"\ntargets missed: {', '.join(missed)}" if missed else "\nevery target met")
     return 1 if missed else 0
 
