@@ -136,3 +136,25 @@ def test_run_cache_drops_the_least_recently_used_entry():
     cache.put("c", 3)
     assert (cache.get("b"), cache.get("a"), cache.get("c"), len(cache)) == (None, 1, 3, 2)
     assert (cache.hits, cache.misses) == (3, 1)
+
+
+@pytest.mark.parametrize("kernel, params", [("scanul1", ScanParams(s=32)), ("vec-cumsum", ScanParams(dtype="int8"))])
+def test_single_core_scans_far_past_the_l2_extrapolate_to_the_exact_simulation(kernel, params, monkeypatch):
+    """One core streaming 6e6 elements (s = 32: 5,860 tiles; the vector CumSum: 366 pieces): the scaled
+    instances run at 16 and 24 steps with L2 scaled in proportion and give the exact run's time. (With an L2
+    floor of what the core has in flight, which they had before, they grew with n: at n = 2e8, whose exact
+    run takes 24 s, they took 50-1,200 ms and put ScanUL1 at s = 32 1.0% above the exact run.)"""
+    import ascendbench.kernels.scan as scan_module
+
+    n = 6_000_000
+    extrapolated = SCAN_KERNELS[kernel].simulate(n, params, HW)
+    real = scan_module.simulate_scaled
+
+    def exact(*args, **kwargs):
+        kwargs["exact_limit"] = 10**9
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "simulate_scaled", exact)
+    reference = SCAN_KERNELS[kernel].simulate(n, params, HW)
+    assert extrapolated.extrapolated and not reference.extrapolated
+    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.005)
