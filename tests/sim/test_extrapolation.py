@@ -158,3 +158,22 @@ def test_single_core_scans_far_past_the_l2_extrapolate_to_the_exact_simulation(k
     reference = SCAN_KERNELS[kernel].simulate(n, params, HW)
     assert extrapolated.extrapolated and not reference.extrapolated
     assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.005)
+
+
+@pytest.mark.xfail(strict=True, reason="known: MCScan(UL1) with s = 32 at 1e7-3e7 elements is 2-6% off the exact "
+                   "run (-4.0% here; +5.7% at 2e7, +3.2% at 3e7): instances of 16 and 24 steps are not yet in "
+                   "the steady state of 488 tiles per core; 32 and 48 steps give +0.09% here but +2.3% at 2e7")
+def test_multi_core_scans_with_small_tiles_extrapolate_to_the_exact_simulation(monkeypatch):
+    import ascendbench.kernels.scan as scan_module
+
+    n, params = 10_000_000, ScanParams(s=32)
+    extrapolated = SCAN_KERNELS["mcscan-ul1"].simulate(n, params, HW)
+    real = scan_module.simulate_scaled
+
+    def exact(*args, **kwargs):
+        kwargs["exact_limit"] = 10**9
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "simulate_scaled", exact)
+    reference = SCAN_KERNELS["mcscan-ul1"].simulate(n, params, HW)
+    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.01)
