@@ -17,59 +17,32 @@ from ascendbench.tuning.evaluations import EvaluationStore, problem_digest
 from ascendbench.tuning.space import load_space
 from ascendbench.tuning.study import (
     TOP_RANKS,
-    TuneRequest,
     config_key,
     evaluate_grid,
     open_evaluation_store,
     tune_problem,
 )
+from tests.tuning.test_study import SMALL_SPACE
+from tests.tuning.test_study import request as study_request
 
 HW = "atlas-300t-a2"
 PROBLEM = {"m": 1024, "n": 256, "k": 512, "batch": 1}
-# 3 x 2 x 4 x 2 x 2 = 96 points, small enough to be evaluated whole (automatically) and here again
-SPACE = """kernel = "hgemm"
-[parameters.m0]
-type = "categorical"
-choices = [64, 128, 256]
-default = "heuristic"
-[parameters.n0]
-type = "categorical"
-choices = [64, 128]
-default = "heuristic"
-[parameters.k0]
-type = "log-int"
-low = 64
-high = 512
-default = "heuristic"
-[parameters.split_k]
-type = "categorical"
-choices = [1, 2]
-default = 1
-[parameters.shuffle_k]
-type = "categorical"
-choices = [true]
-default = true
-[parameters.padding]
-type = "categorical"
-choices = [true, false]
-default = true
-[parameters.double_buffer]
-type = "categorical"
-choices = [true]
-default = true
-"""
+# test_study's small space with SplitK 1 or 2 and padding on or off: 3 x 2 x 4 x 2 x 2 = 96 points, small
+# enough to be evaluated whole (automatically) and here again
+SPACE = SMALL_SPACE.replace("choices = [1]\ndefault = 1", "choices = [1, 2]\ndefault = 1").replace(
+    "[parameters.padding]\ntype = \"categorical\"\nchoices = [true]",
+    "[parameters.padding]\ntype = \"categorical\"\nchoices = [true, false]")
+assert SPACE.count("[1, 2]") == 1 and SPACE.count("[true, false]") == 1
 
 
 @pytest.fixture
 def space_file(tmp_path):
-    path = tmp_path / "small.toml"
-    path.write_text(SPACE)
-    return path
+    (tmp_path / "small.toml").write_text(SPACE)
+    return tmp_path / "small.toml"
 
 
 def request(tmp_path, space_file, **kw):
-    return TuneRequest(**{"kernel": "hgemm", "space_path": space_file, "hardware": HW, "trials": 12,
-                          "storage": str(tmp_path / "s.journal"), **kw})
+    return study_request(tmp_path, space_file, **{"trials": 12, **kw})
 
 
 def brute_force(space_file):
