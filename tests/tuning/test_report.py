@@ -313,3 +313,23 @@ def test_a_renamed_profile_is_kept_apart_and_a_data_dependent_kernel_says_so(tmp
     assert deployment("topk", {"n": 10**6, "k": 64}, {"variant": "bisection"}, "ascend-910b4")["note"]
     assert deployment("topk", {"n": 10**6, "k": 64}, {"variant": "vector"}, "ascend-910b4")["note"] is None
     assert deployment("hgemm", PROBLEM, get_tunable("hgemm").heuristic(PROBLEM, hw), HW)["note"] is None
+
+
+def test_the_parallel_coordinates_list_parameters_by_importance_and_draw_the_fastest_in_bold(space_file):
+    import matplotlib
+    import optuna
+
+    matplotlib.use("Agg")
+    from ascendbench.tuning.plots import _parallel
+
+    space = load_space(space_file)
+    configs = [dict(c, m0=m0, k0=k0) for c in space.grid()[:1] for m0 in (64, 128, 256) for k0 in (64, 128, 256, 512)]
+    trials = [optuna.trial.create_trial(value=(1 + i) * 1e-6, params={}, distributions={},
+                                        user_attrs={"config": c}) for i, c in enumerate(configs)]
+    figure = _parallel(trials, space, "key", {"m0": 0.2, "k0": 0.7}, None)
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["k0", "m0", "time (µs)"]  # only what varies
+    bold = max(ax.lines, key=lambda line: line.get_linewidth())
+    assert "fastest 1.0 µs" in bold.get_label()
+    # the fastest (m0 64, k0 64): the bottom of both grids, and the bottom of the time axis
+    assert list(bold.get_ydata()) == [0.0, 0.0, 0.0]
