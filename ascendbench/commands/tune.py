@@ -629,16 +629,25 @@ def _top_text(kernel: str, exhaustive: dict[str, Any]) -> str:
     groups: dict[int, list[dict[str, Any]]] = {}
     for row in exhaustive["top"]:
         groups.setdefault(row["rank"], []).append(row)
-    parts = [f"rank {rank} ({_time(rows[0]['time_s'])}): " + ", ".join(_config_text(kernel, r["config"]) for r in rows)
-             for rank, rows in groups.items()]
     more = exhaustive.get("top_left_out") or 0
-    return "; ".join(parts) + (f"; and {more} more tied" if more else "")
+    parts = []
+    for i, (rank, rows) in enumerate(groups.items()):
+        tied = len(rows) + (more if i == len(groups) - 1 else 0)  # the ones left out tie with the last rank
+        shown = ", ".join(_config_text(kernel, r["config"]) for r in rows[:_TIES_SHOWN])
+        extra = f" and {tied - _TIES_SHOWN} more" if tied > _TIES_SHOWN else ""
+        count = f"{tied} configurations: " if tied > _TIES_SHOWN else ""
+        parts.append(f"rank {rank} ({_time(rows[0]['time_s'])}): {count}{shown}{extra}")
+    return "; ".join(parts)
+
+
+_TIES_SHOWN = 3  # _top_text: configurations named per rank (the JSON has them all, up to MAX_TOP_SHOWN)
 
 
 def _cost_text(cost: dict[str, Any]) -> str:
-    """'2.1 s: model 1.5 s (300 simulated), replay 0.0 s (12 replayed), sampler 0.4 s, ...'."""
+    """'2.1 s: model 1.5 s (300 configurations, infeasible ones included), replay 0.0 s (12 replayed), ...'."""
     over = f" over {cost['processes']} processes" if cost.get("processes", 1) > 1 else ""
-    text = (f"{cost['wall_s']:.2f} s{over}: model {cost['model_s']:.2f} s ({cost['simulated']} simulated), replay "
+    text = (f"{cost['wall_s']:.2f} s{over}: model {cost['model_s']:.2f} s ({cost['simulated']} configurations, "
+            f"infeasible ones included), replay "
             f"{cost['replay_s']:.2f} s ({cost['replayed']} replayed), sampler {cost['sampler_s']:.2f} s, kernel "
             f"checks {cost['check_s']:.2f} s, storage {cost['storage_s']:.2f} s, other {cost['other_s']:.2f} s")
     if cost.get("store_error"):
