@@ -563,7 +563,7 @@ def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
     regrets = [o.exhaustive["regret"] for o in outcomes if o.exhaustive and o.exhaustive.get("regret") is not None]
     # every search (a problem, or each of its --seeds): did it find a configuration faster than the heuristic?
     searched = [r["speedup"] for o in outcomes for r in ((o.seeds or {}).get("runs") or [{"speedup": o.speedup}])
-                if r["speedup"] is not None]
+                if r["speedup"] is not None]  # (the seed runs carry their speed-ups; a single study its own)
     gains = [x for x in searched if x > 1 + _BEAT]
     costs = [o.cost for o in outcomes if o.cost]
     return {"problems": len(outcomes),
@@ -576,8 +576,9 @@ def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
             "evaluations_simulated": sum(c["simulated"] for c in costs) if costs else None,
             "search_wall_s": sum(c["wall_s"] for c in costs) if costs else None,
             "model_s": sum(c["model_s"] for c in costs) if costs else None,
-            "trials_finished": sum(o.trials["finished"] for o in outcomes),
-            "trials_evaluated": sum(o.trials["evaluated"] for o in outcomes),
+            # every search of every problem (with --seeds, each seed's study)
+            "trials_finished": sum(r["finished"] for o in outcomes for r in _searches(o)),
+            "trials_evaluated": sum(r["evaluated"] for o in outcomes for r in _searches(o)),
             "workload_time_tuned_s": tuned_s if timed else None,
             "workload_time_heuristic_s": heuristic_s if timed else None,
             "workload_speedup": heuristic_s / tuned_s if timed and tuned_s > 0 else None,
@@ -586,6 +587,12 @@ def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
             "mean_speedup": sum(speedups) / len(speedups) if speedups else None,
             "max_speedup": max(speedups) if speedups else None,
             "min_speedup": min(speedups) if speedups else None}
+
+
+def _searches(o: ProblemOutcome) -> list[dict[str, Any]]:
+    """The searches of a problem: each --seeds run (combine_seeds), or the one study's counts."""
+    runs = (o.seeds or {}).get("runs") or []
+    return runs if runs and all("finished" in r for r in runs) else [o.trials]
 
 
 _BEAT = 1e-6  # a search beat the heuristic when the heuristic is this much slower than its best (not a tie)

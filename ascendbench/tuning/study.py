@@ -1776,7 +1776,8 @@ def combine_seeds(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
                      "best_time_s": o.best["time_s"] if o.best else None, "speedup": o.speedup,
                      "regret": ex.get("regret"), "trials_to_1pct": ex.get("trials_to_1pct"),
                      "evaluated": o.trials["evaluated"], "distinct": o.trials["distinct"],
-                     "infeasible": o.trials["infeasible"], "stopped": o.trials.get("stopped")})
+                     "infeasible": o.trials["infeasible"], "finished": o.trials["finished"],
+                     "stopped": o.trials.get("stopped")})
 
     def spread(name: str) -> dict[str, float] | None:
         values = [r[name] for r in rows if r[name] is not None]

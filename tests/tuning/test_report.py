@@ -234,6 +234,9 @@ def test_the_summary_says_how_often_the_search_beat_the_heuristic(tmp_path, spac
     cost = doc["problems"][0]["cost"]  # both seeds' searches
     assert cost["replayed"] == summary["evaluations_replayed"]
     assert cost["replayed"] + cost["simulated"] == sum(r["distinct"] for r in runs)
+    # the counts of the summary are over both searches too
+    assert summary["trials_finished"] == sum(r["finished"] for r in runs)
+    assert summary["trials_evaluated"] == sum(r["evaluated"] for r in runs) == 24
 
 
 def test_points_the_store_holds_cost_nothing_in_the_grid_estimate(tmp_path, space_file):
