@@ -490,7 +490,8 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
                 req = request if seeds == 1 else dataclasses.replace(request, seed=seed + len(replicas),
                                                                      replica=seed + len(replicas))
                 stored = _stored_outcome(req, space, problem, opened,
-                                         "worker_failed" if worker_failed else "interrupted")
+                                         "worker_failed" if worker_failed else "interrupted",
+                                         getattr(exc, "search_cost", None))
                 if stored is not None:
                     replicas.append(stored)
             if replicas:
@@ -530,9 +531,10 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
 
 
 def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], storage,
-                    stopped: str = "interrupted") -> ProblemOutcome | None:
+                    stopped: str = "interrupted", cost=None) -> ProblemOutcome | None:
     """The outcome of a problem whose search was cut short (stopped: "interrupted", or "worker_failed") from
-    what its study holds (no exhaustive evaluation); None when that came before its study was made."""
+    what its study holds (no exhaustive evaluation), with what the search cost until then (a SearchCost, or
+    None); None when that came before its study was made."""
     import optuna
 
     from ascendbench.tuning.study import study_name_for
@@ -543,7 +545,7 @@ def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str,
     except KeyError:
         return None
     quick = TuneRequest(**{**request.__dict__, "exhaustive": False})
-    return summarise(quick, space, problem, key, study, stopped=stopped)
+    return summarise(quick, space, problem, key, study, stopped=stopped, cost=cost)
 
 
 def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:

@@ -1531,7 +1531,8 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     request.storage, to share one between problems (opening a journal replays it). warm_start: configurations
     (the best of shapes tuned before, for a workload) a new study tries right after the heuristic.
     Raises TuneError for user errors (sampler, storage, --jobs above processes.max_jobs(), a study made for
-    another problem or space); WorkerError when a --jobs worker process died (see _run_workers)."""
+    another problem or space); WorkerError when a --jobs worker process died (see _run_workers). A
+    KeyboardInterrupt or WorkerError carries what the search cost until then as `search_cost` (SearchCost)."""
     if problem_with_jobs := jobs_error(request.jobs):
         raise TuneError(f"--jobs: {problem_with_jobs}")
     space = load_space(request.space_path).on(_profile(request.hardware))
@@ -1541,12 +1542,16 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     if progress:
         progress(key, distinct_counts(study, space)[0], request.trials, None)
     cost = SearchCost()
-    if request.jobs <= 1:
-        stopped = _optimize(request, space, problem, key, 0,
-                            (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
-                            storage=storage, warm_start=warm_start, cost=cost)
-    else:
-        stopped = _run_workers(request, space, problem, key, study, progress, warm_start, cost)
+    try:
+        if request.jobs <= 1:
+            stopped = _optimize(request, space, problem, key, 0,
+                                (lambda done, best: progress(key, done, request.trials, best)) if progress else None,
+                                storage=storage, warm_start=warm_start, cost=cost)
+        else:
+            stopped = _run_workers(request, space, problem, key, study, progress, warm_start, cost)
+    except (KeyboardInterrupt, WorkerError) as exc:
+        exc.search_cost = cost  # what the search cost until then, for the report of what the study holds
+        raise
     grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
     return summarise(request, space, problem, key, study, grid_progress, stopped, cost)
 
@@ -1591,6 +1596,7 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
                 progress(key, distinct_counts(study, space)[0], request.trials, min(times) if times else None)
     except KeyboardInterrupt:
         _stop_workers(workers)
+        _read_reports(pipes, said, details, cost)  # what the stopped workers' searches cost
         raise
     _read_reports(pipes, said, details, cost)
     failure = failure or _worker_failure(workers, details)  # also the last one to end may have died

@@ -195,6 +195,8 @@ def test_ctrl_c_writes_the_result_so_far_and_says_how_to_resume(tmp_path, sig, c
     kept = _finished(tmp_path)
     assert doc.interrupted and doc.problems[0].trials.evaluated == kept >= 5
     assert doc.problems[0].trials.stopped == "interrupted"
+    cost = doc.problems[0].cost  # what the search cost until the interrupt
+    assert cost is not None and cost.simulated + cost.replayed >= 5 and cost.model_s > 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary or staging file left
 
 
