@@ -59,13 +59,6 @@ def problem_digest(kernel: str, problem: Mapping[str, Any], hw: HardwareProfile)
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def store_path(storage: str | None, default_storage: Path, is_url: bool) -> Path:
-    """Where the evaluations of a tuning storage are kept: beside a journal file, else under results/tuning."""
-    if storage is None:
-        return default_storage.parent / FILE_NAME
-    return Path("results") / "tuning" / FILE_NAME if is_url else Path(storage).parent / FILE_NAME
-
-
 Outcome = Evaluation | str  # a simulated evaluation, or the kernel's reason the configuration is infeasible
 
 

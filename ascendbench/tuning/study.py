@@ -62,7 +62,8 @@ from ascendbench.kernels.tunable import Evaluation, Infeasible
 from ascendbench.processes import child_started, jobs_error, starting_children, usable_cores
 from ascendbench.redact import mask_url, redact
 from ascendbench.sim.engine import BufferCapacityError
-from ascendbench.tuning.evaluations import EvaluationStore, model_fingerprint, problem_digest, store_path
+from ascendbench.tuning.evaluations import FILE_NAME as STORE_FILE
+from ascendbench.tuning.evaluations import EvaluationStore, model_fingerprint, problem_digest
 from ascendbench.tuning.space import SearchSpace, load_space
 
 __all__ = [
@@ -978,12 +979,6 @@ class _Objective:
             self.store.put(key, value)
         return value, False
 
-    def evaluate(self, config: Mapping[str, Any]) -> Evaluation:
-        value, _ = self.outcome(config)
-        if isinstance(value, str):
-            raise Infeasible(value)
-        return value
-
     def __call__(self, trial: optuna.Trial) -> float:
         config = self.space.suggest(trial)
         # "worker": the process (a _Mirror tells its own trials from the others' by it)
@@ -1407,10 +1402,9 @@ def _worker(request: TuneRequest, space_path: Path, problem: dict[str, Any], key
 
 def open_evaluation_store(request: TuneRequest, problem: Mapping[str, Any]) -> EvaluationStore:
     """The evaluation store of the request's storage, opened on the problem's evaluations."""
-    tunable = get_tunable(request.kernel)
-    path = store_path(request.storage, DEFAULT_STORAGE, request.storage is not None and _is_url(request.storage))
-    return EvaluationStore(path, problem_digest(request.kernel, problem, _profile(request.hardware)),
-                           getattr(tunable, "unit", ""))
+    return EvaluationStore(_beside_storage(request, STORE_FILE),
+                           problem_digest(request.kernel, problem, _profile(request.hardware)),
+                           get_tunable(request.kernel).unit)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1798,8 +1792,10 @@ def combine_seeds(outcomes: Sequence[ProblemOutcome]) -> ProblemOutcome:
                                                ("best_time_s", "speedup", "regret", "trials_to_1pct")}}
     costs = [o.cost for o in outcomes if o.cost]
     if costs:  # the searches of every seed
-        combined.cost = {k: (sum(c[k] for c in costs) if k != "store_error"
-                             else next((c[k] for c in costs if c[k]), None)) for k in costs[0]}
+        total = SearchCost()
+        for c in costs:
+            total.add(SearchCost(**{f.name: c[f.name] for f in dataclasses.fields(SearchCost)}))
+        combined.cost = total.as_dict()
     return combined
 
 
@@ -1842,7 +1838,6 @@ def _ped_anova(study: optuna.Study, space: SearchSpace) -> dict[str, float] | No
 # ---------------------------------------------------------------------------------------------------------
 # Ground truth: the whole grid, stored and reused
 # ---------------------------------------------------------------------------------------------------------
-GROUND_TRUTH_DIR = Path("results") / "tuning" / "ground-truth"
 
 
 def ground_truth_path(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]) -> Path:
@@ -1854,9 +1849,14 @@ def ground_truth_path(request: TuneRequest, space: SearchSpace, problem: Mapping
     doc = {"kernel": request.kernel, "problem": dict(problem), "hardware": hw.constants(),
            "model": model_fingerprint(), "space": space.fingerprint()}
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return _beside_storage(request, "ground-truth") / request.kernel / f"{digest}.json"
+
+
+def _beside_storage(request: TuneRequest, name: str) -> Path:
+    """`name` in the folder of the request's journal file (the default one when none is given), or under
+    results/tuning for an RDB storage: where the tuner keeps what it derives from a storage's studies."""
     storage = request.storage if request.storage is not None else str(DEFAULT_STORAGE)
-    folder = GROUND_TRUTH_DIR if _is_url(storage) else Path(storage).parent / "ground-truth"
-    return folder / request.kernel / f"{digest}.json"
+    return (Path("results") / "tuning" if _is_url(storage) else Path(storage).parent) / name
 
 
 def load_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]
