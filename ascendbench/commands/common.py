@@ -379,20 +379,50 @@ def resume_hint() -> str:
     return f"resume with: {shlex.join(command)}" + (" (with the password in place of ***)" if masked else "")
 
 
-def progress_bar(json_out: bool):
-    """A transient rich progress bar on stderr (off with --json or when stderr is not a terminal), and the
-    callback report(stage, done, total) that the Python API calls. Off, it is an empty context and a callback
-    that does nothing (rich.progress is not even imported: scripts start faster)."""
-    if json_out or not err_console.is_terminal:
-        return contextlib.nullcontext(), lambda stage, done, total: None
+def new_progress(*middle: Any, json_out: bool):
+    """The progress display of every long command: a transient rich Progress on stderr, disabled with --json or
+    when stderr is not a terminal. Columns: the task's description, a bar, `middle` (rich columns; default the
+    percentage), the elapsed time and the time left (eta.EtaColumn: shown only for a task whose total is
+    known). Update its tasks with show_progress, which keeps what the time left is counted from."""
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                        console=err_console, transient=True)
+    from ascendbench.commands.eta import EtaColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), *(middle or (TaskProgressColumn(),)),
+                    TimeElapsedColumn(), EtaColumn(), console=err_console, transient=True,
+                    disable=json_out or not err_console.is_terminal)
+
+
+def show_progress(progress, task, stage: str, done: int, total: int | None, *, new_stretch: bool = False,
+                  limit_s: float | None = None, **fields: Any) -> None:
+    """Show `done` of `total` units (None: not known, no time left shown; 0 is shown as 1) under the
+    description `stage` on task `task` of a new_progress display; `fields`: the task's other fields. The time
+    left is counted at the mean rate of the current stretch of work, which begins at the first report, when
+    the total changes, when `done` goes back (another seed, another phase of the same task) or when
+    `new_stretch` says so; `limit_s`, seconds, bounds a stretch that a time limit ends (given with its first
+    report)."""
+    from ascendbench.commands.eta import DEADLINE, FROM
+
+    total = None if total is None else (total or 1)
+    shown = next(t for t in progress.tasks if t.id == task)
+    if new_stretch or FROM not in shown.fields or total != shown.total or done < shown.completed:
+        now = shown.elapsed or 0.0
+        fields |= {FROM: (now, done), DEADLINE: None if limit_s is None else now + limit_s}
+    progress.update(task, description=stage, completed=done, total=total, **fields)
+
+
+def progress_bar(json_out: bool):
+    """A new_progress bar of one task (off with --json or when stderr is not a terminal), and the callback
+    report(stage, done, total) that the Python API calls, with the time left once the total is known. Off, it
+    is an empty context and a callback that does nothing (rich.progress is not even imported: scripts start
+    faster)."""
+    if json_out or not err_console.is_terminal:
+        return contextlib.nullcontext(), lambda stage, done, total: None
+    progress = new_progress(json_out=json_out)
     task = progress.add_task("simulating", total=None)
 
     def report(stage: str, done: int, total: int) -> None:
-        progress.update(task, description=stage, completed=done, total=total or 1)
+        show_progress(progress, task, stage, done, total)
 
     return progress, report
 

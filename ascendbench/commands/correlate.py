@@ -21,29 +21,13 @@ from ascendbench.commands.common import (
     count_option,
     default_result_path,
     dump_json,
-    err_console,
     fail,
     out_console,
+    progress_bar,
     whole_keys,
 )
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
-def _progress(json_out: bool):
-    """A transient progress bar with ETA on stderr (only when stderr is a terminal and not --json), and its
-    report(stage, done, total) callback."""
-    import contextlib
-
-    if json_out or not err_console.is_terminal:
-        return contextlib.nullcontext(), None
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
-
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn(),
-                        console=err_console, transient=True)
-    task = progress.add_task("reading", total=None)
-    return progress, lambda stage, done, total: progress.update(task, description=stage, completed=done,
-                                                                total=total or 1)
 
 
 def _pct(value: float | None) -> str:
@@ -191,7 +175,7 @@ def correlate(
         fail(f"{measurements}: {exc}")
 
     simulator = lib.RowSimulator()
-    progress, report = _progress(json_out)
+    progress, report = progress_bar(json_out)
     outcome = None
     with progress:
         doc = lib.correlate(rows, source=measurements, command=command_line(), simulator=simulator,

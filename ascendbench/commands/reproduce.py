@@ -18,9 +18,10 @@ from ascendbench.commands.common import (
     Outputs,
     count_option,
     dump_json,
-    err_console,
     fail,
+    new_progress,
     out_console,
+    show_progress,
     whole_keys,
 )
 from ascendbench.plotting import DEFAULT_DPI
@@ -113,22 +114,18 @@ def reproduce(
     if not os.access(out_dir, os.W_OK):  # before minutes of computing
         fail(f"--out-dir: folder {str(out_dir)!r} is not writable")
 
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
     ctx = Context()
     written = []
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                        console=err_console, transient=True, disable=json_out or not err_console.is_terminal)
+    progress = new_progress(json_out=json_out)
     t0 = time.perf_counter()
     with progress:
         task = progress.add_task("figures", total=len(ids))
-        for fid in ids:
-            progress.update(task, description=f"reproduce {fid}")
+        for done, fid in enumerate(ids):
+            show_progress(progress, task, f"reproduce {fid}", done, len(ids))
             f0 = time.perf_counter()
             paths, js, _doc = reproduce_figure(fid, out_dir, ctx, formats, dpi)
             written.append({"id": fid, "figures": [str(p) for p in paths], "json": str(js),
                             "seconds": round(time.perf_counter() - f0, 2)})
-            progress.advance(task)
     if json_out:
         out_console.file.write(dump_json(written) + "\n")
         return

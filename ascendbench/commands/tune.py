@@ -28,8 +28,10 @@ from ascendbench.commands.common import (
     dump_json,
     err_console,
     fail,
+    new_progress,
     out_console,
     resume_hint,
+    show_progress,
     whole_keys,
 )
 from ascendbench.hardware import HardwareError, load_profile
@@ -450,28 +452,33 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
     request = TuneRequest(kernel, space.path, hardware, sampler, seed, trials, timeout, storage, study_name, jobs,
                           exhaustive, replay=replay)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TextColumn
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=err_console,
-                        transient=True, disable=json_out or not err_console.is_terminal)
+    progress = new_progress(MofNCompleteColumn(), TextColumn("{task.fields[best]}"), json_out=json_out)
     unit = get_tunable(kernel).unit
     outcomes: list[ProblemOutcome] = []
     interrupted = False
     worker_failed: str | None = None  # how a --jobs worker process died
     with progress:
         for problem in problems:
-            task = progress.add_task(get_tunable(kernel).problem_key(problem), total=trials, best="")
+            key = get_tunable(kernel).problem_key(problem)
+            task = progress.add_task(key, total=trials, best="")
+            last = [None]  # the stage last shown for this seed: the search (the problem's key), then the grid
 
-            def report(stage: str, done: int, total: int, best: float | None, task=task) -> None:
-                progress.update(task, description=stage, completed=min(done, total), total=total,
-                                best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
+            def report(stage: str, done: int, total: int, best: float | None, task=task, key=key,
+                       last=last) -> None:
+                # each seed's search and the grid after it are timed apart; --timeout bounds the search only
+                show_progress(progress, task, stage, min(done, total), total, new_stretch=stage != last[0],
+                              limit_s=timeout if stage == key else None,
+                              best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
+                last[0] = stage
 
             # warm start: the best configurations of the shapes tuned before in this command
             warm = [o.best["config"] for o in outcomes if o.best and o.best.get("source") == "study"]
             replicas: list[ProblemOutcome] = []
             try:
                 for replica in range(seeds):
+                    last[0] = None
                     req = request if seeds == 1 else dataclasses.replace(request, seed=seed + replica,
                                                                          replica=seed + replica)
                     replicas.append(tune_problem(req, problem, report, opened, warm_start=warm))

@@ -981,8 +981,10 @@ class _Objective:
 
     def __call__(self, trial: optuna.Trial) -> float:
         config = self.space.suggest(trial)
-        # "worker": the process (a _Mirror tells its own trials from the others' by it)
-        attrs = {"config": config, "run": self.run_id, "worker": _WORKER}
+        # "worker": the process (a _Mirror tells its own trials from the others' by it). Each parameter's real
+        # value is a user attribute of its own too (m0=128, k0=256, where the sampler sees m0_index=5 and
+        # log2_k0=8): optuna-dashboard shows and sorts them; "config" stays what this tool reads.
+        attrs = {**config, "config": config, "run": self.run_id, "worker": _WORKER}
         if config_key(config) in self.cache:
             attrs["repeat"] = True
         value, replayed = self.outcome(config)
@@ -998,6 +1000,12 @@ class _Objective:
 
 
 _WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+# The user attributes of this tool's trials besides one per parameter (_Objective, _enqueue_start, _search); no
+# tunable kernel has a parameter of these names (tests/tuning/test_study.py)
+TRIAL_ATTRS = frozenset({"config", "run", "worker", "repeat", "replayed", "infeasible", "throughput", "heuristic",
+                         "warm_start", "neighbour_of_repeat"})
 
 
 def _set_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:

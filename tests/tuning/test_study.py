@@ -337,3 +337,35 @@ def test_parallel_coordinates_show_the_spaces_own_values(tmp_path):
     assert [t.params for t in shown.trials] == [t.user_attrs["config"] for t in feasible]
     assert [t.value for t in shown.trials] == [t.value for t in feasible]
     assert all(t.params["k0"] in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) for t in shown.trials)
+
+
+@pytest.mark.parametrize(("kernel", "problem", "encoded"), [
+    ("hgemm", PROBLEM, {"m0_index", "n0_index", "log2_k0", "log2_split_k"}),
+    ("scan", {"n": 10**5, "dtype": "fp16", "exclusive": False}, {"log2_s", "chunk"}),
+])
+def test_each_trial_carries_each_parameters_real_value_as_a_user_attribute(tmp_path, kernel, problem, encoded):
+    """optuna-dashboard shows and sorts user attributes: each parameter's real value is one, numeric where the
+    parameter is (m0=128, not m0_index=5), beside the encoding the sampler sees and the "config" this tool
+    reads."""
+    space = load_space(space_path(kernel)).on(load_profile("atlas-300t-a2"))
+    req = request(tmp_path, space_path(kernel), kernel=kernel, trials=6, sampler="random", exhaustive=False)
+    out = tune_problem(req, problem)
+    trials = [t for t in stored(req, out.key).trials if t.state.is_finished()]
+    assert len(trials) >= 6  # pruned (infeasible) trials carry them too
+    for t in trials:
+        config = space.from_optuna(t.params)  # the real values decoded from what the sampler saw
+        assert encoded <= set(t.params) and t.user_attrs["config"] == config
+        assert {name: t.user_attrs[name] for name in space.parameters} == config
+        for name, p in space.parameters.items():
+            value = t.user_attrs[name]
+            if p.type in ("ordered", "int") or (p.type == "log-int" and value != "off"):
+                assert type(value) is int, (name, value)  # a number the dashboard sorts, not "128"
+            elif p.type == "bool":
+                assert type(value) is bool, (name, value)
+
+
+def test_no_tunable_kernel_has_a_parameter_named_as_a_trials_own_attribute():
+    from ascendbench.kernels.registry import tunables
+
+    for name, tunable in tunables().items():
+        assert not set(tunable.check_values()) & study_module.TRIAL_ATTRS, name
