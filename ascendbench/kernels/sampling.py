@@ -186,7 +186,8 @@ def as_phase(res: SimResult, name: str) -> SimResult:
     """`res` with all its time reported as one phase `name` (a step of a composed operator); counters, busy
     time and the timeline are kept."""
     return SimResult(res.hw, res.time_cycles, {name: res.time_cycles}, dict(res.busy), dict(res.counters),
-                     list(res.segments), res.extrapolated, res.hbm_busy_cycles, dict(res.unit_weights))
+                     list(res.segments), res.extrapolated, res.hbm_busy_cycles, dict(res.unit_weights),
+                     gaps=list(res.gaps))
 
 
 def elementwise_pass(hw: HardwareProfile, n: int, *, in_bytes: int, out_bytes: int, vector_passes: int,

@@ -288,7 +288,7 @@ def _relabel(res: SimResult, phase: str, drop_launch: bool = True) -> SimResult:
     time = res.time_cycles - launch
     segments = [(ops, offset - launch) for ops, offset in res.segments]
     return SimResult(res.hw, time, {phase: time}, dict(res.busy), counters, segments, res.extrapolated,
-                     res.hbm_busy_cycles, dict(res.unit_weights))
+                     res.hbm_busy_cycles, dict(res.unit_weights), gaps=[g.shifted(-launch) for g in res.gaps])
 
 
 def simulate_flag_scan(n: int, hw: HardwareProfile, *, variant: str = "mcscan", warm_l2: bool = False,

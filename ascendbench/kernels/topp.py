@@ -40,7 +40,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels import contract
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.sampling import DistributionError
-from ascendbench.sim.result import SimResult, fixed_cost, sequence
+from ascendbench.sim.result import Gap, SimResult, fixed_cost, sequence
 
 __all__ = ["TOPP_DTYPES", "TOPP_VARIANTS", "TopPResult", "TopPTiming", "check_probs", "simulate_top_p",
            "top_p_draw", "top_p_sample"]
@@ -273,9 +273,13 @@ def _concurrent(row: SimResult, rows: int) -> SimResult:
     phases = dict(row.phases)
     if time > row.time_cycles:
         phases["HBM contention"] = time - row.time_cycles
+    gaps = list(row.gaps)
+    if time > row.time_cycles:  # HBM still serves the other rows: every byte it serves passes L2 too
+        rate = row.hw.hbm_bytes_per_cycle
+        gaps.append(Gap(row.time_cycles, time, f"HBM contention ({rows} rows share HBM)", rate, rate))
     return SimResult(row.hw, time, phases, dict(row.busy), {k: v * rows for k, v in row.counters.items()},
                      list(row.segments), row.extrapolated, row.hbm_busy_cycles * rows,
-                     {u: w * rows for u, w in row.unit_weights.items()})
+                     {u: w * rows for u, w in row.unit_weights.items()}, gaps=gaps)
 
 
 def simulate_top_p(vocab: int, hw: HardwareProfile, *, batch: int = 1, variant: str = "radix", s: int = 128,

@@ -12,7 +12,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import DYNAMIC_COUNTERS, Engine, Op, RunStats, gc_paused, prefix_stats, unit_kind
 from ascendbench.sim.l2 import L2Cache
 
-__all__ = ["RunCache", "SimResult", "Span", "fixed_cost", "partition", "sequence", "simulate", "simulate_2d",
+__all__ = ["Gap", "RunCache", "SimResult", "Span", "fixed_cost", "partition", "sequence", "simulate", "simulate_2d",
            "simulate_scaled"]
 
 
@@ -94,6 +94,27 @@ class Span:
     hbm_bytes: float = 0.0
     l2_bytes: float = 0.0
     flags_from: tuple = ()  # (unit, pipe, time set) of the cross-core flags the op waited for
+    task: int = 0  # the task (outer loop iteration) the op belongs to, where the kernel numbers them (Engine.task)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A stretch of a run that no op of its timeline shows, in cycles from the kernel start: the extrapolated
+    steady state of loops simulated for a few iterations, the repeats of a part the timeline shows once, HBM
+    contention of concurrent copies. `hbm_rate` and `l2_rate`: what HBM and L2 serve over it (bytes per cycle,
+    as the servers count them, Engine._transfer); None: the mean of the stretch `like` (start, end) before it,
+    whose pattern it repeats."""
+
+    start: float
+    end: float
+    label: str
+    hbm_rate: float | None = None
+    l2_rate: float | None = None
+    like: tuple[float, float] | None = None
+
+    def shifted(self, by: float) -> Gap:
+        like = None if self.like is None else (self.like[0] + by, self.like[1] + by)
+        return Gap(self.start + by, self.end + by, self.label, self.hbm_rate, self.l2_rate, like)
 
 
 class _RebuiltOps(Sequence):
@@ -180,6 +201,8 @@ class SimResult:
     # The run cut into consecutive (phase, start, end) intervals in cycles (`intervals`); None: the phases laid
     # end to end in their order.
     phase_intervals: list[tuple[str, float, float]] | None = field(default=None, repr=False, compare=False)
+    # The stretches of the run the timeline's ops do not show (Gap), in time order.
+    gaps: list[Gap] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def intervals(self) -> list[tuple[str, float, float]]:
@@ -193,7 +216,7 @@ class SimResult:
             Span(o.unit, o.pipe, o.label, o.phase, o.start + offset, o.end + offset, o.release + offset,
                  o.hbm_bytes, o.l2_bytes,
                  tuple((d[0].unit, d[0].pipe, d[0].end + offset) for d in o.deps
-                       if d.__class__ is not Op and len(d) == 3))
+                       if d.__class__ is not Op and len(d) == 3), o.task)
             for ops, offset in self.segments
             for o in ops
         ]
@@ -242,10 +265,15 @@ def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
     hbm = 0.0
     extrapolated = False
     weights: dict[str, int] = {}
+    gaps: list[Gap] = []
     for res, count in parts:
         for u, w in res.unit_weights.items():
             weights[u] = max(weights.get(u, 0), w)
         segments.extend((ops, offset + total) for ops, offset in res.segments)
+        gaps.extend(g.shifted(total) for g in res.gaps)
+        if count > 1 and res.segments:  # the timeline shows the first run of the part only
+            gaps.append(Gap(total + res.time_cycles, total + count * res.time_cycles,
+                            f"{count - 1:,} more runs of the part before", like=(total, total + res.time_cycles)))
         part = res.intervals
         if count <= _REPEATS_SHOWN:
             for r in range(count):
@@ -266,7 +294,7 @@ def sequence(parts: list[tuple[SimResult, int]]) -> SimResult:
         extrapolated = extrapolated or res.extrapolated or count > 1
     l2_end = next((r.l2_end for r, _ in reversed(parts) if r.l2_end is not None), None)
     return SimResult(hw, total, dict(phases), dict(busy), dict(counters), segments, extrapolated, hbm, weights,
-                     l2_end, spans)
+                     l2_end, spans, gaps)
 
 
 _REPEATS_SHOWN = 64  # sequence(): repeats of a part laid out one by one in `intervals`, beyond which they are merged
@@ -330,7 +358,8 @@ def simulate(
     _, s1, p1 = _run(hw, warm_l2, build, skip1, cache, key(skip1), group=group_cores, l2=l2)
     engine, s2, p2 = _run(hw, warm_l2, build, skip2, cache, key(skip2), group=group_cores, l2=l2)
     static = _count_only(hw, warm_l2, build, iterations)
-    return _extended(hw, engine, (s1, p1), (s2, p2), skip2 / (skip1 - skip2), static, bounded=True)
+    return _extended(hw, engine, (s1, p1), (s2, p2), skip2 / (skip1 - skip2), static, bounded=True,
+                     label=f"extrapolated steady state ({skip2:,} more iterations per loop)")
 
 
 def simulate_scaled(
@@ -384,11 +413,11 @@ def simulate_scaled(
     # The instances are self-similar, so the makespan extends linearly like the rest. (No HBM bound: the
     # write-backs of dirty lines that allocations evict may still be queued when the kernel's last op ends.)
     return _extended(hw, engine, (s1, p1), (s2, p2), (units - k2) / (k2 - k1), _count_static(hw, count),
-                     bounded=False)
+                     bounded=False, label=f"extrapolated steady state ({units:,} steps, {k2:,} simulated)")
 
 
 def _extended(hw: HardwareProfile, engine: Engine, run1: tuple, run2: tuple, factor: float,
-              static: dict[str, float], bounded: bool) -> SimResult:
+              static: dict[str, float], bounded: bool, label: str) -> SimResult:
     """The result of a program extended from two truncated runs (stats, phase partition): every time-like
     quantity and the dynamic counters grow by `factor` times their difference, T = T2 + factor (T2 - T1); the
     makespan is at least the busiest pipe's time, and, when `bounded`, HBM's and L2's time too. `static`: the
@@ -403,11 +432,24 @@ def _extended(hw: HardwareProfile, engine: Engine, run1: tuple, run2: tuple, fac
     dynamic = {k: max(extend(s2.dynamic.get(k, 0.0), s1.dynamic.get(k, 0.0)), 0.0) for k in DYNAMIC_COUNTERS}
     counters = static | dynamic
     makespan = max(extend(s2.makespan, s1.makespan), max(busy.values(), default=0.0))
+    l2 = extend(s2.l2_busy, s1.l2_busy)
     if bounded:
-        makespan = max(makespan, hbm, extend(s2.l2_busy, s1.l2_busy), _hbm_bound(hw, counters))
+        makespan = max(makespan, hbm, l2, _hbm_bound(hw, counters))
     stats = RunStats(makespan, s2.phases, busy, hbm, s2.l2_busy, s2.unit_weights, dynamic)
     phases = _settle({k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}, makespan)
-    return _to_result(hw, engine, stats, phases, True, counters)
+    gap = _steady_gap(hw, s2.makespan, makespan, hbm - s2.hbm_busy, l2 - s2.l2_busy, label)
+    return _to_result(hw, engine, stats, phases, True, counters, gap)
+
+
+def _steady_gap(hw: HardwareProfile, shown: float, makespan: float, hbm_cycles: float, l2_cycles: float,
+                label: str) -> list[Gap]:
+    """The stretch after the simulated ops' end `shown` up to the extrapolated `makespan`, with what HBM and L2
+    serve over it: the server time the extrapolation adds (cycles) at the servers' rates, spread over it."""
+    if makespan <= shown:
+        return []
+    width = makespan - shown
+    return [Gap(shown, makespan, label, hw.hbm_bytes_per_cycle * max(hbm_cycles, 0.0) / width,
+                hw.l2_bytes_per_cycle * max(l2_cycles, 0.0) / width)]
 
 
 _MAX_KEEP = 400  # simulate_scaled: the largest instance it runs to keep its L2 from needing a floor
@@ -437,11 +479,12 @@ def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
     return _count_static(hw, lambda engine: build(engine, iterations), warm_l2)
 
 
-def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: dict[str, float]) -> SimResult:
+def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: dict[str, float],
+               gaps: list[Gap] | None = None) -> SimResult:
     # an extrapolated run has no timeline of its own: its phases are laid end to end in their order
     spans = _layout(phases) if extrapolated else intervals(stats.phases, stats.makespan)
     return SimResult(hw, stats.makespan, phases, dict(stats.busy), counters, [(engine.ops, 0.0)], extrapolated,
-                     stats.hbm_busy, dict(stats.unit_weights), engine.cache, spans)
+                     stats.hbm_busy, dict(stats.unit_weights), engine.cache, spans, gaps or [])
 
 
 def fixed_cost(hw: HardwareProfile, cycles: float, phase: str, **counters: float) -> SimResult:
@@ -562,5 +605,9 @@ def simulate_2d(
     phases = _settle({p: fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0)) for p in runs[(ts[-1], ks[-1])][1]},
                      makespan)
     extrapolated = len(ts) > 1 or len(ks) > 1
+    gaps = _steady_gap(hw, last_stats.makespan, makespan, hbm - last_stats.hbm_busy,
+                       fit(lambda t, k: runs[(t, k)][0].l2_busy) - last_stats.l2_busy,
+                       f"extrapolated steady state ({tasks:,} tasks x {blocks:,} blocks per core, {ts[-1]:,} x "
+                       f"{ks[-1]:,} simulated)") if extrapolated else []
     return SimResult(hw, makespan, phases, busy, counters, [(ops, 0.0)], extrapolated, hbm,
-                     dict(last_stats.unit_weights))
+                     dict(last_stats.unit_weights), gaps=gaps)

@@ -64,7 +64,8 @@ def test_trace_covers_the_whole_run_with_phases_and_counters(run):
     events = trace["traceEvents"]
     us = run.time_s * 1e6
     phase_slices = [e for e in events if e["ph"] == "X" and e.get("cat") == "phase"]
-    assert sum(e["dur"] for e in phase_slices) == pytest.approx(us, rel=1e-6)
-    assert max(e["ts"] + e["dur"] for e in events if e["ph"] == "X") == pytest.approx(us, rel=1e-6)
+    # times are whole nanoseconds: the run's time rounded to one
+    assert sum(e["dur"] for e in phase_slices) == pytest.approx(us, abs=5e-4)
+    assert max(e["ts"] + e["dur"] for e in events if e["ph"] == "X") == pytest.approx(us, abs=5e-4)
     counters = {e["name"] for e in events if e["ph"] == "C"}
     assert any("HBM" in c for c in counters) and any("L2" in c for c in counters)
