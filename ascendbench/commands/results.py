@@ -14,8 +14,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ascendbench.commands.common import JsonOption, dump_json, err_console, fail, out_console, whole_keys
-from ascendbench.commands.markdown import MdOption, md_escape, md_table, plain
+from ascendbench.commands.common import (
+    JsonOption,
+    Outputs,
+    check_target,
+    dump_json,
+    err_console,
+    fail,
+    out_console,
+    whole_keys,
+)
+from ascendbench.commands.markdown import MdOption, Report
 from ascendbench.redact import mask_url
 
 app = typer.Typer(help="List, show and compare result files (runs and tuning results).", no_args_is_help=True)
@@ -67,42 +76,6 @@ def _read(path: Path, option: str) -> dict[str, Any]:
 def _one_format(json_out: bool, md: bool) -> None:
     if json_out and md:
         fail("--md: cannot be combined with --json; choose one")
-
-
-class _Report:
-    """Where a text report goes: the terminal (rich: tables with their key columns whole, notes and lines
-    wrapped) or Markdown (--md: pipe tables, notes as paragraphs, lines as a list), to paste into an issue."""
-
-    def __init__(self, md: bool):
-        self.md = md
-
-    def table(self, table: Table, *keys: str) -> None:
-        if self.md:
-            out_console.file.write(md_table(table) + "\n")
-        else:
-            out_console.print(whole_keys(table, *keys))
-
-    def note(self, markup: str) -> None:
-        """A paragraph given as rich markup (user text in it escaped)."""
-        if self.md:
-            out_console.file.write(md_escape(plain(markup)) + "\n\n")
-        else:
-            out_console.print(markup, highlight=False, soft_wrap=True)
-
-    def lines(self, texts: list[str], heading: str | None = None, bullets: bool = True) -> None:
-        """Plain lines (not markup), under a heading line if given: indented by two on the terminal (when
-        there is a heading), a list in Markdown (a paragraph each with bullets=False)."""
-        if not texts:
-            return
-        if self.md:
-            head = f"{md_escape(heading)}\n\n" if heading else ""
-            items = [f"- {md_escape(t)}" for t in texts] if bullets else [f"{md_escape(t)}\n" for t in texts]
-            out_console.file.write(head + "\n".join(items) + "\n\n")
-            return
-        if heading:
-            out_console.print(heading, highlight=False, markup=False)
-        for text in texts:
-            out_console.print(f"  {text}" if heading else text, highlight=False, markup=False, soft_wrap=True)
 
 
 @dataclass
@@ -366,7 +339,7 @@ def list_results(
                 "[red](not readable)[/]")
         table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), str(r["problems"]),
                       escape(r["hardware"]), escape(r["tool_version"]), escape(r["path"]))
-    report = _Report(md)
+    report = Report(md)
     report.table(table, "file")
     # the reason of each file left without problems, one line each
     report.lines([f"{r['path']} is {r['error']}" for r in rows if r["error"]])
@@ -609,7 +582,7 @@ def _version_warnings(pairs: list[tuple[Entry, Entry]]) -> list[str]:
 
 
 def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold, warnings, md) -> None:
-    report = _Report(md)
+    report = Report(md)
     for text in warnings:
         report.note(f"[bold yellow]Warning:[/] {escape(text)}")
     if unlike:  # --allow-different: say so before any number
@@ -643,3 +616,136 @@ def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, thre
 
 def _us(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.2f} µs" if seconds is not None else "-"
+
+
+@app.command("export")
+def export(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Result files, or folders searched recursively for "
+                                                      "them (default: results/).", show_default=False)] = None,
+    rows: Annotated[str, typer.Option("--rows", metavar="runs|shapes|trials", help="runs: a row per run (scan, "
+                                      "batched-scan, segmented-scan, operator and HGEMM runs); shapes: a row per "
+                                      "shape of the HGEMM runs; trials: a row per trial of each tuned problem's "
+                                      "study (read from the tuning's storage).")] = "runs",
+    out: Annotated[str, typer.Option("--out", metavar="<path.csv|->", help="CSV file, written whole or not at "
+                                     "all; - prints the CSV on stdout.")] = "-",
+    storage: Annotated[str | None, typer.Option("--storage", help="With --rows trials: where the studies live, "
+                                                "if not where the tuning result says (a journal file path or an "
+                                                "RDB URL).")] = None,
+) -> None:
+    """Export results as CSV, a row per run, per HGEMM shape or per tuning trial (--rows), with flat columns
+    that pandas.read_csv and the csv module read as they are: numbers, True/False or empty cells, units in the
+    names (time_us microseconds, bandwidth_gbps GB/s, tflops), the fixed columns first, then the metrics and
+    parameters the documents hold, by name (ascendbench/store/export.py). Files of other kinds, and in folders
+    files that are not valid results, are left out with a line on stderr."""
+    from ascendbench.store import export as ex
+    from ascendbench.store.documents import parse_result, result_kind
+
+    if rows not in ex.ROW_KINDS:
+        fail(f"--rows: must be runs, shapes or trials, got {rows!r}")
+    if out != "-":
+        check_target(Path(out), "out", ".csv", {})
+    if storage is not None and rows != "trials":
+        fail("--storage: only --rows trials reads studies; drop it")
+    docs: list[tuple[str, dict[str, Any]]] = []
+    skipped: list[str] = []
+    for path in paths or [Path("results")]:
+        if path.is_dir():
+            scanned = _scan_folder(path)
+            docs += [(str(p), doc) for p, doc, error in scanned.found if not error]
+            skipped += [f"{p} is {error}" for p, _, error in scanned.found if error]
+            skipped += [f"{p} is not readable: {why}" for p, why in scanned.unreadable]
+        else:
+            docs.append((str(path), _validated(path, "PATHS")))
+    wanted = {"runs": ("scan", "batched-scan", "segmented-scan", "operator", "hgemm"), "shapes": ("hgemm",),
+              "trials": ("tuning",)}[rows]
+    table: list[dict[str, Any]] = []
+    other: dict[str, int] = {}
+    studies = _Studies(storage)
+    for file, doc in docs:
+        kind = result_kind(doc)
+        if kind not in wanted:
+            other[kind] = other.get(kind, 0) + 1
+            continue
+        model = parse_result(doc)
+        entries = document_entries(doc, file)
+        if rows == "trials":  # an entry per tuned problem, in order
+            table += [ex.trial_row(model, file, doc["problems"][i], entries[i].key, name, seed, trial)
+                      for i, name, seed, trial in studies.trials(doc)]
+            continue
+        if rows == "shapes":
+            table += ex.shape_rows(model, file, [e.key for e in entries])
+            continue
+        first = entries[0] if entries else None
+        problem = (doc.get("workload") or "") if kind == "hgemm" and (doc.get("workload") or not first) else (
+            first.key if first else "")
+        # what ran: the scan's algorithm (not the kernel's name, batched-scanul1), the operator's or GEMM's variant
+        ran = first and (first.params.get("algorithm") or first.params.get("variant") or first.ran)
+        table.append(ex.run_row(model, file, first.family if first else kind, ran or "", problem))
+    text = ex.to_csv(table, ex.columns_of(table, {"runs": ex.RUN_COLUMNS, "shapes": ex.SHAPE_COLUMNS,
+                                                  "trials": ex.TRIAL_COLUMNS}[rows]))
+    for line in skipped:
+        err_console.print(f"left out: {line}", highlight=False, markup=False, soft_wrap=True)
+    if other:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(other.items(), key=lambda kv: str(kv[0])))
+        hint = {"runs": "--rows trials exports tuning results", "shapes": "only HGEMM runs have shapes",
+                "trials": "only tuning results have trials"}[rows]
+        err_console.print(f"left out {sum(other.values())} result(s) without {rows} ({kinds}); {hint}",
+                          highlight=False, markup=False, soft_wrap=True)
+    if out == "-":
+        out_console.file.write(text)
+        return
+    from ascendbench.store.io import atomic_write_text
+
+    with Outputs() as outputs:
+        outputs.write("out", Path(out), lambda target: atomic_write_text(target, text))
+    out_console.print(f"{len(table)} row(s) ({rows}) written to {out}", highlight=False, markup=False)
+
+
+class _Studies:
+    """The trials of tuning results' studies, each storage opened once. Where a storage is not there (run from
+    another folder, a database whose password the result does not keep), a one-line error names --storage."""
+
+    def __init__(self, storage: str | None):
+        self.storage = storage
+        self.opened: dict[str, Any] = {}
+
+    def _open(self, target: str):
+        from ascendbench.tuning.study import EMPTY_STORAGE, TuneError, open_storage
+
+        if not target.strip():
+            fail(EMPTY_STORAGE)
+        if "***" in target:
+            fail("--storage: the result names a database whose password is not stored; give --storage URL")
+        if "://" not in target and not Path(target).is_file():
+            fail(f"--storage: no journal file {target!r} (the result's studies live there; run from the folder "
+                 "that ran the tuning, or give --storage)")
+        if target not in self.opened:
+            try:
+                self.opened[target] = open_storage(target)
+            except TuneError as exc:
+                fail(str(exc))
+        return self.opened[target]
+
+    def trials(self, doc: dict[str, Any]):
+        """(index of the problem, study name, seed, trial) for every trial this tool made in each problem's
+        studies (one per seed with --seeds), by study and trial number; trials that plain Optuna added are left
+        out."""
+        import optuna
+
+        from ascendbench.tuning.study import describe_storage
+
+        target = self.storage if self.storage is not None else doc["storage"]
+        opened = self._open(target)
+        for i, problem in enumerate(doc["problems"]):
+            runs = (problem.get("seeds") or {}).get("runs") or [{"seed": doc["seed"],
+                                                                 "study_name": problem["study_name"]}]
+            names = set((problem["heuristic"].get("config") or (problem.get("best") or {}).get("config") or {}))
+            for run in runs:
+                try:
+                    study = optuna.load_study(study_name=run["study_name"], storage=opened)
+                except KeyError:
+                    fail(f"--storage: {describe_storage(target)} holds no study {run['study_name']!r}")
+                for trial in study.get_trials(deepcopy=False):
+                    config = trial.user_attrs.get("config")
+                    if isinstance(config, dict) and config.keys() == names:
+                        yield i, run["study_name"], run["seed"], trial
