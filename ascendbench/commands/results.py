@@ -620,8 +620,9 @@ def _us(seconds: float | None) -> str:
 
 @app.command("export")
 def export(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Result files, or folders searched recursively for "
-                                                      "them (default: results/).", show_default=False)] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(metavar="PATHS", help="Result files, or folders searched "
+                                                      "recursively for them (default: results/).",
+                                                      show_default=False)] = None,
     rows: Annotated[str, typer.Option("--rows", metavar="runs|shapes|trials", help="runs: a row per run (scan, "
                                       "batched-scan, segmented-scan, operator and HGEMM runs); shapes: a row per "
                                       "shape of the HGEMM runs; trials: a row per trial of each tuned problem's "
@@ -646,6 +647,9 @@ def export(
         check_target(Path(out), "out", ".csv", {})
     if storage is not None and rows != "trials":
         fail("--storage: only --rows trials reads studies; drop it")
+    if not paths and not Path("results").is_dir():
+        fail("PATHS: no results/ folder here (`ascendbench run` and `tune` save there); name result files or "
+             "folders")
     docs: list[tuple[str, dict[str, Any]]] = []
     skipped: list[str] = []
     for path in paths or [Path("results")]:

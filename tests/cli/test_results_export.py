@@ -158,6 +158,9 @@ def test_a_full_disk_leaves_no_half_written_file(runs, cli, monkeypatch):
     (["missing.json"], "PATHS: file not found: missing.json"),
 ])
 def test_user_errors(tmp_path, cli, args, message):
+    assert cli(["results", "export"], tmp_path).output == ("error: PATHS: no results/ folder here (`ascendbench "
+                                                           "run` and `tune` save there); name result files or "
+                                                           "folders\n")
     (tmp_path / "results").mkdir()
     out = cli(["results", "export", *args], tmp_path)
     assert out.exit_code == 2 and out.output == f"error: {message}\n"
