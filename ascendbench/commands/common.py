@@ -505,6 +505,31 @@ def whole_keys(table, *keys: str):
     return table
 
 
+def title_rule(console: Console, parts: list[str]) -> None:
+    """A report's title: its `parts` (kernel, size, dtypes, ...; plain text) two spaces apart, in bold, as a
+    rule "─ title ─" when it fits the console's width; else the parts on as many bold lines as they need
+    (never split inside a part unless one alone is wider) above a plain rule. rich's rule would cut the title
+    with "…" (at 80 columns, the hardware's name went first)."""
+    from rich.cells import cell_len
+    from rich.markup import escape
+    from rich.text import Text
+
+    width = console.width
+    title = "  ".join(parts)
+    if cell_len(title) + 4 <= width:  # the rule's "─ " and " ─"
+        console.rule(f"[bold]{escape(title)}")
+        return
+    lines: list[str] = []
+    for part in parts:
+        if lines and cell_len(lines[-1]) + 2 + cell_len(part) <= width:
+            lines[-1] += "  " + part
+        else:
+            lines.append(part)
+    for line in lines:
+        console.print(Text(line, style="bold", overflow="fold"), highlight=False)
+    console.rule()
+
+
 def print_utilisation(util: dict[str, dict[str, float]]) -> None:
     """The pipe utilisation table of a report: busy fraction per unit kind (AIC, AIV) and pipe."""
     if not util:

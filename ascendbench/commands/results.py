@@ -12,8 +12,19 @@ import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from ascendbench.commands.common import JsonOption, dump_json, fail, out_console, whole_keys
+from ascendbench.commands.common import (
+    JsonOption,
+    Outputs,
+    check_target,
+    dump_json,
+    err_console,
+    fail,
+    out_console,
+    whole_keys,
+)
+from ascendbench.commands.markdown import MdOption, Report
 from ascendbench.redact import mask_url
 
 app = typer.Typer(help="List, show and compare result files (runs and tuning results).", no_args_is_help=True)
@@ -62,6 +73,11 @@ def _read(path: Path, option: str) -> dict[str, Any]:
     return doc
 
 
+def _one_format(json_out: bool, md: bool) -> None:
+    if json_out and md:
+        fail("--md: cannot be combined with --json; choose one")
+
+
 @dataclass
 class Entry:
     """One simulated problem of a result document, as `compare` matches it.
@@ -71,7 +87,7 @@ class Entry:
     ran: what ran, in short (kernel or variant, "tuned best"); time_s: simulated time, seconds (None when the
     document has none); params: what ran, in full (algorithm or variant, s, blocks, chunk, tiling, ...);
     conditions: what else the time depends on (L2 at the start, every core simulated); hardware: profile name
-    and constant values."""
+    and constant values; tool_version: the ascendbench version that wrote the document."""
 
     key: str
     family: str
@@ -82,6 +98,7 @@ class Entry:
     hardware: dict[str, Any]
     path: str
     created_at: str
+    tool_version: str = ""
 
     def signature(self) -> str:
         """The same experiment: problem, what ran, conditions and hardware."""
@@ -205,7 +222,7 @@ def document_entries(doc: dict[str, Any], path: str = "") -> list[Entry]:
             unique = f"{key} #{i}"
         seen.add(unique)
         entries.append(Entry(unique, family, ran, _time(time_s), params, conditions, hardware, path,
-                             str(doc.get("created_at", ""))))
+                             str(doc.get("created_at", "")), str(doc.get("tool_version", ""))))
     return entries
 
 
@@ -257,17 +274,30 @@ def _scan_folder(folder: Path) -> _Folder:
     return _Folder(found, unreadable, foreign)
 
 
+def _hardware_name(doc: dict[str, Any]) -> str:
+    """The hardware profile a document ran on, by name: a run's or a tuning's profile, the profiles of a
+    validation or a correlation (name -> constants) or of a figure (a list of names), comma-separated; "" when
+    it names none."""
+    hardware = doc.get("hardware")
+    if isinstance(hardware, dict):
+        return str(hardware["name"]) if isinstance(hardware.get("name"), str) else ", ".join(map(str, hardware))
+    return ", ".join(map(str, hardware)) if isinstance(hardware, list) else ""
+
+
 @app.command("list")
 def list_results(
     folder: Annotated[Path, typer.Argument(help="Folder searched recursively for result files.")] = Path("results"),
     json_out: JsonOption = False,
+    md: MdOption = False,
 ) -> None:
-    """List saved results, newest first: file, kind, kernel, creation time, problems and what they report.
-    A file that does not match its kind's schema is listed as not valid, and one that cannot be read (empty,
-    truncated, not JSON) as not readable, each with no problems and the reason (the "error" field of --json,
-    a line under the table); JSON files of other tools (no schema_version) are counted in one line."""
+    """List saved results, newest first: file, kind, kernel, creation time, problems, the hardware profile and
+    the ascendbench version that wrote it. A file that does not match its kind's schema is listed as not
+    valid, and one that cannot be read (empty, truncated, not JSON) as not readable, each with no problems and
+    the reason (the "error" field of --json, a line under the table); JSON files of other tools (no
+    schema_version) are counted in one line. --md prints the table as Markdown."""
     from ascendbench.store.documents import result_kind
 
+    _one_format(json_out, md)
     if not folder.exists() and folder == Path("results"):  # nothing run here yet: not an error
         if json_out:
             out_console.file.write("[]\n")
@@ -285,10 +315,12 @@ def list_results(
         rows.append({"path": str(path), "kind": result_kind(doc), "kernel": str(kernel),
                      "created_at": str(doc.get("created_at", "")),
                      "problems": 0 if error else len(document_entries(doc, str(path))),
+                     "hardware": _hardware_name(doc), "tool_version": str(doc.get("tool_version", "")),
                      "valid": error is None, "readable": True, "error": error})
     rows.sort(key=lambda r: r["created_at"], reverse=True)
-    rows += [{"path": str(path), "kind": None, "kernel": "", "created_at": "", "problems": 0, "valid": False,
-              "readable": False, "error": f"not readable: {reason}"} for path, reason in scanned.unreadable]
+    rows += [{"path": str(path), "kind": None, "kernel": "", "created_at": "", "problems": 0, "hardware": "",
+              "tool_version": "", "valid": False, "readable": False, "error": f"not readable: {reason}"}
+             for path, reason in scanned.unreadable]
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
         return
@@ -300,19 +332,19 @@ def list_results(
             out_console.print(foreign, highlight=False, markup=False)
         return
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
-    for col in ("created (UTC)", "kind", "kernel", "problems", "file"):
+    for col in ("created (UTC)", "kind", "kernel", "problems", "hardware", "version", "file"):
         table.add_column(col, justify="right" if col == "problems" else "left")
     for r in rows:
         kind = (r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]" if r["readable"] else
                 "[red](not readable)[/]")
         table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), str(r["problems"]),
-                      escape(r["path"]))
-    out_console.print(whole_keys(table, "file"))
-    for r in rows:  # the reason of each file left without problems, one line each
-        if r["error"]:
-            out_console.print(f"{r['path']} is {r['error']}", highlight=False, markup=False, soft_wrap=True)
+                      escape(r["hardware"]), escape(r["tool_version"]), escape(r["path"]))
+    report = Report(md)
+    report.table(table, "file")
+    # the reason of each file left without problems, one line each
+    report.lines([f"{r['path']} is {r['error']}" for r in rows if r["error"]])
     if foreign:
-        out_console.print(foreign, highlight=False, markup=False)
+        report.lines([foreign], bullets=False)
 
 
 @app.command("show")
@@ -347,8 +379,7 @@ def show(
     c.print(f"{result_kind(doc)} result, created {doc.get('created_at', '?')} by ascendbench "
             f"{doc.get('tool_version', '?')} on {hardware.get('name', '?')}", highlight=False, markup=False)
     # a file of an earlier version may hold a database password in its command: printed as ***
-    c.print(f"command: {' '.join(mask_url(str(a)) for a in command)}", highlight=False, soft_wrap=True,
-            markup=False)
+    _labelled("command:", " ".join(mask_url(str(a)) for a in command))
     entries = document_entries(doc, str(file))
     if not entries:
         c.print("no simulated problem times in this file (a validation or figure result); --json prints it whole")
@@ -362,8 +393,17 @@ def show(
     c.print(whole_keys(table, "problem"))
     metrics = doc.get("metrics") if isinstance(doc.get("metrics"), dict) else {}
     if metrics:
-        c.print("metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))),
-                highlight=False, soft_wrap=True)
+        _labelled("metrics:", ", ".join(f"{k}={v:.4g}" for k, v in metrics.items() if isinstance(v, (int, float))))
+
+
+def _labelled(label: str, text: str) -> None:
+    """`label text` wrapped at the terminal's width between words (a word wider than the room folds), the
+    lines after the first indented under the text's start."""
+    lines = Text(text).wrap(out_console, max(out_console.width - len(label) - 1, 8), overflow="fold")
+    for i, line in enumerate(lines):
+        line.rstrip()
+        out_console.print(Text.assemble(label if i == 0 else " " * len(label), " ", line), highlight=False,
+                          soft_wrap=True)
 
 
 def _value(v: Any) -> str:
@@ -464,12 +504,16 @@ def compare(
                                                   "hardware or under other conditions (L2 at the start, every "
                                                   "core simulated) too, with the differences shown.")] = False,
     json_out: JsonOption = False,
+    md: MdOption = False,
 ) -> None:
     """Per problem found in both A and B: time B / time A, marked faster, slower or same, and the parameters
     that differ (algorithm, variant, s, blocks, chunk, tiling). A and B are result files or folders of them
     (matched problem by problem, one table per kernel; problems in only one are listed). Refused (exit status
     2) when a matched problem ran on other hardware or under other conditions, unless --allow-different.
-    Exit status 1 when any problem is slower than the threshold (for CI gates), 0 otherwise."""
+    Results written by other ascendbench versions are compared with a warning above the tables (--json: in
+    "warnings" and on stderr): their timing models may differ. --md prints the report as Markdown. Exit
+    status 1 when any problem is slower than the threshold (for CI gates), 0 otherwise."""
+    _one_format(json_out, md)
     if not (0 <= threshold < 1):
         fail(f"--threshold: must be in [0, 1), got {threshold}")
     a, left_out_a = _collect(baseline, "BASELINE")
@@ -500,6 +544,7 @@ def compare(
         fail(f"A and B were not run alike: {first} (for {first_key}{more}); give --allow-different to compare "
              "them anyway")
     slower = sum(r["verdict"] == "slower" for r in rows)
+    warnings = _version_warnings(pairs)
     if json_out:
         def listed(entries: list[Entry]) -> list[dict[str, Any]]:
             return [{"problem": e.key, "ran": e.ran, "file": e.path} for e in entries]
@@ -508,18 +553,41 @@ def compare(
             "threshold": threshold, "a": str(baseline), "b": str(candidate), "rows": rows, "slower": slower,
             "not_like_for_like": sorted({text for _, text in unlike}), "only_in_a": listed(only_a),
             "only_in_b": listed(only_b), "skipped_a": left_out_a["skipped"], "skipped_b": left_out_b["skipped"],
-            "superseded_a": left_out_a["superseded"], "superseded_b": left_out_b["superseded"]}) + "\n")
+            "superseded_a": left_out_a["superseded"], "superseded_b": left_out_b["superseded"],
+            "tool_versions": {"a": sorted({ea.tool_version for ea, _ in pairs}),
+                              "b": sorted({eb.tool_version for _, eb in pairs})},
+            "warnings": warnings}) + "\n")
+        for text in warnings:
+            err_console.print(f"[bold yellow]warning:[/] {escape(text)}", highlight=False, soft_wrap=True)
     else:
-        _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold)
+        _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold, warnings, md)
     if slower:
         raise typer.Exit(1)
 
 
-def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold) -> None:
-    c = out_console
+def _version_warnings(pairs: list[tuple[Entry, Entry]]) -> list[str]:
+    """A sentence when matched problems were written by other ascendbench versions in A and B (a "same" then
+    compares two timing models); none otherwise. Result documents carry no fingerprint of the timing model,
+    so the tool version is what tells."""
+    differ = [(ea, eb) for ea, eb in pairs if ea.tool_version != eb.tool_version]
+    if not differ:
+        return []
+
+    def versions(entries) -> str:
+        return ", ".join(sorted({e.tool_version or "?" for e in entries}))
+
+    return [f"written by other ascendbench versions, {versions(ea for ea, _ in differ)} in A and "
+            f"{versions(eb for _, eb in differ)} in B ({len(differ)} of {len(pairs)} compared problem(s)): "
+            "the timing model may differ between them, so a ratio mixes in the tool's changes"]
+
+
+def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, threshold, warnings, md) -> None:
+    report = Report(md)
+    for text in warnings:
+        report.note(f"[bold yellow]Warning:[/] {escape(text)}")
     if unlike:  # --allow-different: say so before any number
-        c.print("[bold yellow]Not run alike (--allow-different), the ratios mix in these differences:[/] "
-                + escape("; ".join(sorted({text for _, text in unlike}))), highlight=False, soft_wrap=True)
+        report.note("[bold yellow]Not run alike (--allow-different), the ratios mix in these differences:[/] "
+                    + escape("; ".join(sorted({text for _, text in unlike}))))
     colour = {"slower": "red", "faster": "green", "same": "white", "no time": "yellow"}
     for kernel in dict.fromkeys(r["kernel"] for r in rows):
         table = Table(title=f"{kernel}: B / A simulated time (threshold {threshold * 100:g}%)", title_justify="left")
@@ -533,21 +601,155 @@ def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, thre
                           _us(r["time_b_s"]), f"{r['ratio']:.4f}" if r["ratio"] is not None else "-",
                           f"[{colour[r['verdict']]}]{r['verdict']}[/]",
                           "\n".join(d if d.startswith("[yellow]") else escape(d) for d in differs) or "-")
-        c.print(whole_keys(table, "problem"))
+        report.table(table, "problem")
     for side, entries in (("A", only_a), ("B", only_b)):
-        if entries:
-            c.print(f"only in {side} ({len(entries)}, not compared):", highlight=False)
-            for e in entries:
-                c.print(f"  {e.key}  ({e.ran}; {e.path})", highlight=False, markup=False)
+        report.lines([f"{e.key}  ({e.ran}; {e.path})" for e in entries],
+                     f"only in {side} ({len(entries)}, not compared):")
     for side, left in (("A", left_out_a), ("B", left_out_b)):
-        if left["skipped"]:  # a line per file: a truncated or empty result must not pass unnoticed
-            c.print(f"{len(left['skipped'])} file(s) of {side} left out, not valid or not readable:", highlight=False)
-            for s in left["skipped"]:
-                c.print(f"  {s['file']} is {s['reason']}", highlight=False, markup=False, soft_wrap=True)
+        # a line per file: a truncated or empty result must not pass unnoticed
+        report.lines([f"{s['file']} is {s['reason']}" for s in left["skipped"]],
+                     f"{len(left['skipped'])} file(s) of {side} left out, not valid or not readable:")
         if left["superseded"]:
-            c.print(f"{left['superseded']} older result(s) of the same experiments in {side} left out (the newest "
-                    "is compared)", highlight=False)
+            report.note(f"{left['superseded']} older result(s) of the same experiments in {side} left out (the "
+                        "newest is compared)")
 
 
 def _us(seconds: float | None) -> str:
     return f"{seconds * 1e6:,.2f} µs" if seconds is not None else "-"
+
+
+@app.command("export")
+def export(
+    paths: Annotated[list[Path] | None, typer.Argument(metavar="PATHS", help="Result files, or folders searched "
+                                                      "recursively for them (default: results/).",
+                                                      show_default=False)] = None,
+    rows: Annotated[str, typer.Option("--rows", metavar="runs|shapes|trials", help="runs: a row per run (scan, "
+                                      "batched-scan, segmented-scan, operator and HGEMM runs); shapes: a row per "
+                                      "shape of the HGEMM runs; trials: a row per trial of each tuned problem's "
+                                      "study (read from the tuning's storage).")] = "runs",
+    out: Annotated[str, typer.Option("--out", metavar="<path.csv|->", help="CSV file, written whole or not at "
+                                     "all; - prints the CSV on stdout.")] = "-",
+    storage: Annotated[str | None, typer.Option("--storage", help="With --rows trials: where the studies live, "
+                                                "if not where the tuning result says (a journal file path or an "
+                                                "RDB URL).")] = None,
+) -> None:
+    """Export results as CSV, a row per run, per HGEMM shape or per tuning trial (--rows), with flat columns
+    that pandas.read_csv and the csv module read as they are: numbers, True/False or empty cells, units in the
+    names (time_us microseconds, bandwidth_gbps GB/s, tflops), the fixed columns first, then the metrics and
+    parameters the documents hold, by name (ascendbench/store/export.py). Files of other kinds, and in folders
+    files that are not valid results, are left out with a line on stderr."""
+    from ascendbench.store import export as ex
+    from ascendbench.store.documents import parse_result, result_kind
+
+    if rows not in ex.ROW_KINDS:
+        fail(f"--rows: must be runs, shapes or trials, got {rows!r}")
+    if out != "-":
+        check_target(Path(out), "out", ".csv", {})
+    if storage is not None and rows != "trials":
+        fail("--storage: only --rows trials reads studies; drop it")
+    if not paths and not Path("results").is_dir():
+        fail("PATHS: no results/ folder here (`ascendbench run` and `tune` save there); name result files or "
+             "folders")
+    docs: list[tuple[str, dict[str, Any]]] = []
+    skipped: list[str] = []
+    for path in paths or [Path("results")]:
+        if path.is_dir():
+            scanned = _scan_folder(path)
+            docs += [(str(p), doc) for p, doc, error in scanned.found if not error]
+            skipped += [f"{p} is {error}" for p, _, error in scanned.found if error]
+            skipped += [f"{p} is not readable: {why}" for p, why in scanned.unreadable]
+        else:
+            docs.append((str(path), _validated(path, "PATHS")))
+    wanted = {"runs": ("scan", "batched-scan", "segmented-scan", "operator", "hgemm"), "shapes": ("hgemm",),
+              "trials": ("tuning",)}[rows]
+    table: list[dict[str, Any]] = []
+    other: dict[str, int] = {}
+    studies = _Studies(storage)
+    for file, doc in docs:
+        kind = result_kind(doc)
+        if kind not in wanted:
+            other[kind] = other.get(kind, 0) + 1
+            continue
+        model = parse_result(doc)
+        entries = document_entries(doc, file)
+        if rows == "trials":  # an entry per tuned problem, in order
+            table += [ex.trial_row(model, file, doc["problems"][i], entries[i].key, name, seed, trial)
+                      for i, name, seed, trial in studies.trials(doc)]
+            continue
+        if rows == "shapes":
+            table += ex.shape_rows(model, file, [e.key for e in entries])
+            continue
+        first = entries[0] if entries else None
+        problem = (doc.get("workload") or "") if kind == "hgemm" and (doc.get("workload") or not first) else (
+            first.key if first else "")
+        # what ran: the scan's algorithm (not the kernel's name, batched-scanul1), the operator's or GEMM's variant
+        ran = first and (first.params.get("algorithm") or first.params.get("variant") or first.ran)
+        table.append(ex.run_row(model, file, first.family if first else kind, ran or "", problem))
+    text = ex.to_csv(table, ex.columns_of(table, {"runs": ex.RUN_COLUMNS, "shapes": ex.SHAPE_COLUMNS,
+                                                  "trials": ex.TRIAL_COLUMNS}[rows]))
+    for line in skipped:
+        err_console.print(f"left out: {line}", highlight=False, markup=False, soft_wrap=True)
+    if other:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(other.items(), key=lambda kv: str(kv[0])))
+        hint = {"runs": "--rows trials exports tuning results", "shapes": "only HGEMM runs have shapes",
+                "trials": "only tuning results have trials"}[rows]
+        err_console.print(f"left out {sum(other.values())} result(s) without {rows} ({kinds}); {hint}",
+                          highlight=False, markup=False, soft_wrap=True)
+    if out == "-":
+        out_console.file.write(text)
+        return
+    from ascendbench.store.io import atomic_write_text
+
+    with Outputs() as outputs:
+        outputs.write("out", Path(out), lambda target: atomic_write_text(target, text))
+    out_console.print(f"{len(table)} row(s) ({rows}) written to {out}", highlight=False, markup=False)
+
+
+class _Studies:
+    """The trials of tuning results' studies, each storage opened once. Where a storage is not there (run from
+    another folder, a database whose password the result does not keep), a one-line error names --storage."""
+
+    def __init__(self, storage: str | None):
+        self.storage = storage
+        self.opened: dict[str, Any] = {}
+
+    def _open(self, target: str):
+        from ascendbench.tuning.study import EMPTY_STORAGE, TuneError, open_storage
+
+        if not target.strip():
+            fail(EMPTY_STORAGE)
+        if "***" in target:
+            fail("--storage: the result names a database whose password is not stored; give --storage URL")
+        if "://" not in target and not Path(target).is_file():
+            fail(f"--storage: no journal file {target!r} (the result's studies live there; run from the folder "
+                 "that ran the tuning, or give --storage)")
+        if target not in self.opened:
+            try:
+                self.opened[target] = open_storage(target)
+            except TuneError as exc:
+                fail(str(exc))
+        return self.opened[target]
+
+    def trials(self, doc: dict[str, Any]):
+        """(index of the problem, study name, seed, trial) for every trial this tool made in each problem's
+        studies (one per seed with --seeds), by study and trial number; trials that plain Optuna added are left
+        out."""
+        import optuna
+
+        from ascendbench.tuning.study import describe_storage
+
+        target = self.storage if self.storage is not None else doc["storage"]
+        opened = self._open(target)
+        for i, problem in enumerate(doc["problems"]):
+            runs = (problem.get("seeds") or {}).get("runs") or [{"seed": doc["seed"],
+                                                                 "study_name": problem["study_name"]}]
+            names = set((problem["heuristic"].get("config") or (problem.get("best") or {}).get("config") or {}))
+            for run in runs:
+                try:
+                    study = optuna.load_study(study_name=run["study_name"], storage=opened)
+                except KeyError:
+                    fail(f"--storage: {describe_storage(target)} holds no study {run['study_name']!r}")
+                for trial in study.get_trials(deepcopy=False):
+                    config = trial.user_attrs.get("config")
+                    if isinstance(config, dict) and config.keys() == names:
+                        yield i, run["study_name"], run["seed"], trial

@@ -30,6 +30,7 @@ from ascendbench.commands.common import (
     parse_count,
     print_utilisation,
     progress_bar,
+    title_rule,
 )
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
@@ -287,12 +288,11 @@ def report_rows(t: Table, r) -> None:
 def _print_report(r) -> None:
     m, p, c = r.metrics, r.problem, out_console
     chosen = r.params["algorithm_run"]
-    title = (
-        f"batched-scan {chosen}{' (auto)' if r.algorithm == 'auto' else ''}  {p.batch:,} x {p.length:,}  "
-        f"{p.dtype}->{p.out_dtype}  {'exclusive' if p.exclusive else 'inclusive'}  s={r.params['s']}  "
-        f"on {r.hardware['name']}"
-    )
-    c.rule(f"[bold]{title}")
+    title_rule(c, [
+        f"batched-scan {chosen}{' (auto)' if r.algorithm == 'auto' else ''}", f"{p.batch:,} x {p.length:,}",
+        f"{p.dtype}->{p.out_dtype}", "exclusive" if p.exclusive else "inclusive", f"s={r.params['s']}",
+        f"on {r.hardware['name']}",
+    ])
     t = Table(show_header=False, box=None, padding=(0, 2))
     t.add_row("simulated time", _fmt_s(m["time_s"]))
     if len(r.candidates_time_s) > 1:

@@ -23,6 +23,7 @@ from ascendbench.commands.common import (
     parse_count,
     print_utilisation,
     refuse_input_with_model_only,
+    title_rule,
 )
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.commands.run_batched import (
@@ -167,11 +168,10 @@ def segmented_scan(
 
 def _print_report(r) -> None:
     m, p, c = r.metrics, r.problem, out_console
-    title = (
-        f"segmented-scan {r.algorithm}  n={p.n:,}  {p.segments:,} segments  {p.dtype}->{p.out_dtype}  "
-        f"{'exclusive' if p.exclusive else 'inclusive'}  s={r.params['s']}  on {r.hardware['name']}"
-    )
-    c.rule(f"[bold]{title}")
+    title_rule(c, [
+        f"segmented-scan {r.algorithm}", f"n={p.n:,}", f"{p.segments:,} segments", f"{p.dtype}->{p.out_dtype}",
+        "exclusive" if p.exclusive else "inclusive", f"s={r.params['s']}", f"on {r.hardware['name']}",
+    ])
     t = Table(show_header=False, box=None, padding=(0, 2))
     t.add_row("simulated time", _fmt_s(m["time_s"]))
     t.add_row(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ascendbench.commands.common import (
@@ -21,8 +22,8 @@ from ascendbench.commands.common import (
     fail,
     out_console,
     progress_bar,
-    whole_keys,
 )
+from ascendbench.commands.markdown import MdOption, Report
 from ascendbench.reference import RANDOM_SHAPES
 from ascendbench.reference.validation import run_validation
 
@@ -33,8 +34,8 @@ def _fmt(value) -> str:
     return format_value(value)
 
 
-def _print(result, saved_to: Path | None) -> None:
-    c = out_console
+def _print(result, saved_to: Path | None, md: bool = False) -> None:
+    report = Report(md)
     t = Table(title=f"claims of the scan and HGEMM papers: paper vs simulated"
                     f"{' (--quick set)' if result.quick else ''}", title_justify="left")
     for name, justify in (("ID", "left"), ("kind", "left"), ("claim", "left"), ("paper", "right"),
@@ -53,17 +54,18 @@ def _print(result, saved_to: Path | None) -> None:
         sim = _fmt(r.simulated) + (unit if isinstance(r.simulated, (int, float, list)) else "")
         t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,
                   verdict)
-    c.print(whole_keys(t, "ID"))
+    report.table(t, "ID")
     s = result.summary
-    c.print(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: {', '.join(s.misses) or 'none'}")
+    report.note(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: "
+                f"{escape(', '.join(s.misses)) or 'none'}")
     if s.failing:
-        c.print(f"[bold red]failing[/] (exact, calibration and shape claims{', and validation with --strict' if result.strict else ''}): "
-                f"{', '.join(s.failing)}")
+        report.note(f"[bold red]failing[/] (exact, calibration and shape claims{', and validation with --strict' if result.strict else ''}): "
+                    f"{escape(', '.join(s.failing))}")
     else:
-        c.print("[green]passed[/]: every exact, calibration and shape claim holds"
-                + (" (and every validation claim: --strict)" if result.strict else ""))
+        report.note("[green]passed[/]: every exact, calibration and shape claim holds"
+                    + (" (and every validation claim: --strict)" if result.strict else ""))
     if saved_to is not None:
-        c.print(f"result written to {saved_to}")
+        report.note(f"result written to {escape(str(saved_to))}")
 
 
 def validate(
@@ -79,13 +81,16 @@ def validate(
                                              "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,
     no_save: NoSaveOption = False,
     json_out: JsonOption = False,
+    md: MdOption = False,
 ) -> None:
     """Evaluate the papers' claims with the simulator: one row per claim (paper, simulated, ratio, tolerance,
-    verdict). Exit status 0 when every exact, calibration and shape claim holds (validation misses are shown
-    and fail only with --strict), 1 otherwise, 2 on bad options."""
+    verdict); --md prints the table as Markdown. Exit status 0 when every exact, calibration and shape claim
+    holds (validation misses are shown and fail only with --strict), 1 otherwise, 2 on bad options."""
     from ascendbench.reference.claims import ClaimError, canonical_ids, select_claims
 
     wall0 = time.perf_counter()
+    if json_out and md:
+        fail("--md: cannot be combined with --json; choose one")
     ids = None
     if only is not None:
         ids = [w.strip() for part in only for w in part.split(",") if w.strip()]
@@ -124,6 +129,6 @@ def validate(
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:
-        _print(result, saved_to)
+        _print(result, saved_to, md)
     if not result.passed:
         raise typer.Exit(1)

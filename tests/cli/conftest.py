@@ -20,3 +20,15 @@ def cli():
             os.chdir(old)
 
     return invoke
+
+
+@pytest.fixture
+def columns(monkeypatch):
+    """columns(n): the report console (stdout) is n columns wide for this test, as COLUMNS=n makes it; the
+    tests that read a report's layout set it, so that they do not depend on the terminal they run in."""
+    from ascendbench.commands import common
+
+    def set_width(n: int) -> None:
+        monkeypatch.setattr(common.out_console, "width", n)
+
+    return set_width

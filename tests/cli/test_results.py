@@ -331,3 +331,116 @@ def test_a_document_cut_inside_a_number_or_a_literal_is_called_truncated(tmp_pat
     path.write_text(text)
     doc, why = _decode(path)
     assert doc is None and why.startswith("truncated, the JSON stops part way") == truncated, why
+
+
+def md_tables(text: str) -> list[list[list[str]]]:
+    """The GitHub pipe tables of Markdown `text`, parsed by markdown-it (rich's Markdown parser) with its table
+    rule: per table its rows (the header first) of cells as they render, as text (<br> a line break)."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table")
+    tables, row = [], None
+    for token in md.parse(text):
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row = []
+            tables[-1].append(row)
+        elif token.type == "inline" and row is not None:
+            row.append(html.unescape(md.renderInline(token.content).replace("<br>", "\n")))
+        elif token.type == "tr_close":
+            row = None
+    return tables
+
+
+def test_list_shows_hardware_and_tool_version_as_text_json_and_markdown(two_scans, cli, columns):
+    columns(132)
+    (two_scans / "results").mkdir()
+    for name in ("a.json", "b.json"):
+        (two_scans / name).rename(two_scans / "results" / name)
+    doc = json.loads((two_scans / "results" / "b.json").read_text())
+    doc["tool_version"], doc["hardware"]["name"], doc["created_at"] = "0.0.9", "my|chip", "2020-01-01T00:00:00+00:00"
+    (two_scans / "results" / "old.json").write_text(json.dumps(doc))
+    (two_scans / "results" / "cut.json").write_text('{"schema_version": 1, "ker')
+    rows = json.loads(cli(["results", "list", "--json"], two_scans).stdout)
+    assert [(r["path"], r["hardware"], r["tool_version"]) for r in rows][2:] == [
+        ("results/old.json", "my|chip", "0.0.9"), ("results/cut.json", "", "")]
+    assert {r["hardware"] for r in rows[:2]} == {"ascend-910b4"}
+    text = cli(["results", "list"], two_scans).stdout
+    assert re.search(r"hardware +version +file", text) and re.search(r"ascend-910b4 +0\.1\.0 +results/a\.json", text)
+    out = cli(["results", "list", "--md"], two_scans)
+    assert out.exit_code == 0
+    (table,) = md_tables(out.stdout)
+    assert table[0] == ["created (UTC)", "kind", "kernel", "problems", "hardware", "version", "file"]
+    assert table[3] == ["2020-01-01 00:00", "scan", "mcscan", "1", "my|chip", "0.0.9", "results/old.json"]
+    assert table[4] == ["", "(not readable)", "", "0", "", "", "results/cut.json"]
+    assert "my\\|chip" in out.stdout and "- results/cut.json is not readable: truncated" in out.stdout
+    both = cli(["results", "list", "--md", "--json"], two_scans)
+    assert both.exit_code == 2 and both.output == "error: --md: cannot be combined with --json; choose one\n"
+
+
+def test_compare_warns_when_tool_versions_differ(two_scans, cli, columns):
+    columns(132)
+    doc = json.loads((two_scans / "a.json").read_text())
+    doc["tool_version"] = "0.0.9"
+    (two_scans / "old.json").write_text(json.dumps(doc))
+    warning = ("written by other ascendbench versions, 0.0.9 in A and 0.1.0 in B (1 of 1 compared problem(s)): the "
+               "timing model may differ between them, so a ratio mixes in the tool's changes")
+    out = cli(["results", "compare", "old.json", "a.json"], two_scans)
+    assert out.exit_code == 0 and out.stdout.startswith(f"Warning: {warning}\n") and "same" in out.stdout
+    js = cli(["results", "compare", "old.json", "a.json", "--json"], two_scans)
+    doc = json.loads(js.stdout)
+    assert doc["warnings"] == [warning] and doc["tool_versions"] == {"a": ["0.0.9"], "b": ["0.1.0"]}
+    assert js.stderr == f"warning: {warning}\n"
+    md = cli(["results", "compare", "old.json", "a.json", "--md"], two_scans).stdout
+    assert md.startswith("Warning: written by other ascendbench versions, 0.0.9 in A")
+    same = cli(["results", "compare", "a.json", "a.json", "--json"], two_scans)
+    assert json.loads(same.stdout)["warnings"] == [] and same.stderr == ""
+    assert "Warning" not in cli(["results", "compare", "a.json", "a.json"], two_scans).output
+
+
+def test_compare_as_markdown(two_scans, cli):
+    assert cli(["run", "scan", "--n", "1000", "--out", "c.json"], two_scans).exit_code == 0
+    (two_scans / "A").mkdir()
+    (two_scans / "B").mkdir()
+    (two_scans / "a.json").rename(two_scans / "A" / "a.json")
+    (two_scans / "c.json").rename(two_scans / "A" / "c.json")
+    (two_scans / "b.json").rename(two_scans / "B" / "b.json")
+    (two_scans / "B" / "empty.json").write_bytes(b"")
+    out = cli(["results", "compare", "A", "B", "--md", "--threshold", "0.5"], two_scans)
+    a = json.loads((two_scans / "A" / "a.json").read_text())["metrics"]["time_s"]
+    b = json.loads((two_scans / "B" / "b.json").read_text())["metrics"]["time_s"]
+    verdict = "slower" if b / a > 1.5 else "faster" if b / a < 0.5 else "same"
+    assert out.exit_code == (1 if verdict == "slower" else 0)
+    (table,) = md_tables(out.stdout)
+    assert table == [["problem", "A", "B", "time A", "time B", "B / A", "verdict", "differs (A → B)"],
+                     ["scan n=1000000 fp16 inclusive", "mcscan-ul1", "mcscan", f"{a * 1e6:,.2f} µs",
+                      f"{b * 1e6:,.2f} µs", f"{b / a:.4f}", verdict, "algorithm mcscan-ul1 → mcscan"]]
+    assert out.stdout.startswith("**scan: B / A simulated time (threshold 50%)**\n\n| problem | A |")
+    assert "|---|---|---|---:|---:|---:|---|---|\n" in out.stdout
+    assert ("only in A (1, not compared):\n\n- scan n=1000 fp16 inclusive  (mcscan-ul1; A/c.json)\n" in out.stdout)
+    assert "- B/empty.json is not readable: empty (0 bytes)\n" in out.stdout
+
+
+def test_show_wraps_command_and_metrics_at_the_terminal_width(tmp_path, cli, columns):
+    args = ["run", "scan", "--n", "1e6", "--algorithm", "mcscan", "--s", "64", "--blocks", "20", "--dtype", "int8",
+            "--exclusive", "--seed", "12345", "--out", "a-result-file-with-a-long-name-of-many-words.json"]
+    assert cli(args, tmp_path).exit_code == 0
+    doc = json.loads((tmp_path / args[-1]).read_text())
+    doc["command"] = ["ascendbench", *args]  # under pytest, the command saved is pytest's
+    (tmp_path / args[-1]).write_text(json.dumps(doc))
+    for width in (80, 60):
+        columns(width)
+        text = cli(["results", "show", args[-1]], tmp_path).stdout
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= width, text
+        start = next(i for i, line in enumerate(lines) if line.startswith("command: "))
+        command = [lines[start]]
+        while lines[start + len(command)].startswith(" " * 9):  # continuation lines under the text
+            command.append(lines[start + len(command)])
+        assert len(command) > 1 and " ".join(line[9:] for line in command) == " ".join(doc["command"])
+        start = next(i for i, line in enumerate(lines) if line.startswith("metrics: "))
+        metrics = " ".join(line[9:] for line in lines[start:])
+        assert len(lines) - start > 1 and metrics == ", ".join(f"{k}={v:.4g}" for k, v in doc["metrics"].items())

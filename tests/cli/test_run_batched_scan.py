@@ -207,3 +207,18 @@ def test_shipped_json_schema_is_generated_from_the_model():
     assert json.loads(BATCHED_SCHEMA_PATH.read_text()) == json.loads(
         json.dumps(BatchedScanResult.model_json_schema())
     )
+
+
+@pytest.mark.parametrize("width", [80, 132])
+def test_title_fits_or_wraps_at_the_terminal_width(tmp_path, cli, columns, width):
+    columns(width)
+    out = cli(["run", "batched-scan", "--batch", "4", "--length", "1000", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert "…" not in out.stdout and all(len(line) <= width for line in lines)
+    title = "batched-scan scanul1 (auto)  4 x 1,000  fp16->fp32  inclusive  s=128  on ascend-910b4"
+    if width == 80:  # 86 characters: the parts wrap between them, above a plain rule
+        assert lines[:3] == ["batched-scan scanul1 (auto)  4 x 1,000  fp16->fp32  inclusive  s=128",
+                             "on ascend-910b4", "─" * 80]
+    else:
+        assert lines[0].strip("─") == f" {title} "

@@ -186,3 +186,18 @@ def test_shipped_json_schema_is_generated_from_the_model():
     # Regenerate with: python -c "from ascendbench.store.rows import write_row_schemas; write_row_schemas()"
     expected = json.loads(json.dumps(SegmentedScanResult.model_json_schema()))
     assert json.loads(SEGMENTED_SCHEMA_PATH.read_text()) == expected
+
+
+@pytest.mark.parametrize("width", [80, 132])
+def test_title_fits_or_wraps_at_the_terminal_width(tmp_path, cli, columns, width):
+    columns(width)
+    out = cli(["run", "segmented-scan", "--n", "1000", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert "…" not in out.stdout and all(len(line) <= width for line in lines)
+    title = "segmented-scan mcscan  n=1,000  2 segments  fp16->fp32  inclusive  s=128  on ascend-910b4"
+    if width == 80:
+        assert lines[:3] == ["segmented-scan mcscan  n=1,000  2 segments  fp16->fp32  inclusive  s=128",
+                             "on ascend-910b4", "─" * 80]
+    else:
+        assert lines[0].strip("─") == f" {title} "

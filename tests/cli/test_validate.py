@@ -133,3 +133,21 @@ def test_a_signal_ends_the_run_with_one_line_and_the_shell_status(tmp_path, sig,
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == code and err.strip().splitlines()[-1] == line and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []  # no result, no temporary file
+
+
+def test_md_prints_a_markdown_table_of_the_rows(cli, tmp_path):
+    from tests.cli.test_results import md_tables
+
+    r = cli(["validate", "--only", "G-1,G-9a", "--md", "--no-save"], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = _doc(cli(["validate", "--only", "G-1,G-9a", "--json", "--no-save"], tmp_path))
+    (table,) = md_tables(r.stdout)
+    assert table[0] == ["ID", "kind", "claim", "paper", "simulated", "ratio", "tolerance", "verdict"]
+    assert [row[:3] + row[5:] for row in table[1:]] == [
+        [c["id"], c["kind"], c["claim"], f"{c['ratio']:.2f}" if c["ratio"] is not None else "", c["tolerance"],
+         "holds" if c["holds"] else "miss"] for c in doc["claims"]]
+    assert table[2][3] == "550.9 µs"  # G-9a M=8, the paper's time in its unit
+    assert r.stdout.startswith("**claims of the scan and HGEMM papers: paper vs simulated**\n\n| ID |")
+    assert "\n\n3/3 rows hold in " in r.stdout and "\n\npassed: every exact, calibration and shape claim holds\n" in r.stdout
+    both = cli(["validate", "--only", "G-1", "--md", "--json"], tmp_path)
+    assert both.exit_code == 2 and both.output == "error: --md: cannot be combined with --json; choose one\n"
