@@ -613,7 +613,7 @@ def _render(fig: Figure, data: dict[str, Any]):
     figure.suptitle(_wrap(f"{fig.caption}\n(simulated; {fig.source})", width, 11))
     if notes:
         figure.text(0.01, 0.04 / height, notes, fontsize=NOTE_FONTSIZE, va="bottom")
-    figure.tight_layout(rect=(0, notes_height / height, 1, 1))
+    figure.tight_layout(rect=(0.015, notes_height / height, 1, 1))  # rotated tick labels reach left of the axes
     return figure
 
 
