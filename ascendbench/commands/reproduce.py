@@ -24,9 +24,11 @@ from ascendbench.commands.common import (
     show_progress,
     whole_keys,
 )
-from ascendbench.plotting import DEFAULT_DPI
+from ascendbench.plotting import DEFAULT_DPI, style
 
-FIGURE_SCHEMA_VERSION = 1
+# 2: values in the unit their axis label names (SI prefix per axis), each series' "unit", the papers' values as
+# series with their claim IDs and a "paper" entry (reference/figures.py)
+FIGURE_SCHEMA_VERSION = 2
 
 
 def reproduce_figure(figure_id: str, out_dir: Path, ctx=None, formats: Sequence[str] = ("png",),
@@ -56,7 +58,7 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None, formats: Sequence[
     js = out_dir / f"{fig.id}.json"
     figure = render(fig, data)
     try:
-        with Outputs() as outputs:
+        with Outputs() as outputs, style():
             paths = save_formats(figure, out_dir / fig.id, formats, outputs.write_figure, dpi)
             outputs.write_json("out-dir", js, doc)
     finally:
@@ -64,10 +66,79 @@ def reproduce_figure(figure_id: str, out_dir: Path, ctx=None, formats: Sequence[
     return paths, js, doc
 
 
+class FigureDataError(ValueError):
+    """A file that is not a figure's JSON as `reproduce` writes it (the message says why)."""
+
+
+def load_figure_doc(json_path: Path) -> dict:
+    """The JSON document `reproduce` wrote for one figure.
+
+    Raises:
+        FigureDataError: the file cannot be read, is not JSON, or is not a figure of schema version
+            FIGURE_SCHEMA_VERSION (the message names the file and the reason).
+    """
+    import json
+
+    where = repr(str(json_path))
+    try:
+        doc = json.loads(json_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FigureDataError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FigureDataError(f"{where} is not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "figure" or not isinstance(doc.get("data"), dict):
+        raise FigureDataError(f"{where} is not a figure's data (write one with `ascendbench reproduce FIGURE`)")
+    if doc.get("schema_version") != FIGURE_SCHEMA_VERSION:
+        raise FigureDataError(f"{where} has schema version {doc.get('schema_version')!r}; this version draws "
+                              f"{FIGURE_SCHEMA_VERSION} (run `ascendbench reproduce {doc.get('figure', 'FIGURE')}` "
+                              "again)")
+    return doc
+
+
+def render_doc(doc: dict, json_path: Path):
+    """The matplotlib figure of a document of load_figure_doc (the caller closes it). Raises FigureDataError
+    when its data cannot be drawn (a key missing or of the wrong type)."""
+    from ascendbench.reference.figures import Figure, render
+
+    fid = str(doc.get("figure") or "figure")
+    fig = Figure(fid, str(doc.get("paper", "")), str(doc.get("caption", fid)), str(doc.get("source", "")), None)
+    try:
+        return render(fig, doc["data"])
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise FigureDataError(f"{str(json_path)!r}: its data cannot be drawn ({type(exc).__name__}: {exc})") from None
+
+
+def redraw_figure(json_path: Path, out_dir: Path, formats: Sequence[str] = ("png",),
+                  dpi: int = DEFAULT_DPI) -> tuple[list[Path], dict]:
+    """Draw a figure again from the JSON `reproduce` wrote, without simulating, as <out_dir>/<id>.<format>
+    for each of `formats` (PNGs at `dpi`), all or none; the JSON itself is not rewritten. Returns (paths, the
+    JSON document). Raises FigureDataError (load_figure_doc, render_doc)."""
+    doc = load_figure_doc(json_path)
+    return _save_doc(doc, render_doc(doc, json_path), out_dir, formats, dpi), doc
+
+
+def _save_doc(doc: dict, figure, out_dir: Path, formats: Sequence[str], dpi: int) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    from ascendbench.plotting import save_formats
+
+    try:
+        with Outputs() as outputs, style():
+            return save_formats(figure, out_dir / Path(str(doc.get("figure") or "figure")).name, formats,
+                                outputs.write_figure, dpi)
+    finally:
+        plt.close(figure)
+
+
 def reproduce(
-    target: Annotated[str, typer.Argument(help="A figure ID (see `ascendbench reproduce list`), 'all' or 'list'.")],
-    out_dir_text: Annotated[str, typer.Option("--out-dir", metavar="<path>", help="Folder of the PNG and JSON "
-                                              "files (created if missing).")] = "results/figures",
+    target: Annotated[str | None, typer.Argument(help="A figure ID (see `ascendbench reproduce list`), 'all' or "
+                                                      "'list'; none with --from.")] = None,
+    out_dir_text: Annotated[str | None, typer.Option("--out-dir", metavar="<path>", help="Folder of the PNG and "
+                                                     "JSON files (created if missing; default results/figures, "
+                                                     "with --from the JSON's folder).")] = None,
+    from_json: Annotated[Path | None, typer.Option("--from", metavar="<FIGURE.json>", help="Redraw a figure from "
+                                                   "the JSON a previous run wrote, without simulating "
+                                                   "again.")] = None,
     formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
                                                       "(default: png).")] = None,
     dpi: Annotated[int, count_option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
@@ -76,7 +147,8 @@ def reproduce(
 ) -> None:
     """Redraw the scan paper's and the HGEMM paper's figures and tables from the simulator: a figure (PNG by
     default, SVG or PDF with --format) and the plotted data as JSON per figure, the paper's published numbers
-    overlaid where it gives them."""
+    overlaid where it gives them (open black markers and dashed black levels, with their claim IDs). With
+    --from FIGURE.json, draw a saved figure again (other formats, resolution) without simulating."""
     from ascendbench.plotting import check_dpi, check_formats
     from ascendbench.reference.claims import Context
     from ascendbench.reference.figures import FIGURES
@@ -87,6 +159,14 @@ def reproduce(
     except ValueError as exc:
         fail(str(exc))
 
+    if from_json is not None:
+        if target is not None:
+            fail(f"FIGURE: give a figure ID or --from, not both (got {target!r} and --from)")
+        _redraw(from_json, out_dir_text, formats, dpi, json_out)
+        return
+    if target is None:
+        fail("FIGURE: missing; give a figure ID (see `ascendbench reproduce list`), 'all', 'list' or --from "
+             "FIGURE.json")
     if target == "list":
         if json_out:
             out_console.file.write(dump_json([{"id": f.id, "paper": f.paper, "caption": f.caption,
@@ -102,17 +182,7 @@ def reproduce(
     ids = list(FIGURES) if target == "all" else [target]
     if target != "all" and target not in FIGURES:
         fail(f"FIGURE: unknown figure {target!r}; use one of {', '.join(FIGURES)}, 'all' or 'list'")
-    if not out_dir_text:
-        fail("--out-dir: must name a folder (use . for the current one), got an empty string")
-    out_dir = Path(out_dir_text)
-    try:
-        if out_dir.exists() and not out_dir.is_dir():
-            fail(f"--out-dir: {str(out_dir)!r} exists and is not a folder")
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--out-dir: cannot create {str(out_dir)!r}: {exc.strerror or exc}")
-    if not os.access(out_dir, os.W_OK):  # before minutes of computing
-        fail(f"--out-dir: folder {str(out_dir)!r} is not writable")
+    out_dir = _out_dir("results/figures" if out_dir_text is None else out_dir_text)
 
     ctx = Context()
     written = []
@@ -133,3 +203,43 @@ def reproduce(
         out_console.print(f"{w['id']:12s} {'  '.join(w['figures'])}  {w['json']}  ({w['seconds']:.1f} s)",
                           highlight=False)
     out_console.print(f"{len(written)} figure(s) in {time.perf_counter() - t0:.1f} s")
+
+
+def _out_dir(text: str) -> Path:
+    """--out-dir as a writable folder (made if missing), else a one-line error."""
+    if not text:
+        fail("--out-dir: must name a folder (use . for the current one), got an empty string")
+    out_dir = Path(text)
+    try:
+        if out_dir.exists() and not out_dir.is_dir():
+            fail(f"--out-dir: {str(out_dir)!r} exists and is not a folder")
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out-dir: cannot create {str(out_dir)!r}: {exc.strerror or exc}")
+    if not os.access(out_dir, os.W_OK):  # before minutes of computing
+        fail(f"--out-dir: folder {str(out_dir)!r} is not writable")
+    return out_dir
+
+
+def _redraw(json_path: Path, out_dir_text: str | None, formats: list[str], dpi: int, json_out: bool) -> None:
+    """reproduce --from: read and draw the JSON before making any folder, then write the figure files."""
+    import matplotlib.pyplot as plt
+
+    t0 = time.perf_counter()
+    try:
+        doc = load_figure_doc(json_path)
+        figure = render_doc(doc, json_path)
+    except FigureDataError as exc:
+        fail(f"--from: {exc}")
+    try:
+        out_dir = _out_dir(str(json_path.parent) if out_dir_text is None else out_dir_text)
+    except BaseException:
+        plt.close(figure)
+        raise
+    paths = _save_doc(doc, figure, out_dir, formats, dpi)
+    written = [{"id": doc["figure"], "figures": [str(p) for p in paths], "json": str(json_path),
+                "seconds": round(time.perf_counter() - t0, 2)}]
+    if json_out:
+        out_console.file.write(dump_json(written) + "\n")
+        return
+    out_console.print(f"{doc['figure']:12s} {'  '.join(written[0]['figures'])}  (from {json_path})", highlight=False)

@@ -283,10 +283,13 @@ def plot(
     dpi: Annotated[int, count_option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
                    ] = DEFAULT_DPI,
     storage: StorageOption = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plotted data (times in µs, the space's own "
+                                           "values) and the files written as JSON on stdout.")] = False,
 ) -> None:
-    """Draw what a tuning run found: per problem the best-so-far history, the parameters' importance and
-    parallel coordinates of its study (the fastest seed's), and with several seeds each seed's best so far;
-    for several problems, tuned against heuristic time per problem."""
+    """Draw what a tuning run found: per problem the best-so-far history (µs, with the heuristic and the true
+    optimum), the parameters' importance and parallel coordinates of its study (the fastest seed's) in the
+    space's own values, and with several seeds each seed's best so far; for several problems, tuned against
+    heuristic time per problem."""
     from ascendbench.plotting import check_dpi, check_formats
     from ascendbench.store.schema import TuningResult
     from ascendbench.tuning.plots import plot_seeds, plot_study, plot_workload
@@ -342,17 +345,25 @@ def plot(
         fail(f"--out-dir: cannot make {str(folder)!r}: {exc.strerror or exc}")
     written: list[Path] = []
     skipped: list[str] = []
+    record: list[dict[str, Any]] = []
     with Outputs() as outputs:
         for study, key, names, problem in studies:
             drawn = plot_study(study, key, space, folder, formats, outputs.write_figure, dpi, config_names=names,
-                               problem=problem)
+                               problem=problem, record=record)
             if not any("-importance." in p.name for p in drawn):
                 skipped.append(key)
             written += drawn
         for runs, key, names in seeds:
-            written += plot_seeds(runs, key, folder, formats, outputs.write_figure, dpi, config_names=names)
+            written += plot_seeds(runs, key, folder, formats, outputs.write_figure, dpi, config_names=names,
+                                  record=record)
         if len(doc["problems"]) > 1:
-            written += plot_workload(doc, folder, formats, outputs.write_figure, dpi)
+            written += plot_workload(doc, folder, formats, outputs.write_figure, dpi, record=record)
+    if json_out:
+        out_console.file.write(dump_json({"result": str(result), "figures": record,
+                                          "left_out": [{"key": k, "figures": ["importance", "parallel"],
+                                                        "reason": "fewer than 10 distinct feasible configurations"}
+                                                       for k in skipped]}) + "\n")
+        return
     for path in written:
         out_console.print(f"wrote {path}", highlight=False)
     for key in skipped:

@@ -28,6 +28,7 @@ ROW_LENGTH = 65536  # "input length is 65K" (Figure 6.7)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # the batch sweep (the figure's exact points are not given)
 CROSS_BATCHES = (2, 4, 8, 12, 16, 18, 20, 24, 32, 48, 64, 128)
 CROSS_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+CROSSOVER = (18, 4096)  # S-14: batched ScanU vs ScanUL1 cross over at batch 18 and length 4K (B.1, Fig B.2)
 INT8_SIZES = tuple(i * 20 * 128 * 128 for i in (1, 2, 5, 10, 20, 50, 100, 305))  # n = i * 20 * s^2, as swept
 
 

@@ -1,12 +1,16 @@
-"""Figures of tuning studies: what a search found and what mattered, drawn with Optuna's matplotlib plots.
+"""Figures of tuning studies: what a search found and what mattered, in the project's style (plotting.STYLE,
+as `reproduce` draws; times in µs, the space's own values).
 
-Per problem (one study): the best-so-far history, the parameters' importance (PED-ANOVA, as the report gives
-it) and parallel coordinates of the feasible trials; searched with several seeds, each seed's best so far. Per tuning result with several problems: tuned against
-heuristic time per problem (and the true optimum where the ground truth is known).
+Per problem (one study): the best-so-far history with the heuristic and the true optimum as reference lines,
+the parameters' importance (PED-ANOVA, as the report gives it) and parallel coordinates of the feasible trials;
+searched with several seeds, each seed's best so far. Per tuning result with several problems: tuned against
+heuristic time per problem (and the true optimum where the ground truth is known). Each plot function appends
+what it drew to `record` when given one: {"figure": name, "files": [paths], "data": {...}} (`tune plot --json`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Callable, Collection, Sequence
@@ -15,7 +19,7 @@ from typing import Any
 
 import optuna
 
-from ascendbench.plotting import DEFAULT_DPI, FORMATS, save_formats
+from ascendbench.plotting import DEFAULT_DPI, FORMATS, save_formats, style
 from ascendbench.tuning.space import SearchSpace
 from ascendbench.tuning.study import is_tool_trial
 
@@ -28,7 +32,8 @@ def _slug(text: str) -> str:
 
 def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder: Path, formats: Sequence[str],
                write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI, *,
-               config_names: Collection[str], problem: dict[str, Any] | None = None) -> list[Path]:
+               config_names: Collection[str], problem: dict[str, Any] | None = None,
+               record: list[dict[str, Any]] | None = None) -> list[Path]:
     """History, importance and parallel coordinates of one study, as <folder>/<key>-<kind>.<format>.
     `space`: the study's search space, whose own values the parallel coordinates show (tile sizes, not the
     indices and base-2 exponents Optuna searched) and whose names label the importance (k0 (log2_k0)); None
@@ -41,7 +46,11 @@ def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    with style():
+        return _plot_study(study, key, space, folder, formats, write, dpi, config_names, problem, record)
+
+
+def _plot_study(study, key, space, folder, formats, write, dpi, config_names, problem, record) -> list[Path]:
     from optuna.visualization import matplotlib as ov
 
     study = _own_trials(study, frozenset(config_names))
@@ -54,43 +63,72 @@ def plot_study(study: optuna.Study, key: str, space: SearchSpace | None, folder:
         warnings.simplefilter("ignore")
         if not complete:
             return written
-        if problem is not None and problem.get("history"):
-            figure = _history(problem, key)
-        else:
-            figure = ov.plot_optimization_history(study, target_name="simulated time (s)").figure
-            figure.axes[0].set_title(f"{key}: simulated time per trial and best so far")
-        written += save_formats(figure, stem.with_name(stem.name + "-history"), formats, write, dpi)
-        plt.close(figure)
+        shown = dict(problem or {})
+        if not shown.get("history"):  # no result's history: best so far over the study's trials
+            best, history = math.inf, []
+            for t in sorted(complete, key=lambda t: t.number):
+                best = min(best, t.value)
+                history.append(best)
+            shown["history"] = history
+        figure = _history(shown, key)
+        written += _save(figure, stem.with_name(stem.name + "-history"), formats, write, dpi, record,
+                         _history_data(shown))
         if len(complete) >= 10:
             ranked = (problem or {}).get("importance")
-            if ranked:
-                figure = _importance(ranked, (problem or {}).get("importance_source"), key)
-            else:
-                ax = ov.plot_param_importances(study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
-                                               target_name="simulated time")
-                ax.set_title("", loc="left")  # Optuna's own title sits there
-                ax.set_title(f"{key}: parameter importance (PED-ANOVA)")
-                ax.set_yticklabels([_label(t.get_text(), names) for t in ax.get_yticklabels()])
-                figure = ax.figure
-            written += save_formats(figure, stem.with_name(stem.name + "-importance"), formats, write, dpi)
-            plt.close(figure)
+            source = (problem or {}).get("importance_source")
+            if not ranked:
+                importance = optuna.importance.get_param_importances(
+                    study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+                ranked, source = {_label(n, names): float(v) for n, v in importance.items()}, "trials"
+            figure = _importance(ranked, source, key)
+            written += _save(figure, stem.with_name(stem.name + "-importance"), formats, write, dpi, record,
+                             {"kind": "importance", "method": "PED-ANOVA", "source": source, "importance": ranked})
             if space is not None:
-                figure = _parallel(complete, space, key, ranked or {}, (problem or {}).get("heuristic"))
+                data: dict[str, Any] = {}
+                figure = _parallel(complete, space, key, ranked or {}, (problem or {}).get("heuristic"),
+                                   ((problem or {}).get("exhaustive") or {}).get("optimum"), data)
             else:
                 ax = ov.plot_parallel_coordinate(study, target_name="simulated time (s)")
                 ax.set_title(f"{key}: feasible trials (tile sizes as Optuna searched them)", y=1.03)
                 figure = ax.figure
-            written += save_formats(figure, stem.with_name(stem.name + "-parallel"), formats, write, dpi)
-            plt.close(figure)
+                data = {"kind": "parallel", "parameters": "as Optuna searched them (the space file is gone)",
+                        "trials": [{"params": t.params, "time_us": t.value * 1e6} for t in complete]}
+            written += _save(figure, stem.with_name(stem.name + "-parallel"), formats, write, dpi, record, data)
     return written
 
 
+def _save(figure, stem: Path, formats, write, dpi, record, data: dict[str, Any]) -> list[Path]:
+    """Save and close `figure`; append what it shows to `record` (when given)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        paths = save_formats(figure, stem, formats, write, dpi)
+    finally:
+        plt.close(figure)
+    if record is not None:
+        record.append({"figure": stem.name, "files": [str(p) for p in paths], "data": data})
+    return paths
+
+
+def _history_data(problem: dict[str, Any]) -> dict[str, Any]:
+    exhaustive = problem.get("exhaustive") or {}
+    heuristic = (problem.get("heuristic") or {}).get("time_s")
+    optimum = (exhaustive.get("optimum") or {}).get("time_s")
+    return {"kind": "history", "unit": "µs", "x": list(range(1, len(problem["history"]) + 1)),
+            "best_so_far": [t * 1e6 for t in problem["history"]],
+            "heuristic": heuristic * 1e6 if heuristic else None, "optimum": optimum * 1e6 if optimum else None,
+            "within_1pct_after": exhaustive.get("trials_to_1pct")}
+
+
 def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, key: str,
-              importance: dict[str, float], heuristic: dict[str, Any] | None):
+              importance: dict[str, float], heuristic: dict[str, Any] | None,
+              optimum: dict[str, Any] | None = None, data: dict[str, Any] | None = None):
     """Parallel coordinates of the feasible configurations in the space's own values: one axis per parameter
     that varies among them, the most important first (the result's importance), each value of its grid at an
     even step (powers of 2 read as a log axis), then the simulated time (µs); lines coloured by time, the
-    fastest configuration drawn over the others in bold, the heuristic's dashed."""
+    fastest configuration drawn over the others in bold, the heuristic's dashed black and the true optimum
+    (`optimum`: {"config", "time_s"}, when the grid was known) dotted. `data`, when given, is filled with
+    what is drawn."""
     import matplotlib.pyplot as plt
     from matplotlib import colors
 
@@ -117,27 +155,42 @@ def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, ke
     for config, time_us in sorted(configs, key=lambda ct: -ct[1]):  # the fastest drawn last, on top
         ax.plot(xs, ys(config, time_us), color=cmap(norm(time_us)), alpha=0.5, linewidth=1)
     best = min(configs, key=lambda ct: ct[1])
-    ax.plot(xs, ys(*best), color="crimson", linewidth=3, label=f"fastest {best[1]:,.1f} µs")
-    if heuristic and heuristic.get("time_s") and all(n in (heuristic.get("config") or {}) for n in names):
-        ax.plot(xs, ys(heuristic["config"], heuristic["time_s"] * 1e6), color="black", linestyle="--",
-                linewidth=2, label=f"heuristic {heuristic['time_s'] * 1e6:,.1f} µs")
+    ax.plot(xs, ys(*best), color="crimson", linewidth=3, label=f"fastest found {best[1]:,.1f} µs")
+    drawn = {"heuristic": None, "optimum": None}
+    for name, ref, look in (("heuristic", heuristic, {"linestyle": "--", "linewidth": 2}),
+                            ("true optimum", optimum, {"linestyle": ":", "linewidth": 2.5})):
+        if ref and ref.get("time_s") and all(n in (ref.get("config") or {}) for n in names):
+            t_us = ref["time_s"] * 1e6
+            ax.plot(xs, ys(ref["config"], min(max(t_us, low), high)), color="black", label=f"{name} {t_us:,.1f} µs",
+                    **look)
+            drawn["heuristic" if name == "heuristic" else "optimum"] = {"config": ref["config"], "time_us": t_us}
+    label_box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.4}
     for i, name in enumerate(names):
         ax.axvline(i, color="grey", linewidth=0.8)
         grid = grids[name]
         shown = grid if len(grid) <= 12 else grid[:: max(1, len(grid) // 8)]
         for value in shown:
-            ax.text(i + 0.04, position(name, value), str(value), fontsize=8, va="center")
+            ax.text(i + 0.04, position(name, value), str(value), fontsize=8.5, va="center", bbox=label_box,
+                    zorder=6)
     ax.axvline(len(names), color="grey", linewidth=0.8)
     for fraction in (0.0, 0.5, 1.0):
         value = norm.inverse(fraction)
-        ax.text(len(names) + 0.04, fraction, f"{float(value):,.1f}", fontsize=8, va="center")
+        ax.text(len(names) + 0.04, fraction, f"{float(value):,.1f}", fontsize=8.5, va="center", bbox=label_box,
+                zorder=6)
     ax.set_xticks(xs, [*names, "time (µs)"])
     ax.set_yticks([])
+    ax.grid(False)
+    ax.set_ylim(-0.05, 1.05)
     ax.set_xlim(-0.2, len(names) + 0.6)
     over = "by importance" if importance else "in the space's order"
     ax.set_title(f"{key}: {len(configs)} feasible configurations, parameters {over}")
-    ax.legend(loc="upper right", fontsize=9)
+    # beside the axes, not over the time axis' labels
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     figure.tight_layout()
+    if data is not None:
+        data.update({"kind": "parallel", "parameters": names, "grids": {n: grids[n] for n in names},
+                     "unit": "µs", "configs": [{"config": c, "time_us": t} for c, t in configs],
+                     "fastest": {"config": best[0], "time_us": best[1]}, **drawn})
     return figure
 
 
@@ -146,12 +199,14 @@ def _history(problem: dict[str, Any], key: str):
     heuristic and, where the grid is known, the true optimum and the band within 1% of it."""
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import MaxNLocator
+
     history = [t * 1e6 for t in problem["history"]]
-    figure, ax = plt.subplots(figsize=(7, 4.5))
+    figure, ax = plt.subplots(figsize=(8, 4.5))
     ax.step(range(1, len(history) + 1), history, where="post", color="C0", label="best so far (search)")
     heuristic = (problem.get("heuristic") or {}).get("time_s")
     if heuristic:
-        ax.axhline(heuristic * 1e6, color="C1", linestyle="--", label=f"heuristic {heuristic * 1e6:,.1f} µs")
+        ax.axhline(heuristic * 1e6, color="black", linestyle="--", label=f"heuristic {heuristic * 1e6:,.1f} µs")
     optimum = ((problem.get("exhaustive") or {}).get("optimum") or {}).get("time_s")
     if optimum:
         ax.axhline(optimum * 1e6, color="C2", label=f"true optimum {optimum * 1e6:,.1f} µs")
@@ -165,10 +220,11 @@ def _history(problem: dict[str, Any], key: str):
     for axis_formatter in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
         axis_formatter(ScalarFormatter())  # plain µs on the log axis (often less than a decade)
     ax.set_xlim(0.5, max(len(history), 1) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # configurations are counted
     ax.set_xlabel("distinct feasible configurations evaluated (what --trials counts)")
     ax.set_ylabel("best simulated time so far (µs)")
     ax.set_title(f"{key}: best so far")
-    ax.legend(fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     figure.tight_layout()
     return figure
 
@@ -181,9 +237,10 @@ def _importance(importance: dict[str, float], source: str | None, key: str):
     figure, ax = plt.subplots(figsize=(7, 0.45 * len(ranked) + 1.5))
     ax.barh([name for name, _ in ranked], [value for _, value in ranked], color="C0")
     for i, (_, value) in enumerate(ranked):
-        ax.text(value, i, f" {value:.2f}", va="center", fontsize=9)
+        ax.text(value, i, f" {value:.2f}", va="center")
+    ax.grid(False, axis="y")
     ax.set_xlim(0, max(1.0, max(v for _, v in ranked) * 1.15))
-    ax.set_xlabel("importance (PED-ANOVA)")
+    ax.set_xlabel("importance for the simulated time (PED-ANOVA, sums to 1)")
     over = "over the whole grid" if source == "grid" else "over the study's trials"
     ax.set_title(f"{key}: what mattered ({over})")
     figure.tight_layout()
@@ -192,7 +249,7 @@ def _importance(importance: dict[str, float], source: str | None, key: str):
 
 def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, folder: Path, formats: Sequence[str],
                write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI, *,
-               config_names: Collection[str]) -> list[Path]:
+               config_names: Collection[str], record: list[dict[str, Any]] | None = None) -> list[Path]:
     """The best-so-far history of each seed's study of one problem (`studies`: (seed, study) pairs) on one
     axis, as <folder>/<key>-seeds.<format>: how far apart independent searches end, and how soon.
     `config_names`: the parameter names of this tool's configurations (other trials are left out)."""
@@ -202,7 +259,20 @@ def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, fol
     import matplotlib.pyplot as plt
 
     names = frozenset(config_names)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    runs = []
+    with style():
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        _draw_seeds(ax, studies, names, runs)
+        ax.set_xlabel("trial")
+        ax.set_ylabel("best simulated time so far (µs)")
+        ax.set_title(f"{key}: best so far, {len(studies)} seeds")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+        fig.tight_layout()
+        return _save(fig, folder / f"{_slug(key)}-seeds", formats, write, dpi, record,
+                     {"kind": "seeds", "unit": "µs", "runs": runs})
+
+
+def _draw_seeds(ax, studies, names: frozenset[str], runs: list[dict[str, Any]]) -> None:
     for seed, study in studies:
         best, xs, ys = None, [], []
         for t in sorted(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)),
@@ -213,14 +283,7 @@ def plot_seeds(studies: Sequence[tuple[int | None, optuna.Study]], key: str, fol
             xs.append(t.number)
             ys.append(best * 1e6)
         ax.step(xs, ys, where="post", label=f"seed {seed}" if seed is not None else study.study_name)
-    ax.set_xlabel("trial")
-    ax.set_ylabel("best simulated time so far (µs)")
-    ax.set_title(f"{key}: best so far, {len(studies)} seeds")
-    ax.legend()
-    fig.tight_layout()
-    written = save_formats(fig, folder / f"{_slug(key)}-seeds", formats, write, dpi)
-    plt.close(fig)
-    return written
+        runs.append({"seed": seed, "study_name": study.study_name, "trial": xs, "best_so_far": ys})
 
 
 def _own_trials(study: optuna.Study, names: frozenset[str]) -> optuna.Study:
@@ -260,12 +323,18 @@ def _label(optuna_name: str, names: dict[str, str]) -> str:
 
 
 def plot_workload(doc: dict[str, Any], folder: Path, formats: Sequence[str],
-                  write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI) -> list[Path]:
+                  write: Callable[[Path, Callable[[Path], None]], None], dpi: int = DEFAULT_DPI, *,
+                  record: list[dict[str, Any]] | None = None) -> list[Path]:
     """Tuned vs heuristic time per problem of a tuning result (bars, µs), with the true optimum where known,
     as <folder>/workload.<format>."""
     import matplotlib
 
     matplotlib.use("Agg")
+    with style():
+        return _plot_workload(doc, folder, formats, write, dpi, record)
+
+
+def _plot_workload(doc, folder, formats, write, dpi, record) -> list[Path]:
     import matplotlib.pyplot as plt
 
     rows = [p for p in doc["problems"] if p.get("best") and p["heuristic"].get("time_s")]
@@ -287,7 +356,10 @@ def plot_workload(doc: dict[str, Any], folder: Path, formats: Sequence[str],
     speed = summary.get("workload_speedup")
     title = f"tune {doc['kernel']} on {doc['hardware']['name']}"
     ax.set_title(title + (f": whole workload {speed:.3f}x faster tuned" if speed else ""))
-    ax.legend()
-    written = save_formats(figure, folder / "workload", formats, write, dpi)
-    plt.close(figure)
-    return written
+    ax.grid(False, axis="x")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    figure.tight_layout()
+    data = {"kind": "workload", "unit": "µs",
+            "problems": [{"key": p["key"], "heuristic": h, "tuned": b, "optimum": o * 1e6 if o else None}
+                         for p, h, b, o in zip(rows, heur, best, optimum)]}
+    return _save(figure, folder / "workload", formats, write, dpi, record, data)

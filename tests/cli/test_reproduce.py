@@ -32,12 +32,14 @@ def test_phase_breakdown_figure_png_and_data(cli, tmp_path):
     assert doc["figure"] == "fig6.4" and doc["kind"] == "figure" and doc["hardware"] == ["ascend-910b4"]
     series = {s["label"]: s for s in doc["data"]["series"]}
     assert set(series) == {"MCScan phase I", "MCScan phase II", "MCScanUL1 phase I", "MCScanUL1 phase II"}
-    # the plotted values are the simulator's phase times (ms) at the plotted sizes
+    # the plotted values are the simulator's phase times (seconds, in the axis' ms) at the plotted sizes
     hw = load_profile("ascend-910b4")
     n = int(series["MCScan phase I"]["x"][-1].replace(",", ""))
     sim = SCAN_KERNELS["mcscan-ul1"].simulate(n, ScanParams(), hw)
-    assert series["MCScanUL1 phase II"]["y"][-1] == pytest.approx(sim.phases["phase II"] * 1e3)
+    assert doc["data"]["ylabel"] == "time (ms)" and {s["unit"] for s in series.values()} == {"ms"}
+    assert series["MCScanUL1 phase II"]["y"][-1] == pytest.approx(sim.phases_s["phase II"] * 1e3)
     assert all(s["origin"] == "simulated" for s in series.values())
+    assert doc["data"]["paper"]["claims"] == [] and "S-9" in doc["data"]["paper"]["reason"]
 
 
 def test_unknown_figure_is_one_line_exit_2(cli, tmp_path):
@@ -92,4 +94,71 @@ def test_svg_pdf_and_png_at_the_dpi_asked_for(cli, tmp_path):
 def test_bad_format_or_dpi_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, args, message):
     r = cli(["reproduce", "table5", "--out-dir", "figs", *args], tmp_path)
     assert r.exit_code == 2 and r.stderr.strip() == f"error: {message}", r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_from_redraws_the_saved_series_without_simulating(cli, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from ascendbench.reference import figures, hgemm_claims
+
+    r = cli(["reproduce", "hgemm-fig11", "--out-dir", "figs"], tmp_path)
+    assert r.exit_code == 0, r.output
+    saved = json.loads((tmp_path / "figs" / "hgemm-fig11.json").read_text())
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("simulated again")
+
+    for fid, fig in list(FIGURES.items()):
+        monkeypatch.setitem(FIGURES, fid, replace(fig, compute=no_simulation))
+    monkeypatch.setattr(hgemm_claims, "hpl_tflops", no_simulation)
+    drawn = []
+    render = figures.render
+    monkeypatch.setattr(figures, "render", lambda fig, data: drawn.append((fig, data)) or render(fig, data))
+    r = cli(["reproduce", "--from", "figs/hgemm-fig11.json", "--out-dir", "again", "--format", "png", "--format",
+             "svg", "--dpi", "80", "--json"], tmp_path)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[0]["figures"] == ["again/hgemm-fig11.png", "again/hgemm-fig11.svg"]
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["hgemm-fig11.png", "hgemm-fig11.svg"]
+    assert round(_png_dpi((tmp_path / "again" / "hgemm-fig11.png").read_bytes())) == 80
+    [(fig, data)] = drawn
+    assert data == saved["data"] and (fig.id, fig.caption) == ("hgemm-fig11", saved["caption"])
+    # the same series, drawn: the simulated line and the paper's two levels
+    figure = render(fig, data)
+    try:
+        lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+        sim = saved["data"]["series"][0]
+        assert list(lines[sim["label"]].get_ydata()) == sim["y"]
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    # by default next to the JSON
+    r = cli(["reproduce", "--from", "figs/hgemm-fig11.json", "--format", "pdf"], tmp_path)
+    assert r.exit_code == 0 and (tmp_path / "figs" / "hgemm-fig11.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "--from: cannot read 'f.json': No such file or directory"),
+    ("{not json", "--from: 'f.json' is not JSON"),
+    ('{"kind": "result"}', "--from: 'f.json' is not a figure's data"),
+    ('{"kind": "figure", "schema_version": 1, "figure": "fig6.4", "data": {}}',
+     "--from: 'f.json' has schema version 1; this version draws 2 (run `ascendbench reproduce fig6.4` again)"),
+    ('{"kind": "figure", "schema_version": 2, "figure": "fig6.4", "data": {"kind": "lines"}}',
+     "--from: 'f.json': its data cannot be drawn (KeyError: 'series')"),
+])
+def test_from_a_bad_json_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "f.json").write_text(content)
+    r = cli(["reproduce", "--from", "f.json", "--out-dir", "out"], tmp_path)
+    assert r.exit_code == 2 and r.stderr.strip().startswith(f"error: {message}"), r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if content is None else ["f.json"])
+
+
+def test_from_and_a_figure_id_together_or_neither_are_refused(cli, tmp_path):
+    r = cli(["reproduce", "fig6.4", "--from", "f.json"], tmp_path)
+    assert r.exit_code == 2 and "give a figure ID or --from, not both" in r.stderr
+    r = cli(["reproduce"], tmp_path)
+    assert r.exit_code == 2 and "FIGURE: missing" in r.stderr
     assert list(tmp_path.iterdir()) == []

@@ -333,7 +333,7 @@ def test_the_parallel_coordinates_list_parameters_by_importance_and_draw_the_fas
     ax = figure.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["k0", "m0", "time (µs)"]  # only what varies
     bold = max(ax.lines, key=lambda line: line.get_linewidth())
-    assert "fastest 1.0 µs" in bold.get_label()
+    assert "fastest found 1.0 µs" in bold.get_label()
     # the fastest (m0 64, k0 64): the bottom of both grids, and the bottom of the time axis
     assert list(bold.get_ydata()) == [0.0, 0.0, 0.0]
 
