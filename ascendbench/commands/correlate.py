@@ -12,7 +12,6 @@ import typer
 from rich.table import Table
 
 from ascendbench.commands.common import (
-    HardwareOption,
     JsonOption,
     NoSaveOption,
     Outputs,
