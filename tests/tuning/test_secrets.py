@@ -73,7 +73,7 @@ def test_an_unreachable_database_is_named_without_its_password(tmp_path, ascendb
 
 
 @pytest.mark.parametrize("args, start", [
-    (["tune", "sort", "--n", "1000", "URL"], "error: Got unexpected extra argument(s) (postgresql://tuner:***@"),
+    (["tune", "sort", "--n", "1000", "URL"], "error: Got unexpected extra argument"),
     (["tune", "sort", "--n", "1000", "--jobs", "URL"], "error: --jobs: expected a non-negative integer"),
     (["tune", "sort", "--n", "URL"], "error: --n: "),
 ])
