@@ -307,6 +307,15 @@ class ScanKernel:
         # a shorter last chunk starts from what a full chunk leaves.
         first = self._chunk(hw, params, n, 0, size if count > 1 else last, state, warm, force_exact)
         parts: list[tuple[SimResult, int]] = [(launch, 1), (first, 1)]
+        # Between chunks: SyncAll, then every core reads the previous chunk's last output from GM as the
+        # next chunk's starting value (scan_multi_core.cpp:73-80; GetGMValue, tcuscan_utils.h:1467-1480:
+        # invalidate the line, then a scalar read, which L2 serves). Each chunk after the first starts with
+        # it, so that the timeline shows it between the chunks.
+        sync = fixed_cost(hw, hw.sync_all_cycles + hw.l2_hit_latency_cycles, "chunk sync", sync_all=1)
+
+        def after_sync(chunk: SimResult) -> SimResult:
+            return sequence([(sync, 1), (chunk, 1)])
+
         done, prev = 1, first
         fulls = count - 1 if last == size else count - 2
         while done <= fulls:
@@ -314,16 +323,11 @@ class ScanKernel:
             steady = start.used >= start.capacity * (1 - 1e-6) or done >= _MAX_EXPLICIT_CHUNKS
             chunk = self._chunk(hw, params, n, done * size, size, start, False, force_exact)
             repeat = fulls - done + 1 if steady else 1
-            parts.append((chunk, repeat))
+            parts.append((after_sync(chunk), repeat))
             done, prev = done + repeat, chunk
         if done < count:
-            parts.append((self._chunk(hw, params, n, done * size, last, prev.l2_end, False, force_exact), 1))
-        if count > 1:
-            # Between chunks: SyncAll, then every core reads the previous chunk's last output from GM as the
-            # next chunk's starting value (scan_multi_core.cpp:73-80; GetGMValue, tcuscan_utils.h:1467-1480:
-            # invalidate the line, then a scalar read, which L2 serves).
-            parts.append((fixed_cost(hw, hw.sync_all_cycles + hw.l2_hit_latency_cycles, "chunk sync", sync_all=1),
-                          count - 1))
+            parts.append((after_sync(self._chunk(hw, params, n, done * size, last, prev.l2_end, False, force_exact)),
+                          1))
         return sequence(parts)
 
     def _chunk(self, hw, params, n: int, offset: int, length: int, state: L2Cache, warm: bool,

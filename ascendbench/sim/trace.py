@@ -169,9 +169,11 @@ def chrome_trace(result: SimResult, name: str = "kernel") -> dict:
             "hardware": result.hw.name,
             "simulated_time_us": result.time_s * 1e6,
             "extrapolated": result.extrapolated,
-            "note": ("the ops shown are those of the smaller instances of the problem that were simulated, each "
-                     "followed by the stretch the extrapolation adds (one slice on every track); the phases "
-                     "track spans the whole run") if result.extrapolated else "every op simulated",
+            "note": ("not every op was simulated: the ops shown are those of the part simulated op by op (a "
+                     "shortened loop or a smaller instance of the problem, or the first of identical repeated "
+                     "runs), each followed by the stretch it stands for, marked by one slice on every track "
+                     "(its name says which: extrapolated steady state, or more runs of the part before); the "
+                     "phases track spans the whole run") if result.extrapolated else "every op simulated",
             "args": _ARGS_NOTE,
             "counters": ("GB/s that HBM and L2 serve, in bins: bytes counted when the first-come-first-served "
                          "servers of the model serve them (an unaligned byte takes 1/efficiency of a byte), "
