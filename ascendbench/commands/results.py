@@ -496,8 +496,10 @@ _CONDITIONS = {"l2": "L2 at the start", "warm_l2": "warm L2", "every_core": "eve
 
 @app.command("compare")
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="The reference (A): a result file or a folder of them.")],
-    candidate: Annotated[Path, typer.Argument(help="What is compared with it (B): a result file or a folder.")],
+    baseline: Annotated[Path, typer.Argument(metavar="A", help="The reference (A): a result file or a folder of "
+                                             "them.", show_default=False)],
+    candidate: Annotated[Path, typer.Argument(metavar="B", help="What is compared with it (B): a result file or a "
+                                              "folder.", show_default=False)],
     threshold: Annotated[float, typer.Option("--threshold", help="Relative change below which times count as "
                                              "the same (0.02 = 2%).")] = 0.02,
     allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare problems run on other "
@@ -516,13 +518,13 @@ def compare(
     _one_format(json_out, md)
     if not (0 <= threshold < 1):
         fail(f"--threshold: must be in [0, 1), got {threshold}")
-    a, left_out_a = _collect(baseline, "BASELINE")
-    b, left_out_b = _collect(candidate, "CANDIDATE")
+    a, left_out_a = _collect(baseline, "A")
+    b, left_out_b = _collect(candidate, "B")
     pairs, only_a, only_b = _pair(a, b)
     if not pairs:
         left = [f"{len(s['skipped'])} file(s) of {side} left out, first {s['skipped'][0]['file']} is "
                 f"{s['skipped'][0]['reason']}" for side, s in (("A", left_out_a), ("B", left_out_b)) if s["skipped"]]
-        fail(f"CANDIDATE: no problem of {candidate} is also in {baseline}" + (f" ({'; '.join(left)})" if left else ""))
+        fail(f"B: no problem of {candidate} is also in A ({baseline}" + (f"; {'; '.join(left)})" if left else ")"))
     rows, unlike = [], []
     for ea, eb in pairs:
         diff = _differences(ea, eb)
