@@ -374,9 +374,9 @@ def test_list_shows_hardware_and_tool_version_as_text_json_and_markdown(two_scan
     out = cli(["results", "list", "--md"], two_scans)
     assert out.exit_code == 0
     (table,) = md_tables(out.stdout)
-    assert table[0] == ["created (UTC)", "kind", "kernel", "problems", "hardware", "version", "file"]
-    assert table[3] == ["2020-01-01 00:00", "scan", "mcscan", "1", "my|chip", "0.0.9", "results/old.json"]
-    assert table[4] == ["", "(not readable)", "", "0", "", "", "results/cut.json"]
+    assert table[0] == ["created (UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file"]
+    assert table[3] == ["2020-01-01 00:00", "scan", "scan", "mcscan", "1", "my|chip", "0.0.9", "results/old.json"]
+    assert table[4] == ["", "(not readable)", "", "", "0", "", "", "results/cut.json"]
     assert "my\\|chip" in out.stdout and "- results/cut.json is not readable: truncated" in out.stdout
     both = cli(["results", "list", "--md", "--json"], two_scans)
     assert both.exit_code == 2 and both.output == "error: --md: cannot be combined with --json; choose one\n"

@@ -94,6 +94,18 @@ def test_runs_a_row_per_run_with_the_documents_values(runs, cli):
     assert stdout.exit_code == 0 and stdout.stdout == (runs / "runs.csv").read_text()
 
 
+def test_list_and_export_name_kernel_and_ran_alike(runs, cli):
+    """A scan run is kernel "scan" (the family) that ran mcscan-ul1 (the document's kernel) in both."""
+    rows = json.loads(cli(["results", "list", "R", "--json"], runs).stdout)
+    listed = {r["path"]: (r["kernel"], r["ran"]) for r in rows}
+    exported = {r["file"]: (r["kernel"], r["ran"]) for r in _read(cli(["results", "export", "R"], runs).stdout)[1]}
+    assert listed == exported and len(listed) == len(RUNS)
+    docs = {name: json.loads((runs / "R" / name).read_text()) for name in RUNS}
+    assert listed["R/s.json"] == ("scan", docs["s.json"]["kernel"]) and docs["s.json"]["kernel"].startswith("mcscan")
+    assert listed["R/g.json"] == ("segmented-scan", docs["g.json"]["algorithm"])
+    assert listed["R/t.json"] == ("topk", "bisection") and listed["R/h.json"] == ("hgemm", "proposed")
+
+
 def test_shapes_a_row_per_hgemm_shape(runs, cli):
     out = cli(["results", "export", "R/h.json", "R/w.json", "R/s.json", "--rows", "shapes", "--out", "-"], runs)
     assert out.exit_code == 0
