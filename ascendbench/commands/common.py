@@ -505,6 +505,62 @@ def whole_keys(table, *keys: str):
     return table
 
 
+def whole_words_fit(table, *keys: str) -> bool:
+    """Whether `table` fits the terminal with its key columns whole and every other column as wide as its
+    longest word (header and cells): the least width at which whole_keys wraps text between words only."""
+    from rich.text import Text
+
+    need = 3 * len(table.columns) + 1  # padding and a border per column, the closing border
+    for column in table.columns:
+        texts = [(Text.from_markup(c) if isinstance(c, str) else c).plain for c in column.cells
+                 if isinstance(c, (str, Text))]
+        if column.header in keys:
+            need += max([len(line) for t in texts for line in t.splitlines()] + [len(str(column.header))])
+        else:
+            need += max((len(w) for t in [*texts, str(column.header)] for w in t.split()), default=1)
+    return need <= out_console.width
+
+
+def stacked(table, *keys: str):
+    """`table` as a block per row, for a terminal too narrow for its columns: the key cells in bold, then the
+    short columns (cells up to SHORT_CELLS wide) as "header value" on the same line where they fit, and each
+    other non-empty cell on a line of its own under its header, wrapped between words with the lines after the
+    first indented (a word wider than the room folds). The table's title heads the blocks; returns a renderable."""
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    def text(cell) -> Text:
+        return Text.from_markup(cell) if isinstance(cell, str) else cell if isinstance(cell, Text) else Text(str(cell))
+
+    columns = list(table.columns)
+    cells = [[text(c) for c in column.cells] for column in columns]
+    short = {i for i, column in enumerate(columns) if column.header not in keys
+             and all(c.cell_len <= SHORT_CELLS for c in cells[i])}
+    label = max((len(str(c.header)) for i, c in enumerate(columns) if c.header not in keys and i not in short),
+                default=0)
+    width = out_console.width
+    parts: list[Any] = [Text.from_markup(table.title, style="italic")] if isinstance(table.title, str) else []
+    for r in range(table.row_count):
+        head = Text("  ").join(cells[i][r] for i, c in enumerate(columns) if c.header in keys)
+        head.stylize("bold")
+        for i in sorted(short):
+            if cells[i][r].plain.strip():
+                pair = Text.assemble(str(columns[i].header), " ", cells[i][r])
+                head = Text.assemble(head, "  " if head.cell_len + 2 + pair.cell_len <= width else "\n", pair)
+        parts.append(head)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True, min_width=label, style="dim")
+        grid.add_column(overflow="fold")
+        for i, column in enumerate(columns):
+            if column.header not in keys and i not in short and cells[i][r].plain.strip():
+                grid.add_row(str(column.header), cells[i][r])
+        if grid.row_count:
+            parts.append(Padding(grid, (0, 0, 0, 2)))
+    return Group(*parts)
+
+
 def title_rule(console: Console, parts: list[str]) -> None:
     """A report's title: its `parts` (kernel, size, dtypes, ...; plain text) two spaces apart, in bold, as a
     rule "─ title ─" when it fits the console's width; else the parts on as many bold lines as they need

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ascendbench.commands.common import out_console, whole_keys
+from ascendbench.commands.common import out_console, stacked, whole_keys, whole_words_fit
 
 __all__ = ["MdOption", "Report", "md_escape", "md_table", "plain"]
 
@@ -55,9 +55,13 @@ class Report:
     def __init__(self, md: bool):
         self.md = md
 
-    def table(self, table: Table, *keys: str) -> None:
+    def table(self, table: Table, *keys: str, stack: bool = False) -> None:
+        """`table` with its key columns whole (whole_keys); with `stack`, as a block per row (stacked) on a
+        terminal too narrow for every column's longest word, so that no word is split."""
         if self.md:
             out_console.file.write(md_table(table) + "\n")
+        elif stack and not whole_words_fit(table, *keys):
+            out_console.print(stacked(table, *keys))
         else:
             out_console.print(whole_keys(table, *keys))
 

@@ -209,7 +209,8 @@ def _print(run: KernelRun, saved_to, output_file, trace) -> None:
     for name, secs in s.phases_s.items():
         t.add_row(f"  {name}", _fmt_s(secs))
     k = s.counters
-    t.add_row("scans", f"{int(k.get('scans', 0))}  ({int(k.get('matmuls', 0)):,} matmuls)")
+    if k.get("scans") or k.get("matmuls"):  # a vector-only variant runs none: no row
+        t.add_row("scans", f"{int(k.get('scans', 0))}  ({int(k.get('matmuls', 0)):,} matmuls)")
     t.add_row("GM traffic", f"read {human_bytes(k.get('bytes_gm_read', 0))} (HBM {human_bytes(k.get('bytes_hbm_read', 0))}), "
               f"write {human_bytes(k.get('bytes_gm_write', 0))}")
     t.add_row("syncs", f"{int(k.get('sync_all', 0))} SyncAll")

@@ -284,14 +284,33 @@ def _hardware_name(doc: dict[str, Any]) -> str:
     return ", ".join(map(str, hardware)) if isinstance(hardware, list) else ""
 
 
+def kernel_and_ran(doc: dict[str, Any], entries: list[Entry]) -> tuple[str, str]:
+    """(kernel family, what ran) of a result document, as `results list` and `results export` name them: the
+    family is scan, batched-scan, segmented-scan, hgemm, an operator's name or a tuned kernel's; what ran is
+    the scan's algorithm (mcscan, mcscan-ul1, ...), the operator's or GEMM's variant, or "tuned best" ("" for
+    documents of no kernel). `entries`: document_entries of the document (empty when it is not valid)."""
+    if entries:
+        first = entries[0]
+        return first.family, str(first.params.get("algorithm") or first.params.get("variant") or first.ran)
+    from ascendbench.store.documents import result_kind
+
+    kind = result_kind(doc)
+    problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
+    kernel = str(doc.get("kernel") or problem.get("operator") or "")
+    if kind in ("scan", "batched-scan", "segmented-scan"):  # the document's kernel is the algorithm that ran
+        return kind, kernel
+    return (kernel or ("hgemm" if kind == "hgemm" else "")), ""
+
+
 @app.command("list")
 def list_results(
     folder: Annotated[Path, typer.Argument(help="Folder searched recursively for result files.")] = Path("results"),
     json_out: JsonOption = False,
     md: MdOption = False,
 ) -> None:
-    """List saved results, newest first: file, kind, kernel, creation time, problems, the hardware profile and
-    the ascendbench version that wrote it. A file that does not match its kind's schema is listed as not
+    """List saved results, newest first: file, kind, kernel (the family: scan, hgemm, topk, ...), what ran (the
+    scan's algorithm, the variant; as `results export` names both), creation time, problems, the hardware
+    profile and the ascendbench version that wrote it. A file that does not match its kind's schema is listed as not
     valid, and one that cannot be read (empty, truncated, not JSON) as not readable, each with no problems and
     the reason (the "error" field of --json, a line under the table); JSON files of other tools (no
     schema_version) are counted in one line. --md prints the table as Markdown."""
@@ -310,16 +329,15 @@ def list_results(
     scanned = _scan_folder(folder)
     rows = []
     for path, doc, error in scanned.found:
-        problem = doc.get("problem") if isinstance(doc.get("problem"), dict) else {}
-        kernel = doc.get("kernel") or problem.get("operator", "")
-        rows.append({"path": str(path), "kind": result_kind(doc), "kernel": str(kernel),
-                     "created_at": str(doc.get("created_at", "")),
-                     "problems": 0 if error else len(document_entries(doc, str(path))),
+        entries = [] if error else document_entries(doc, str(path))
+        kernel, ran = kernel_and_ran(doc, entries)
+        rows.append({"path": str(path), "kind": result_kind(doc), "kernel": kernel, "ran": ran,
+                     "created_at": str(doc.get("created_at", "")), "problems": len(entries),
                      "hardware": _hardware_name(doc), "tool_version": str(doc.get("tool_version", "")),
                      "valid": error is None, "readable": True, "error": error})
     rows.sort(key=lambda r: r["created_at"], reverse=True)
-    rows += [{"path": str(path), "kind": None, "kernel": "", "created_at": "", "problems": 0, "hardware": "",
-              "tool_version": "", "valid": False, "readable": False, "error": f"not readable: {reason}"}
+    rows += [{"path": str(path), "kind": None, "kernel": "", "ran": "", "created_at": "", "problems": 0,
+              "hardware": "", "tool_version": "", "valid": False, "readable": False, "error": f"not readable: {reason}"}
              for path, reason in scanned.unreadable]
     if json_out:
         out_console.file.write(dump_json(rows) + "\n")
@@ -332,13 +350,13 @@ def list_results(
             out_console.print(foreign, highlight=False, markup=False)
         return
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
-    for col in ("created (UTC)", "kind", "kernel", "problems", "hardware", "version", "file"):
+    for col in ("created (UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file"):
         table.add_column(col, justify="right" if col == "problems" else "left")
     for r in rows:
         kind = (r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]" if r["readable"] else
                 "[red](not readable)[/]")
-        table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), str(r["problems"]),
-                      escape(r["hardware"]), escape(r["tool_version"]), escape(r["path"]))
+        table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), escape(r["ran"]),
+                      str(r["problems"]), escape(r["hardware"]), escape(r["tool_version"]), escape(r["path"]))
     report = Report(md)
     report.table(table, "file")
     # the reason of each file left without problems, one line each
@@ -496,8 +514,10 @@ _CONDITIONS = {"l2": "L2 at the start", "warm_l2": "warm L2", "every_core": "eve
 
 @app.command("compare")
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="The reference (A): a result file or a folder of them.")],
-    candidate: Annotated[Path, typer.Argument(help="What is compared with it (B): a result file or a folder.")],
+    baseline: Annotated[Path, typer.Argument(metavar="A", help="The reference (A): a result file or a folder of "
+                                             "them.", show_default=False)],
+    candidate: Annotated[Path, typer.Argument(metavar="B", help="What is compared with it (B): a result file or a "
+                                              "folder.", show_default=False)],
     threshold: Annotated[float, typer.Option("--threshold", help="Relative change below which times count as "
                                              "the same (0.02 = 2%).")] = 0.02,
     allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare problems run on other "
@@ -516,13 +536,13 @@ def compare(
     _one_format(json_out, md)
     if not (0 <= threshold < 1):
         fail(f"--threshold: must be in [0, 1), got {threshold}")
-    a, left_out_a = _collect(baseline, "BASELINE")
-    b, left_out_b = _collect(candidate, "CANDIDATE")
+    a, left_out_a = _collect(baseline, "A")
+    b, left_out_b = _collect(candidate, "B")
     pairs, only_a, only_b = _pair(a, b)
     if not pairs:
         left = [f"{len(s['skipped'])} file(s) of {side} left out, first {s['skipped'][0]['file']} is "
                 f"{s['skipped'][0]['reason']}" for side, s in (("A", left_out_a), ("B", left_out_b)) if s["skipped"]]
-        fail(f"CANDIDATE: no problem of {candidate} is also in {baseline}" + (f" ({'; '.join(left)})" if left else ""))
+        fail(f"B: no problem of {candidate} is also in A ({baseline}" + (f"; {'; '.join(left)})" if left else ")"))
     rows, unlike = [], []
     for ea, eb in pairs:
         diff = _differences(ea, eb)
@@ -682,9 +702,8 @@ def export(
         first = entries[0] if entries else None
         problem = (doc.get("workload") or "") if kind == "hgemm" and (doc.get("workload") or not first) else (
             first.key if first else "")
-        # what ran: the scan's algorithm (not the kernel's name, batched-scanul1), the operator's or GEMM's variant
-        ran = first and (first.params.get("algorithm") or first.params.get("variant") or first.ran)
-        table.append(ex.run_row(model, file, first.family if first else kind, ran or "", problem))
+        # as `results list` names them: the family (scan), and what ran (mcscan-ul1; not batched-scanul1)
+        table.append(ex.run_row(model, file, *kernel_and_ran(doc, entries), problem))
     text = ex.to_csv(table, ex.columns_of(table, {"runs": ex.RUN_COLUMNS, "shapes": ex.SHAPE_COLUMNS,
                                                   "trials": ex.TRIAL_COLUMNS}[rows]))
     for line in skipped:

@@ -54,7 +54,7 @@ def _print(result, saved_to: Path | None, md: bool = False) -> None:
         sim = _fmt(r.simulated) + (unit if isinstance(r.simulated, (int, float, list)) else "")
         t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,
                   verdict)
-    report.table(t, "ID")
+    report.table(t, "ID", stack=True)  # at 80 columns: a block per claim, its statement whole-worded
     s = result.summary
     report.note(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: "
                 f"{escape(', '.join(s.misses)) or 'none'}")

@@ -3,9 +3,12 @@ tuning trial, written as CSV that pandas (`pandas.read_csv`) and the csv module 
 
 Every cell is a number, a string, True/False or empty (None); nothing nested. Units are in the column names:
 *_us microseconds (converted from the documents' seconds), *_gbps GB/s (1e9 B/s), tflops 1e12 FLOP/s,
-fraction_* and fraction_of_peak in [0, 1], *_per_s per second, *_bytes bytes. Columns come in a fixed order
+fraction_* in [0, 1] (fraction_of_hbm_peak: of the profile's HBM bandwidth, for scans; fraction_of_cube_peak:
+of its fp16 cube TFLOPS, for HGEMM), *_per_s per second, *_bytes bytes. Columns come in a fixed order
 (RUN_COLUMNS, SHAPE_COLUMNS, TRIAL_COLUMNS), then the ones that depend on what the documents hold (other metrics,
-parameters, configurations) sorted by name.
+the run's parameters as param_<name>, tuned configurations) sorted by name. A column means one thing in every
+row: n is a scan's or an operator's element count, gemm_m/gemm_n/gemm_k an HGEMM run's M, N, K, param_k a
+top-k's k.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ ROW_KINDS = ("runs", "shapes", "trials")
 
 # Who ran what, on which problem, with what result: the first columns of every row of their kind
 RUN_COLUMNS = ("file", "kind", "kernel", "ran", "problem", "hardware", "tool_version", "created_at", "dtype",
-               "out_dtype", "exclusive", "n", "batch", "length", "segments", "workload", "shapes", "time_us",
-               "bandwidth_gbps", "fraction_of_peak", "elements_per_s", "tflops", "verified", "extrapolated",
-               "warm_l2")
+               "out_dtype", "exclusive", "n", "batch", "length", "segments", "workload", "shapes", "gemm_m",
+               "gemm_n", "gemm_k", "gemm_batch", "m0", "n0", "k0", "time_us", "bandwidth_gbps",
+               "fraction_of_hbm_peak", "elements_per_s", "tflops", "fraction_of_cube_peak", "verified",
+               "extrapolated", "warm_l2")
 SHAPE_COLUMNS = ("file", "shape", "problem", "workload", "hardware", "tool_version", "created_at", "variant", "m",
                  "n", "k", "batch", "alpha", "beta", "m0", "n0", "k0", "k1", "tiling_source", "split_k",
                  "shuffle_k", "padding", "double_buffer", "warm_l2", "every_core", "time_us", "tflops",
-                 "fraction_of_peak", "verified")
+                 "fraction_of_cube_peak", "verified")
 TRIAL_COLUMNS = ("file", "kernel", "problem", "study", "seed", "hardware", "tool_version", "trial", "state",
                  "time_us", "tflops", "bandwidth_gbps", "infeasible", "repeat", "replayed", "best")
 
@@ -66,13 +70,14 @@ def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def _extras(row: dict[str, Any], values: Mapping[str, Any], fixed: Iterable[str]) -> None:
-    """Add `values` (metrics, parameters) to `row` where the fixed columns do not already name them."""
+def _extras(row: dict[str, Any], values: Mapping[str, Any], fixed: Iterable[str], units: bool = True) -> None:
+    """Add `values` (metrics, parameters) to `row` where the fixed columns do not already name them; with
+    `units`, seconds become microseconds (metrics; not parameters: a scan's s is a count)."""
     taken = set(fixed)
     flat: dict[str, Any] = {}
     for name, value in values.items():
         _flat(name, value, flat)
-    for name, value in ((_unit_name(k), _in_unit(k, v)) for k, v in flat.items()):
+    for name, value in ((_unit_name(k), _in_unit(k, v)) if units else (k, v) for k, v in flat.items()):
         if name in taken:
             if row.get(name) is None:
                 row[name] = value
@@ -80,28 +85,52 @@ def _extras(row: dict[str, Any], values: Mapping[str, Any], fixed: Iterable[str]
             row.setdefault(name, value)
 
 
+# Metrics whose documents' names do not say what they are relative to, or name a span as a window
+_RUN_METRIC_NAMES = {"host_window_s": "host_overhead_s"}  # call_time_s = time_s + host_window_s
+
+
+def _metrics(metrics: Mapping[str, Any], peak: str) -> dict[str, Any]:
+    """A document's metrics under the export's names: fraction_of_peak as `peak`, host_window_s as
+    host_overhead_s (the host's steps around the kernel: call_time_s - time_s)."""
+    return {(peak if k == "fraction_of_peak" else _RUN_METRIC_NAMES.get(k, k)): v for k, v in metrics.items()}
+
+
+def _params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's parameters as param_<name>, but for those a fixed column holds (dtype, exclusive, warm_l2, m0,
+    ...): a parameter's name then cannot meet a metric's or another kernel's column."""
+    return {f"param_{k}": v for k, v in params.items() if k not in RUN_COLUMNS}
+
+
 def run_row(doc: RunDocument, file: str, kernel: str, ran: str, problem: str) -> dict[str, Any]:
-    """One run document as a row (RUN_COLUMNS, then its other metrics and its parameters). `kernel` is the
-    kernel family (scan, batched-scan, segmented-scan, hgemm, or the operator's name), `ran` what ran (the
-    algorithm or variant) and `problem` the problem's name as `results compare` matches it; for an HGEMM
-    workload the workload's name. Shapes of an HGEMM run: shape_rows."""
+    """One run document as a row (RUN_COLUMNS, then its other metrics and its parameters as param_<name>).
+    `kernel` is the kernel family (scan, batched-scan, segmented-scan, hgemm, or the operator's name), `ran` what
+    ran (the algorithm or variant) and `problem` the problem's name as `results compare` matches it; for an
+    HGEMM workload the workload's name. An HGEMM run of one shape fills gemm_m, gemm_n, gemm_k, gemm_batch and
+    the tiling it ran with (m0, n0, k0); a run of several shapes (a workload) leaves them empty: shape_rows
+    has a row per shape."""
     row: dict[str, Any] = {"file": file, "kernel": kernel, "ran": ran, "problem": problem,
                            "hardware": doc.hardware.get("name"), "tool_version": doc.tool_version,
                            "created_at": doc.created_at, "extrapolated": doc.model.get("extrapolated")}
     if isinstance(doc, OperatorRunResult):
         p, sim = doc.problem, doc.simulated
         row |= {"kind": "operator", "n": p.n, "dtype": next(iter(p.dtypes.values()), None), "time_us": _us(sim.time_s),
-                "bandwidth_gbps": sim.bandwidth_gbps, "verified": doc.verification.passed}
+                "bandwidth_gbps": sim.bandwidth_gbps, "verified": doc.verification.passed,
+                "warm_l2": p.params.get("warm_l2")}
         _extras(row, {"dtype": p.dtypes, "bandwidth_bytes": sim.bandwidth_bytes, "baseline": sim.baseline or {}},
                 RUN_COLUMNS)
-        _extras(row, p.params, RUN_COLUMNS)
+        _extras(row, _params(p.params), RUN_COLUMNS, units=False)
         return row
     if isinstance(doc, HgemmRunResult):
         row |= {"kind": "hgemm", "workload": doc.workload, "shapes": len(doc.shapes), "dtype": "fp16",
                 "warm_l2": doc.params.get("warm_l2"),
                 "verified": _all([s.verification.passed for s in doc.shapes])}
-        _extras(row, {**doc.metrics, **{k: v for k, v in doc.summary.items() if k != "shapes"}}, RUN_COLUMNS)
-        _extras(row, doc.params, RUN_COLUMNS)
+        if len(doc.shapes) == 1:
+            s = doc.shapes[0]
+            row |= {"gemm_m": s.m, "gemm_n": s.n, "gemm_k": s.k, "gemm_batch": s.batch,
+                    **{t: s.tiling.get(t) for t in ("m0", "n0", "k0")}}
+        metrics = {**doc.metrics, **{k: v for k, v in doc.summary.items() if k != "shapes"}}
+        _extras(row, _metrics(metrics, "fraction_of_cube_peak"), RUN_COLUMNS)
+        _extras(row, _params(doc.params), RUN_COLUMNS, units=False)
         return row
     p = doc.problem
     kind = {RunResult: "scan", BatchedScanResult: "batched-scan", SegmentedScanResult: "segmented-scan"}[type(doc)]
@@ -114,8 +143,8 @@ def run_row(doc: RunDocument, file: str, kernel: str, ran: str, problem: str) ->
         row["n"] = p.n
         if isinstance(doc, SegmentedScanResult):
             row["segments"] = p.segments
-    _extras(row, doc.metrics, RUN_COLUMNS)
-    _extras(row, doc.params, RUN_COLUMNS)
+    _extras(row, _metrics(doc.metrics, "fraction_of_hbm_peak"), RUN_COLUMNS)
+    _extras(row, _params(doc.params), RUN_COLUMNS, units=False)
     return row
 
 
@@ -140,7 +169,7 @@ def shape_rows(doc: HgemmRunResult, file: str, problems: list[str]) -> list[dict
                "beta": beta, "m0": t.get("m0"), "n0": t.get("n0"), "k0": t.get("k0"), "k1": t.get("k1"),
                "tiling_source": t.get("source"), **{k: run.get(k) for k in ("split_k", "shuffle_k", "padding",
                                                                          "double_buffer", "warm_l2", "every_core")},
-               "time_us": _us(s.time_s), "tflops": s.tflops, "fraction_of_peak": s.fraction_of_peak,
+               "time_us": _us(s.time_s), "tflops": s.tflops, "fraction_of_cube_peak": s.fraction_of_peak,
                "verified": s.verification.passed}
         _extras(row, {f"phase_{_slug(k)}_s": v for k, v in s.phases_s.items()}, SHAPE_COLUMNS)
         rows.append(row)

@@ -61,7 +61,8 @@ def test_list_and_show(two_scans, cli):
     (["show", "nope.json"], "FILE: file not found: nope.json"),
     (["show", "bad.json"], "is not a JSON result file"),
     (["show", "other.json"], "is not an ascendbench result"),
-    (["compare", "a.json", "nope.json"], "CANDIDATE: file not found"),
+    (["compare", "a.json", "nope.json"], "B: file not found"),  # A and B, as the help names them
+    (["compare", "nope.json", "a.json"], "A: file not found"),
     (["compare", "a.json", "a.json", "--threshold", "2"], "--threshold: must be in [0, 1)"),
     (["list", "missing"], "FOLDER: not a folder"),
 ])
@@ -75,7 +76,7 @@ def test_user_errors(two_scans, cli, args, message):
 def test_compare_without_common_problems(two_scans, cli):
     assert cli(["run", "scan", "--n", "1000", "--out", "c.json"], two_scans).exit_code == 0
     out = cli(["results", "compare", "a.json", "c.json"], two_scans)
-    assert out.exit_code == 2 and "no problem of c.json is also in a.json" in out.output
+    assert out.exit_code == 2 and out.output == "error: B: no problem of c.json is also in A (a.json)\n"
 
 
 def test_every_run_kind_is_listed_with_its_problem(tmp_path, cli):
@@ -120,7 +121,7 @@ def test_foreign_and_figure_files_do_not_crash(tmp_path, cli):
     shown = cli(["results", "show", "results/figure.json"], tmp_path)
     assert shown.exit_code == 0 and "no simulated problem times" in shown.output
     out = cli(["results", "compare", "results/other.json", "results/other.json"], tmp_path)
-    assert out.exit_code == 2 and out.output == ("error: BASELINE: results/other.json is not a valid scan result: "
+    assert out.exit_code == 2 and out.output == ("error: A: results/other.json is not a valid scan result: "
                                                  "schema_version: Input should be 1 (and 15 more)\n")
 
 
@@ -305,7 +306,7 @@ def test_compare_lists_every_file_it_left_out(damaged, cli):
     (damaged / "E").mkdir()
     (damaged / "E" / "empty.json").write_bytes(b"")
     out = cli(["results", "compare", "A", "E"], damaged)
-    assert out.exit_code == 2 and out.output == ("error: CANDIDATE: no problem of E is also in A (1 file(s) of B left "
+    assert out.exit_code == 2 and out.output == ("error: B: no problem of E is also in A (A; 1 file(s) of B left "
                                                  "out, first E/empty.json is not readable: empty (0 bytes))\n")
 
 
@@ -373,9 +374,9 @@ def test_list_shows_hardware_and_tool_version_as_text_json_and_markdown(two_scan
     out = cli(["results", "list", "--md"], two_scans)
     assert out.exit_code == 0
     (table,) = md_tables(out.stdout)
-    assert table[0] == ["created (UTC)", "kind", "kernel", "problems", "hardware", "version", "file"]
-    assert table[3] == ["2020-01-01 00:00", "scan", "mcscan", "1", "my|chip", "0.0.9", "results/old.json"]
-    assert table[4] == ["", "(not readable)", "", "0", "", "", "results/cut.json"]
+    assert table[0] == ["created (UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file"]
+    assert table[3] == ["2020-01-01 00:00", "scan", "scan", "mcscan", "1", "my|chip", "0.0.9", "results/old.json"]
+    assert table[4] == ["", "(not readable)", "", "", "0", "", "", "results/cut.json"]
     assert "my\\|chip" in out.stdout and "- results/cut.json is not readable: truncated" in out.stdout
     both = cli(["results", "list", "--md", "--json"], two_scans)
     assert both.exit_code == 2 and both.output == "error: --md: cannot be combined with --json; choose one\n"

@@ -13,6 +13,7 @@ RUNS = {"s.json": ["run", "scan", "--n", "1e5", "--exclusive"],
         "b.json": ["run", "batched-scan", "--batch", "4", "--length", "1000"],
         "g.json": ["run", "segmented-scan", "--n", "1000"],
         "o.json": ["run", "sort", "--n", "1000"],
+        "t.json": ["run", "topk", "--n", "1000", "--k", "8"],
         "h.json": ["run", "hgemm", "--m", "64", "--n", "64", "--k", "64"],
         "w.json": ["run", "hgemm", "--workload", "fig6"]}
 
@@ -44,7 +45,7 @@ def _us(seconds: float) -> str:
 
 def test_runs_a_row_per_run_with_the_documents_values(runs, cli):
     out = cli(["results", "export", "R", "--out", "runs.csv"], runs)
-    assert out.exit_code == 0 and out.stdout == "6 row(s) (runs) written to runs.csv\n", out.output
+    assert out.exit_code == 0 and out.stdout == "7 row(s) (runs) written to runs.csv\n", out.output
     columns, rows = _read((runs / "runs.csv").read_text())
     assert tuple(columns[:len(RUN_COLUMNS)]) == RUN_COLUMNS
     assert columns[len(RUN_COLUMNS):] == sorted(columns[len(RUN_COLUMNS):])  # the rest by name
@@ -59,9 +60,15 @@ def test_runs_a_row_per_run_with_the_documents_values(runs, cli):
                                                                                  "True")
     assert r["time_us"] == _us(s["metrics"]["time_s"]) and r["bandwidth_gbps"] == repr(s["metrics"]["bandwidth_gbps"])
     assert r["phase_1_us"] == _us(s["metrics"]["phase_1_s"]) and r["elements_per_s"] == repr(s["metrics"]["elements_per_s"])
-    assert (r["hardware"], r["tool_version"], r["s"], r["blocks"]) == ("ascend-910b4", s["tool_version"], "128", "")
+    assert (r["hardware"], r["tool_version"], r["param_s"], r["param_blocks"]) == ("ascend-910b4", s["tool_version"],
+                                                                                 "128", "")
+    # named for what they are: a fraction of the HBM bandwidth; the host's steps around the kernel
+    assert r["fraction_of_hbm_peak"] == repr(s["metrics"]["fraction_of_peak"]) and r["fraction_of_cube_peak"] == ""
+    assert r["host_overhead_us"] == _us(s["metrics"]["host_window_s"])
+    assert float(r["call_time_us"]) == pytest.approx(float(r["time_us"]) + float(r["host_overhead_us"]))
+    assert not {"fraction_of_peak", "host_window_us", "s", "k", "m"} & set(columns)
     b, r = docs["b.json"], by["R/b.json"]
-    assert (r["kind"], r["batch"], r["length"], r["n"], r["algorithm"]) == ("batched-scan", "4", "1000", "", "auto")
+    assert (r["kind"], r["batch"], r["length"], r["n"], r["param_algorithm"]) == ("batched-scan", "4", "1000", "", "auto")
     assert r["candidate_scanu_us"] == _us(b["candidates_time_s"]["scanu"])
     g, r = docs["g.json"], by["R/g.json"]
     assert (r["segments"], r["ran"], r["time_us"]) == (str(g["problem"]["segments"]), "mcscan",
@@ -70,13 +77,33 @@ def test_runs_a_row_per_run_with_the_documents_values(runs, cli):
     assert (r["kind"], r["kernel"], r["ran"], r["problem"], r["dtype"]) == ("operator", "sort", "mcscan", "sort n=1000",
                                                                             "fp16")
     assert r["time_us"] == _us(o["simulated"]["time_s"]) and r["baseline_variant"] == "vector"
-    assert r["baseline_speedup"] == repr(o["simulated"]["baseline"]["speedup"]) and r["passes"] == "16"
+    assert r["baseline_speedup"] == repr(o["simulated"]["baseline"]["speedup"]) and r["param_passes"] == "16"
     w, r = docs["w.json"], by["R/w.json"]
     assert (r["problem"], r["workload"], r["shapes"], r["verified"]) == ("fig6", "fig6", "3", "")  # too large to check
     assert r["time_us_total"] == _us(w["summary"]["time_s_total"]) and r["tflops_p50"] == repr(w["summary"]["tflops_p50"])
-    assert by["R/h.json"]["problem"] == "hgemm 64x64x64" and by["R/h.json"]["verified"] == "True"
+    assert (r["gemm_m"], r["m0"], r["fraction_of_cube_peak"]) == ("", "", repr(w["metrics"]["fraction_of_peak"]))
+    h, r = docs["h.json"], by["R/h.json"]
+    assert (r["problem"], r["verified"], r["n"], r["fraction_of_hbm_peak"]) == ("hgemm 64x64x64", "True", "", "")
+    (shape,) = h["shapes"]  # one shape: its M, N, K and tiling in the run's row
+    assert [r[c] for c in ("gemm_m", "gemm_n", "gemm_k", "gemm_batch", "m0", "n0", "k0")] == [
+        str(shape[c]) for c in ("m", "n", "k", "batch")] + [str(shape["tiling"][c]) for c in ("m0", "n0", "k0")]
+    assert r["fraction_of_cube_peak"] == repr(shape["fraction_of_peak"])
+    t, r = docs["t.json"], by["R/t.json"]  # top-k's k is a parameter, not a GEMM's K
+    assert (r["kernel"], r["n"], r["param_k"], r["gemm_k"]) == ("topk", "1000", str(t["problem"]["params"]["k"]), "")
     stdout = cli(["results", "export", "R"], runs)  # - (the default): the same CSV on stdout
     assert stdout.exit_code == 0 and stdout.stdout == (runs / "runs.csv").read_text()
+
+
+def test_list_and_export_name_kernel_and_ran_alike(runs, cli):
+    """A scan run is kernel "scan" (the family) that ran mcscan-ul1 (the document's kernel) in both."""
+    rows = json.loads(cli(["results", "list", "R", "--json"], runs).stdout)
+    listed = {r["path"]: (r["kernel"], r["ran"]) for r in rows}
+    exported = {r["file"]: (r["kernel"], r["ran"]) for r in _read(cli(["results", "export", "R"], runs).stdout)[1]}
+    assert listed == exported and len(listed) == len(RUNS)
+    docs = {name: json.loads((runs / "R" / name).read_text()) for name in RUNS}
+    assert listed["R/s.json"] == ("scan", docs["s.json"]["kernel"]) and docs["s.json"]["kernel"].startswith("mcscan")
+    assert listed["R/g.json"] == ("segmented-scan", docs["g.json"]["algorithm"])
+    assert listed["R/t.json"] == ("topk", "bisection") and listed["R/h.json"] == ("hgemm", "proposed")
 
 
 def test_shapes_a_row_per_hgemm_shape(runs, cli):
@@ -94,6 +121,7 @@ def test_shapes_a_row_per_hgemm_shape(runs, cli):
             file, str(i), str(s["m"]), str(s["n"]), str(s["k"]), str(s["batch"]))
         assert (row["m0"], row["n0"], row["k0"]) == tuple(str(s["tiling"][t]) for t in ("m0", "n0", "k0"))
         assert row["time_us"] == _us(s["time_s"]) and row["tflops"] == repr(s["tflops"])
+        assert row["fraction_of_cube_peak"] == repr(s["fraction_of_peak"])
         assert row["phase_gemm_us"] == _us(s["phases_s"]["gemm"])
         assert row["problem"] == f"hgemm {s['m']}x{s['n']}x{s['k']}"
 

@@ -65,6 +65,22 @@ def test_sort_and_topk_of_a_npy_input(tmp_path, cli):
         assert z["indices"].tolist() == [0, 2, 3]
 
 
+def test_topk_reports_only_what_its_variant_has(tmp_path, cli):
+    """The bisection's SplitInd rounds and scans; the vector variant (a sort) has neither: no such rows."""
+    rows = {}
+    for variant in ("bisection", "vector"):
+        out = cli(["run", "topk", "--n", "2000", "--k", "8", "--variant", variant, "--out", f"{variant}.json"],
+                  tmp_path)
+        assert out.exit_code == 0, out.output
+        doc = OperatorRunResult.model_validate_json((tmp_path / f"{variant}.json").read_text())
+        rows[variant] = {words[0]: words[1] for words in map(str.split, out.stdout.splitlines()) if len(words) > 1}
+        rows[variant]["doc"] = doc
+    bisection, vector = rows["bisection"], rows["vector"]
+    assert bisection["rounds"] == str(bisection["doc"].outputs["rounds"]) and int(bisection["rounds"]) >= 1
+    assert bisection["scans"] == str(int(bisection["doc"].simulated.counters["scans"])) != "0"
+    assert "rounds" not in vector and "scans" not in vector and "rounds" not in vector["doc"].outputs
+
+
 @pytest.mark.parametrize("args,message", [
     (["run", "split", "--n", "ten"], "--n:"),
     (["run", "split"], "--n: is required"),

@@ -114,6 +114,23 @@ def test_report_shows_the_miss(cli, tmp_path, monkeypatch):
     assert "MISS" in r.stdout and "failing" in r.stdout and "S-2" in r.stdout
 
 
+def test_at_80_columns_no_word_is_split(cli, tmp_path, columns):
+    """Too narrow for the table with whole words: a block per claim, every word of its cells whole."""
+    columns(80)
+    r = cli(["validate", "--quick", "--only", "G-10,S-9,G-1,S-2", "--out", "v.json"], tmp_path)
+    assert r.exit_code == 0, r.output
+    claims = json.loads((tmp_path / "v.json").read_text())["claims"]
+    lines = r.stdout.splitlines()
+    words = set(r.stdout.split())
+    for c in claims:
+        for text in (c["claim"], c["tolerance"]):
+            assert set(text.split()) <= words, text  # every word whole (rich's fold split "candida te")
+        assert f"{c['id']}  kind {c['kind']}" in r.stdout
+    assert max(len(line) for line in lines) <= 80 and "┃" not in r.stdout  # no table squeezed into 80 columns
+    g10 = next(i for i, line in enumerate(lines) if line.startswith("G-10"))
+    assert lines[g10 + 1].split()[0] == "claim" and lines[g10 + 3].split()[0] == "paper"  # statement on 2 lines
+
+
 @pytest.mark.slow
 def test_quick_smoke_set_passes_and_covers_every_family(cli, tmp_path):
     r = cli(["validate", "--quick", "--json", "--no-save"], tmp_path)
