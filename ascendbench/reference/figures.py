@@ -663,16 +663,17 @@ _POINT_SPOTS = [("point", dx, dy, ha, va) for dx, dy, ha, va in (
     (0, 22, "center", "bottom"), (0, -22, "center", "top"), (-22, 0, "right", "center"), (-22, 14, "right", "bottom"),
     (-22, -14, "right", "top"))]
 _LEVEL_SPOTS = [(end, dx, dy, ha, va) for end, dx, dy, ha, va in (
-    ("end", 0, 2, "right", "bottom"), ("end", 0, -2, "right", "top"), ("start", 0, 2, "left", "bottom"),
-    ("start", 0, -2, "left", "top"), ("end", -30, 2, "right", "bottom"), ("end", -30, -2, "right", "top"),
-    ("end", -60, 2, "right", "bottom"), ("end", -60, -2, "right", "top"))]
+    ("end", 0, 5, "right", "bottom"), ("end", 0, -5, "right", "top"), ("start", 0, 5, "left", "bottom"),
+    ("start", 0, -5, "left", "top"), ("mid", 0, 5, "center", "bottom"), ("mid", 0, -5, "center", "top"),
+    ("end", -40, 5, "right", "bottom"), ("end", -40, -5, "right", "top"), ("start", 40, 5, "left", "bottom"),
+    ("start", 40, -5, "left", "top"))]
 
 
 def _draw_lines(ax, panel: dict[str, Any], kind: str, looks: dict[str, dict], tags: list[tuple]) -> None:
     """The series of one panel: simulated in varying colours, markers and line styles (`looks`: label ->
     style, shared by the panels of a figure), the paper's in PAPER_POINT / PAPER_LEVEL with each value's tag
-    (appended to `tags` as (axes, annotation, anchors, spots) for _place_tags); the panel's labels and
-    scales. With "xgroups" ([label, first, last] per run of categories) one tick per run, centred."""
+    (appended to `tags` as (axes, annotation, anchors, spots, own level line) for _place_tags); the panel's
+    labels and scales. With "xgroups" ([label, first, last] per run of categories) one tick per run, centred."""
     series = panel["series"]
     first = next((s for s in series if s["origin"] != "paper"), series[0])
     categories = first["x"] if first["x"] and isinstance(first["x"][0], str) else None
@@ -689,21 +690,24 @@ def _draw_lines(ax, panel: dict[str, Any], kind: str, looks: dict[str, dict], ta
         elif s.get("style") == "level":
             x0, x1 = _positions([s["x"][0], s["x"][-1]], categories)
             for i, y in enumerate(s["y"]):
-                ax.plot([x0, x1], [y, y], label=s["label"] if i == 0 else None, **PAPER_LEVEL)
+                (level,) = ax.plot([x0, x1], [y, y], label=s["label"] if i == 0 else None, **PAPER_LEVEL)
                 if s.get("tags"):
                     note = ax.annotate(s["tags"][i], (x1, y), xytext=(0, 0), textcoords="offset points",
                                        fontsize=8.5, bbox=_TAG_BOX, zorder=7, in_layout=False)
-                    tags.append((ax, note, {"start": (x0, y), "end": (x1, y)}, _LEVEL_SPOTS))
+                    mid = (x0 * x1) ** 0.5 if panel.get("xscale") == "log" and categories is None else (x0 + x1) / 2
+                    tags.append((ax, note, {"start": (x0, y), "mid": (mid, y), "end": (x1, y)}, _LEVEL_SPOTS,
+                                 level))
         else:
             ax.plot(_positions(s["x"], categories), s["y"], label=s["label"], **PAPER_POINT)
             for x, y, tag in zip(_positions(s["x"], categories), s["y"], s.get("tags") or []):
                 note = ax.annotate(tag, (x, y), xytext=(0, 0), textcoords="offset points", fontsize=8.5,
                                    bbox=_TAG_BOX, zorder=7, in_layout=False)  # placed inside the axes later
-                tags.append((ax, note, {"point": (x, y)}, _POINT_SPOTS))
+                tags.append((ax, note, {"point": (x, y)}, _POINT_SPOTS, None))
+    ax.grid(True, which="major")
     if categories is not None and panel.get("xgroups"):
         groups = panel["xgroups"]
         ax.set_xticks([(a + b) / 2 for _, a, b in groups], [label for label, _, _ in groups])
-        ax.grid(False, axis="x")
+        ax.grid(False, axis="x")  # a rule between runs instead of one through each
         for _, _, last in groups[:-1]:  # a light rule between runs
             ax.axvline(last + 0.5, color="grey", linewidth=0.8, alpha=0.5, zorder=0)
     elif categories is not None:
@@ -713,7 +717,6 @@ def _draw_lines(ax, panel: dict[str, Any], kind: str, looks: dict[str, dict], ta
         ax.set_xscale(panel.get("xscale", "linear"))
     ax.set_yscale(panel["yscale"])
     ax.set_ylabel(panel["ylabel"])
-    ax.grid(True, which="major")
 
 
 _TAG_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.5}
@@ -764,49 +767,67 @@ def _log_ticks(axis, values) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _marker_boxes(ax) -> list:
-    """The display boxes of the data markers of `ax` (a marker's extent, as drawn)."""
-    from matplotlib.transforms import Bbox
+def _obstacles(ax, skip) -> tuple:
+    """The data of `ax` in display pixels: marker centres with their radii, and points every 2 px along the
+    drawn lines (but `skip`, a tag's own level)."""
+    import numpy as np
 
-    boxes = []
+    centres, radii, along = [], [], []
     for line in ax.lines:
-        if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
+        if not line.get_visible() or line is skip:
             continue
-        r = line.get_markersize() / 2 * ax.figure.dpi / 72 + 1
-        for x, y in line.get_transform().transform(line.get_xydata()):
-            boxes.append(Bbox.from_extents(x - r, y - r, x + r, y + r))
-    return boxes
+        xy = line.get_transform().transform(line.get_xydata())
+        if line.get_marker() not in (None, "None", "", " "):
+            centres.append(xy)
+            radii += [line.get_markersize() / 2 * ax.figure.dpi / 72 + 1] * len(xy)
+        if line.get_linestyle() not in ("None", "", " ") and len(xy) > 1:
+            for a, b in zip(xy[:-1], xy[1:]):
+                steps = max(2, int(np.hypot(*(b - a)) / 2))
+                along.append(a + np.linspace(0, 1, steps)[:, None] * (b - a))
+    return (np.concatenate(centres) if centres else np.empty((0, 2)), np.array(radii),
+            np.concatenate(along) if along else np.empty((0, 2)))
 
 
 def _place_tags(figure, tags: list[tuple]) -> None:
-    """Put each paper tag at the first of its spots where it lies inside its axes and covers no data marker
-    and no tag placed before it (else where it covers the fewest)."""
+    """Put each paper tag at the first of its spots where it lies inside its axes and covers no data marker,
+    no tag placed before it and no drawn line; else where it covers the fewest (markers and tags first)."""
     if not tags:
         return
     renderer = figure.canvas.get_renderer()
-    markers = {id(ax): _marker_boxes(ax) for ax, *_ in tags}
     placed: dict[int, list] = {}
-    for ax, note, anchors, spots in tags:
+    for ax, note, anchors, spots, own in tags:
+        centres, radii, along = _obstacles(ax, own)
         inside = ax.get_window_extent(renderer)
         best = None
-        for anchor, dx, dy, ha, va in spots:
-            note.xy = anchors[anchor]
-            note.xyann = (dx, dy)
-            note.set_horizontalalignment(ha)
-            note.set_verticalalignment(va)
-            box = note.get_window_extent(renderer)
+        for spot in spots:
+            _put(note, anchors, *spot)
+            box = _tag_box(note, renderer)
+            on_marker = ((centres[:, 0] > box.x0 - radii) & (centres[:, 0] < box.x1 + radii)
+                         & (centres[:, 1] > box.y0 - radii) & (centres[:, 1] < box.y1 + radii)).sum()
+            on_line = ((along[:, 0] > box.x0) & (along[:, 0] < box.x1) & (along[:, 1] > box.y0)
+                       & (along[:, 1] < box.y1)).sum()
             out = box.x0 < inside.x0 or box.x1 > inside.x1 or box.y0 < inside.y0 or box.y1 > inside.y1
-            hits = sum(box.overlaps(m) for m in markers[id(ax)]) + sum(
-                box.overlaps(t) for t in placed.get(id(ax), ())) + 100 * out
-            if best is None or hits < best[0]:
-                best = (hits, anchor, dx, dy, ha, va)
-            if hits == 0:
+            score = 1000 * out + 100 * (on_marker + sum(box.overlaps(t) for t in placed.get(id(ax), ()))) + on_line
+            if best is None or score < best[0]:
+                best = (score, spot)
+            if score == 0:
                 break
-        _, anchor, dx, dy, ha, va = best
-        note.xy, note.xyann = anchors[anchor], (dx, dy)
-        note.set_horizontalalignment(ha)
-        note.set_verticalalignment(va)
-        placed.setdefault(id(ax), []).append(note.get_window_extent(renderer))
+        _put(note, anchors, *best[1])
+        placed.setdefault(id(ax), []).append(_tag_box(note, renderer))
+
+
+def _tag_box(note, renderer):
+    """A tag's box as drawn (its white patch; matplotlib moves the patch only when drawing the text)."""
+    note.update_positions(renderer)
+    note.update_bbox_position_size(renderer)
+    return note.get_bbox_patch().get_window_extent(renderer)
+
+
+def _put(note, anchors, anchor, dx, dy, ha, va) -> None:
+    note.xy, note.xyann = anchors[anchor], (dx, dy)
+    note.set_horizontalalignment(ha)
+    note.set_verticalalignment(va)
+
 
 
 def _log_index(values: list[float], value: float) -> float:
