@@ -729,12 +729,22 @@ def _legend(ax, width_in: float) -> int:
         return 0
     renderer = ax.figure.canvas.get_renderer()
     room = (width_in - 1.6) * ax.figure.dpi  # less the y axis and its labels
-    for ncols in range(len(handles), 0, -1):
-        legend = ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0,
-                           frameon=False, ncols=ncols, columnspacing=1.5)
-        if legend.get_window_extent(renderer).width <= room:
-            break
-    return math.ceil(len(handles) / ncols)
+    n = len(handles)
+
+    def place(ncols: int):
+        # matplotlib fills a legend column by column: order the entries so that they read along the rows
+        rows = math.ceil(n / ncols)
+        order = [i * ncols + j for j in range(ncols) for i in range(rows) if i * ncols + j < n]
+        return ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower left",
+                         bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0, frameon=False, ncols=ncols,
+                         columnspacing=1.5)
+
+    ncols = n
+    while ncols > 1 and place(ncols).get_window_extent(renderer).width > room:
+        ncols -= 1
+    rows = math.ceil(n / ncols)
+    place(math.ceil(n / rows))  # as few rows, filled evenly (5 entries: 3 + 2, not 4 + 1)
+    return rows
 
 
 def _log_ticks(axis, values) -> None:
