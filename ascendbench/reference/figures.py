@@ -68,10 +68,16 @@ def _claim(row_id: str):
     return next(c for c in load_claims() if c.id == row_id)
 
 
+def _claim_names(claims: list[str]) -> str:
+    """The claim IDs of a label, each claim once ("S-13 s=64", "S-13 s=128" -> "S-13"; "S-1", "S-2" as they are)."""
+    return ", ".join(dict.fromkeys(c.split(" ")[0] for c in claims))
+
+
 def _paper_series(claims: list[str], what: str, x, y, drawn: str, tags=None) -> dict[str, Any]:
-    """A series of the papers' values: `drawn` "point" (markers at x, y) or "level" (each y over x[0]..x[-1])."""
+    """A series of the papers' values: `drawn` "point" (markers at x, y) or "level" (each y over x[0]..x[-1]);
+    labelled "paper (claim IDs): what"."""
     extra = {"tags": list(tags)} if tags else {}
-    return _series(f"paper ({', '.join(claims)}): {what}", x, y, "paper", claims=list(claims), style=drawn,
+    return _series(f"paper ({_claim_names(claims)}): {what}", x, y, "paper", claims=list(claims), style=drawn,
                    **extra)
 
 
@@ -114,6 +120,8 @@ def _with_units(compute: Callable[[Context], dict[str, Any]]):
             scale(data["second"])
         if "paper" not in data:
             data["paper"] = _paper_of(data)
+        if any(note.startswith(WINDOW_NOTE.split(";")[0]) for note in data.get("notes", [])):
+            data.setdefault("sources", {})["host window"] = WINDOW_SOURCE
         if data["paper"]["reason"]:
             data.setdefault("notes", []).append(f"no paper values drawn: {data['paper']['reason']}")
         return data
@@ -123,8 +131,11 @@ def _with_units(compute: Callable[[Context], dict[str, Any]]):
 
 # ---- scan paper ---------------------------------------------------------------------------------------------
 
-WINDOW_NOTE = ("times as the paper's profiling script takes them: the kernel inside its wrapper's host window "
-               "(sim/host.py); each series' kernel_y in the JSON is the kernel alone")
+WINDOW_NOTE = ("times as the paper's profiling script measures them: the simulated kernel plus the host's launch "
+               "steps between the two timing events (tensor allocation, tiling copy, synchronisation); the "
+               "JSON's kernel_y gives the kernel alone")
+# Where the model of those host steps lives, for the JSON only (a slide's reader needs what, not which file).
+WINDOW_SOURCE = "ascendbench/sim/host.py"
 
 
 def _scan_window(hw, kernel, n, **params):
@@ -282,7 +293,7 @@ def fig_6_7(ctx):
     series.append(_series("baseline (vector only)", BATCHES,
                           [batched_bandwidth_gbps(hw, "vector", b, ROW_LENGTH, 128) * 1e9 for b in BATCHES]))
     levels = sorted({paper_value("S-13 s=64"), paper_value("S-13 s=128")})  # one level when they agree
-    series.append(_paper_series(["S-13 s=64", "S-13 s=128"], "best of s=64 and s=128", [BATCHES[0], BATCHES[-1]],
+    series.append(_paper_series(["S-13 s=64", "S-13 s=128"], "s=64, s=128", [BATCHES[0], BATCHES[-1]],
                                 [v * 1e9 for v in levels], "level", tags=["S-13"] * len(levels)))
     return _lines("batch size (rows of 65,536)", "bandwidth", "B/s", "log", "linear", series,
                   [WINDOW_NOTE.split(";")[0]])
@@ -442,11 +453,20 @@ def hgemm_fig11(ctx):
 
     rows = hpl_tflops(ctx.hw(HGEMM_HW))
     labels = [f"{m}x{n}x{k}" for (m, n, k), _ in rows]
-    return _lines("M x N x K (hpl-mxp workload)", "throughput", "FLOPS", "linear", "linear", [
+    # the shapes come in runs of one M x N with K rising: one tick per run, centred
+    groups: list[list] = []
+    for i, ((m, n, _k), _t) in enumerate(rows):
+        if groups and groups[-1][0] == f"{m}x{n}":
+            groups[-1][2] = i
+        else:
+            groups.append([f"{m}x{n}", i, i])
+    ks = sorted({k for (_m, _n, k), _t in rows})
+    return _lines(f"M x N (hpl-mxp workload); within each group K rises {ks[0]} → {ks[-1]}", "throughput",
+                  "FLOPS", "linear", "linear", [
         _series("proposed (simulated)", labels, [t * 1e12 for _, t in rows]),
         _paper_series(["G-8a", "G-8b"], "max and average", [labels[0], labels[-1]],
                       [paper_value("G-8a") * 1e12, paper_value("G-8b") * 1e12], "level", tags=["G-8a max", "G-8b avg"])],
-        ["the paper lists no shapes: the workload samples its ranges"])
+        ["the paper lists no shapes: the workload samples its ranges"], xgroups=groups)
 
 
 def _fixed(rows: list[list], places: int = 2) -> list[list]:
@@ -484,7 +504,8 @@ def table5(ctx):
     data = {"kind": "table", "columns": ["M", "GemmExample µs paper", "GemmExample µs sim", "proposed µs paper",
                                          "proposed µs sim"], "rows": _fixed(rows), "series": [],
             "notes": [("K = 7168, N = 28672, alpha = beta = 0.5; M = 8 and 512 of the proposed kernel are the "
-                      "calibration claim G-9a (l2_read_bytes_per_cycle is fitted on M = 512; M = 8 is not fitted)")]}
+                      "calibration claim G-9a (the model's L2 read bandwidth is fitted to M = 512; M = 8 is not fitted)")],
+            "sources": {"fitted constant": "l2_read_bytes_per_cycle (hardware profile)"}}
     ids = [c.id for c in load_claims() if c.claim in ("G-9a", "G-9b")]
     data["paper"] = _paper_of(data, ids)
     return data
@@ -527,13 +548,15 @@ def figure_ids() -> list[str]:
 # ---- drawing ------------------------------------------------------------------------------------------------
 
 NOTE_FONTSIZE = 8.5
-LEGEND_WIDTH_IN = 3.0  # the legend beside the plot
+LEGEND_ROW_IN = 0.22  # a legend row above a panel (9 pt text and spacing), added to the figure's height
 
 
 def render(fig: Figure, data: dict[str, Any]):
     """The matplotlib figure (Agg backend) of one figure's data, in the project's style (plotting.STYLE:
-    nothing under 8 pt): 10 x 5 in with the legend beside the plot (6.8 in with a second panel), 4 in per
-    panel of bars-panels, tables sized to their cells. The caller closes it (matplotlib.pyplot.close).
+    nothing under 8 pt): 10 x 5 in (6.8 in with a second panel) with each panel's legend above it, in as many
+    columns as fit, so the data get the whole width; 4 in per panel of bars-panels, tables sized to their
+    cells. The papers' tags are placed where they cover no data marker. The caller closes it
+    (matplotlib.pyplot.close).
 
     Raises KeyError, TypeError, ValueError or IndexError for data that is not a figure's (missing keys)."""
     import matplotlib
@@ -559,7 +582,6 @@ def _render(fig: Figure, data: dict[str, Any]):
     notes = _wrap("\n".join(data.get("notes", [])), width, NOTE_FONTSIZE)
     # below the plot: the notes' lines at 1.25 line spacing and a margin, added to the figure's height
     notes_height = (notes.count("\n") + 1) * NOTE_FONTSIZE * 1.3 / 72 + 0.15 if notes else 0.0
-    height += notes_height
     if kind == "bars-panels":
         figure, axes = plt.subplots(1, len(data["series"]), figsize=(width, height), squeeze=False, sharex=True)
         axes = list(axes[0])
@@ -571,15 +593,21 @@ def _render(fig: Figure, data: dict[str, Any]):
         figure, ax0 = plt.subplots(figsize=(width, height))
         axes = [ax0]
     ax = axes[0]
+    tags: list[tuple] = []  # the papers' tags, placed once the layout is final
     if kind in ("lines", "scatter"):
         looks: dict[str, dict] = {}  # one look per label across the panels (ScanU the same in both)
-        _draw_lines(ax, data, kind, looks)
+        _draw_lines(ax, data, kind, looks, tags)
         if second:
-            _draw_lines(axes[1], {**second, "xscale": data["xscale"]}, "lines", looks)
+            _draw_lines(axes[1], {**second, "xscale": data["xscale"]}, "lines", looks, tags)
             axes[1].set_xlabel(data["xlabel"])
             ax.set_xlabel("")
         else:
             ax.set_xlabel(data["xlabel"])
+        for ax_i in axes:  # after both panels: a shared x axis' scale is set by each
+            if ax_i.get_xscale() == "log" and ax_i is ax:
+                _log_ticks(ax_i.xaxis, [v for line in ax_i.lines for v in line.get_xdata()])
+            if ax_i.get_yscale() == "log":
+                _log_ticks(ax_i.yaxis, [v for line in ax_i.lines for v in line.get_ydata()])
     elif kind == "bars":
         import numpy as np
 
@@ -593,7 +621,6 @@ def _render(fig: Figure, data: dict[str, Any]):
         ax.set_ylabel(data["ylabel"])
         ax.grid(True, axis="y")
         ax.grid(False, axis="x")
-        _legend(ax)
     elif kind == "bars-panels":
         from matplotlib.patches import Patch
 
@@ -610,10 +637,14 @@ def _render(fig: Figure, data: dict[str, Any]):
                                  Patch(color="tab:blue", label="other candidates")], loc="lower right")
     elif kind == "heatmap":
         _heatmap(figure, ax, data)
+    rows = sum(_legend(ax_i, width) for ax_i in axes) if kind in ("lines", "scatter", "bars") else 0
+    height += notes_height + rows * LEGEND_ROW_IN
+    figure.set_size_inches(width, height)
     figure.suptitle(_wrap(f"{fig.caption}\n(simulated; {fig.source})", width, 11))
     if notes:
         figure.text(0.01, 0.04 / height, notes, fontsize=NOTE_FONTSIZE, va="bottom")
     figure.tight_layout(rect=(0.015, notes_height / height, 1, 1))  # rotated tick labels reach left of the axes
+    _place_tags(figure, tags)
     return figure
 
 
@@ -624,10 +655,25 @@ def _positions(series_x, categories: list[str] | None):
     return [categories.index(x) for x in series_x]
 
 
-def _draw_lines(ax, panel: dict[str, Any], kind: str, looks: dict[str, dict]) -> None:
+# Where a tag may go, in order of preference: (anchor, dx, dy, ha, va), offsets in points from the anchor. A
+# point's tag around its marker; a level's above or below its right end, then its left end, then farther off.
+_POINT_SPOTS = [("point", dx, dy, ha, va) for dx, dy, ha, va in (
+    (0, 8, "center", "bottom"), (0, -8, "center", "top"), (-8, 0, "right", "center"), (8, 0, "left", "center"),
+    (-7, 7, "right", "bottom"), (7, 7, "left", "bottom"), (-7, -7, "right", "top"), (7, -7, "left", "top"),
+    (0, 22, "center", "bottom"), (0, -22, "center", "top"), (-22, 0, "right", "center"), (-22, 14, "right", "bottom"),
+    (-22, -14, "right", "top"))]
+_LEVEL_SPOTS = [(end, dx, dy, ha, va) for end, dx, dy, ha, va in (
+    ("end", 0, 5, "right", "bottom"), ("end", 0, -5, "right", "top"), ("start", 0, 5, "left", "bottom"),
+    ("start", 0, -5, "left", "top"), ("mid", 0, 5, "center", "bottom"), ("mid", 0, -5, "center", "top"),
+    ("end", -40, 5, "right", "bottom"), ("end", -40, -5, "right", "top"), ("start", 40, 5, "left", "bottom"),
+    ("start", 40, -5, "left", "top"))]
+
+
+def _draw_lines(ax, panel: dict[str, Any], kind: str, looks: dict[str, dict], tags: list[tuple]) -> None:
     """The series of one panel: simulated in varying colours, markers and line styles (`looks`: label ->
     style, shared by the panels of a figure), the paper's in PAPER_POINT / PAPER_LEVEL with each value's tag
-    beside it; the panel's labels, scales and legend."""
+    (appended to `tags` as (axes, annotation, anchors, spots, own level line) for _place_tags); the panel's
+    labels and scales. With "xgroups" ([label, first, last] per run of categories) one tick per run, centred."""
     series = panel["series"]
     first = next((s for s in series if s["origin"] != "paper"), series[0])
     categories = first["x"] if first["x"] and isinstance(first["x"][0], str) else None
@@ -644,33 +690,154 @@ def _draw_lines(ax, panel: dict[str, Any], kind: str, looks: dict[str, dict]) ->
         elif s.get("style") == "level":
             x0, x1 = _positions([s["x"][0], s["x"][-1]], categories)
             for i, y in enumerate(s["y"]):
-                ax.plot([x0, x1], [y, y], label=s["label"] if i == 0 else None, **PAPER_LEVEL)
+                (level,) = ax.plot([x0, x1], [y, y], label=s["label"] if i == 0 else None, **PAPER_LEVEL)
                 if s.get("tags"):
-                    # above the level's right end, inside the axes (the legend is beside them)
-                    ax.annotate(s["tags"][i], (x1, y), xytext=(0, 2), textcoords="offset points", ha="right",
-                                va="bottom", fontsize=8.5, bbox=_TAG_BOX)
+                    note = ax.annotate(s["tags"][i], (x1, y), xytext=(0, 0), textcoords="offset points",
+                                       fontsize=8.5, bbox=_TAG_BOX, zorder=7, in_layout=False)
+                    mid = (x0 * x1) ** 0.5 if panel.get("xscale") == "log" and categories is None else (x0 + x1) / 2
+                    tags.append((ax, note, {"start": (x0, y), "mid": (mid, y), "end": (x1, y)}, _LEVEL_SPOTS,
+                                 level))
         else:
             ax.plot(_positions(s["x"], categories), s["y"], label=s["label"], **PAPER_POINT)
             for x, y, tag in zip(_positions(s["x"], categories), s["y"], s.get("tags") or []):
-                ax.annotate(tag, (x, y), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom",
-                            fontsize=8.5, bbox=_TAG_BOX)
-    if categories is not None:
+                note = ax.annotate(tag, (x, y), xytext=(0, 0), textcoords="offset points", fontsize=8.5,
+                                   bbox=_TAG_BOX, zorder=7, in_layout=False)  # placed inside the axes later
+                tags.append((ax, note, {"point": (x, y)}, _POINT_SPOTS, None))
+    ax.grid(True, which="major")
+    if categories is not None and panel.get("xgroups"):
+        groups = panel["xgroups"]
+        ax.set_xticks([(a + b) / 2 for _, a, b in groups], [label for label, _, _ in groups])
+        ax.grid(False, axis="x")  # a rule between runs instead of one through each
+        for _, _, last in groups[:-1]:  # a light rule between runs
+            ax.axvline(last + 0.5, color="grey", linewidth=0.8, alpha=0.5, zorder=0)
+    elif categories is not None:
         ticks = range(0, len(categories), max(1, math.ceil(len(categories) / 8)))
         ax.set_xticks(list(ticks), [categories[i] for i in ticks], rotation=25, ha="right")
     else:
         ax.set_xscale(panel.get("xscale", "linear"))
     ax.set_yscale(panel["yscale"])
     ax.set_ylabel(panel["ylabel"])
-    ax.grid(True, which="major")
-    _legend(ax)
 
 
-_TAG_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5}
+_TAG_BOX = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.5}
 
 
-def _legend(ax) -> None:
-    # beside the plot, not over the curves
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+def _legend(ax, width_in: float) -> int:
+    """The axes' legend above it, in as many columns as fit the figure's width; returns its rows (0: none)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return 0
+    renderer = ax.figure.canvas.get_renderer()
+    room = (width_in - 1.6) * ax.figure.dpi  # less the y axis and its labels
+    n = len(handles)
+
+    def place(ncols: int):
+        # matplotlib fills a legend column by column: order the entries so that they read along the rows
+        rows = math.ceil(n / ncols)
+        order = [i * ncols + j for j in range(ncols) for i in range(rows) if i * ncols + j < n]
+        return ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower left",
+                         bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0, frameon=False, ncols=ncols,
+                         columnspacing=1.5)
+
+    ncols = n
+    while ncols > 1 and place(ncols).get_window_extent(renderer).width > room:
+        ncols -= 1
+    rows = math.ceil(n / ncols)
+    place(math.ceil(n / rows))  # as few rows, filled evenly (5 entries: 3 + 2, not 4 + 1)
+    return rows
+
+
+def _log_ticks(axis, values) -> None:
+    """Readable ticks on a log axis: values from 0.001 to 9,999 as plain numbers (0.2, 1, 50, not 10^x);
+    a few powers of 2 under 10,000 (batch sizes) each a tick; and over at most 3 decades the 2s and 5s
+    labelled too, so that a tick lies near the data."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
+
+    def plain(v, _pos=None):
+        if v <= 0:
+            return ""
+        if 1e-3 <= v < 1e4:
+            return f"{v:,.6g}"
+        exponent = round(math.log10(v))
+        return f"$10^{{{exponent}}}$" if math.isclose(v, 10.0 ** exponent, rel_tol=1e-9) else ""
+
+    data = sorted({float(v) for v in values if v > 0 and math.isfinite(v)})
+    if not data:
+        return
+    if len(data) <= 12 and data[-1] < 1e4 and all(v.is_integer() and int(v) & (int(v) - 1) == 0 for v in data):
+        axis.set_major_locator(FixedLocator(data))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos=None: f"{v:,.0f}"))
+        axis.set_minor_locator(NullLocator())
+        return
+    axis.set_major_formatter(FuncFormatter(plain))
+    if math.log10(data[-1] / data[0]) <= 3:
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(FuncFormatter(plain))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _obstacles(ax, skip) -> tuple:
+    """The data of `ax` in display pixels: marker centres with their radii, and points every 2 px along the
+    drawn lines (but `skip`, a tag's own level)."""
+    import numpy as np
+
+    centres, radii, along = [], [], []
+    for line in ax.lines:
+        if not line.get_visible() or line is skip:
+            continue
+        xy = line.get_transform().transform(line.get_xydata())
+        if line.get_marker() not in (None, "None", "", " "):
+            centres.append(xy)
+            radii += [line.get_markersize() / 2 * ax.figure.dpi / 72 + 1] * len(xy)
+        if line.get_linestyle() not in ("None", "", " ") and len(xy) > 1:
+            for a, b in zip(xy[:-1], xy[1:]):
+                steps = max(2, int(np.hypot(*(b - a)) / 2))
+                along.append(a + np.linspace(0, 1, steps)[:, None] * (b - a))
+    return (np.concatenate(centres) if centres else np.empty((0, 2)), np.array(radii),
+            np.concatenate(along) if along else np.empty((0, 2)))
+
+
+def _place_tags(figure, tags: list[tuple]) -> None:
+    """Put each paper tag at the first of its spots where it lies inside its axes and covers no data marker,
+    no tag placed before it and no drawn line; else where it covers the fewest (markers and tags first)."""
+    if not tags:
+        return
+    renderer = figure.canvas.get_renderer()
+    placed: dict[int, list] = {}
+    for ax, note, anchors, spots, own in tags:
+        centres, radii, along = _obstacles(ax, own)
+        inside = ax.get_window_extent(renderer)
+        best = None
+        for spot in spots:
+            _put(note, anchors, *spot)
+            box = _tag_box(note, renderer)
+            on_marker = ((centres[:, 0] > box.x0 - radii) & (centres[:, 0] < box.x1 + radii)
+                         & (centres[:, 1] > box.y0 - radii) & (centres[:, 1] < box.y1 + radii)).sum()
+            on_line = ((along[:, 0] > box.x0) & (along[:, 0] < box.x1) & (along[:, 1] > box.y0)
+                       & (along[:, 1] < box.y1)).sum()
+            out = box.x0 < inside.x0 or box.x1 > inside.x1 or box.y0 < inside.y0 or box.y1 > inside.y1
+            score = 1000 * out + 100 * (on_marker + sum(box.overlaps(t) for t in placed.get(id(ax), ()))) + on_line
+            if best is None or score < best[0]:
+                best = (score, spot)
+            if score == 0:
+                break
+        _put(note, anchors, *best[1])
+        placed.setdefault(id(ax), []).append(_tag_box(note, renderer))
+
+
+def _tag_box(note, renderer):
+    """A tag's box as drawn (its white patch; matplotlib moves the patch only when drawing the text)."""
+    note.update_positions(renderer)
+    note.update_bbox_position_size(renderer)
+    return note.get_bbox_patch().get_window_extent(renderer)
+
+
+def _put(note, anchors, anchor, dx, dy, ha, va) -> None:
+    note.xy, note.xyann = anchors[anchor], (dx, dy)
+    note.set_horizontalalignment(ha)
+    note.set_verticalalignment(va)
+
 
 
 def _log_index(values: list[float], value: float) -> float:
@@ -681,6 +848,13 @@ def _log_index(values: list[float], value: float) -> float:
         if logs[i] <= lv <= logs[i + 1]:
             return i + (lv - logs[i]) / (logs[i + 1] - logs[i])
     return 0.0 if lv < logs[0] else len(logs) - 1.0
+
+
+def _cell_edge(index: float, count: int) -> float:
+    """The cell edge of a heat-map axis nearest a position (`index`, from _log_index): between the two cells
+    it falls between, or below the cell it names exactly; so that a line there strikes no cell's number."""
+    edge = index - 0.5 if float(index).is_integer() else math.floor(index) + 0.5
+    return min(max(edge, -0.5), count - 0.5)
 
 
 def _heatmap(figure, ax, data: dict[str, Any]) -> None:
@@ -695,11 +869,10 @@ def _heatmap(figure, ax, data: dict[str, Any]) -> None:
     for i, row in enumerate(z):
         for j, v in enumerate(row):
             dark = abs(norm(v) - 0.5) > 0.35
-            # on a patch of the cell's colour: the paper's crossover lines pass behind the numbers
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="white" if dark else "black",
-                    zorder=6, bbox={"facecolor": im.cmap(norm(v)), "edgecolor": "none", "pad": 0.6})
-    for s in data["series"]:  # the paper's crossover
-        col, row = _log_index(data["x"], s["x"][0]), _log_index(data["y"], s["y"][0])
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="white" if dark else "black")
+    for s in data["series"]:  # the paper's crossover, on the cells' edges (not through their numbers)
+        col = _cell_edge(_log_index(data["x"], s["x"][0]), len(data["x"]))
+        row = _cell_edge(_log_index(data["y"], s["y"][0]), len(data["y"]))
         ax.axvline(col, label=s["label"], **PAPER_LEVEL)
         ax.axhline(row, **PAPER_LEVEL)
     figure.colorbar(im, ax=ax, label=data["zlabel"])

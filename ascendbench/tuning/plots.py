@@ -120,6 +120,16 @@ def _history_data(problem: dict[str, Any]) -> dict[str, Any]:
             "within_1pct_after": exhaustive.get("trials_to_1pct")}
 
 
+def _truncated_viridis():
+    """viridis reversed and without its pale yellow end (fast = green, slow = dark violet): every line shows
+    on white."""
+    import matplotlib
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    return ListedColormap(matplotlib.colormaps["viridis"](np.linspace(0.78, 0.0, 256)), name="viridis_r_trunc")
+
+
 def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, key: str,
               importance: dict[str, float], heuristic: dict[str, Any] | None,
               optimum: dict[str, Any] | None = None, data: dict[str, Any] | None = None):
@@ -130,7 +140,7 @@ def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, ke
     (`optimum`: {"config", "time_s"}, when the grid was known) dotted. `data`, when given, is filled with
     what is drawn."""
     import matplotlib.pyplot as plt
-    from matplotlib import colors
+    from matplotlib import cm, colors, ticker
 
     configs = [(t.user_attrs["config"], t.value * 1e6) for t in trials]
     names = [n for n in space.parameters if len({repr(c[n]) for c, _ in configs}) > 1]
@@ -142,10 +152,12 @@ def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, ke
         index = next((i for i, v in enumerate(grid) if v == value and type(v) is type(value)), None)
         return 0.5 if len(grid) < 2 or index is None else index / (len(grid) - 1)
 
-    times = [t for _, t in configs]
+    # the time axis spans the trials and the reference lines, so that each line sits at its own time
+    refs = [r["time_s"] * 1e6 for r in (heuristic, optimum) if r and r.get("time_s")]
+    times = [t for _, t in configs] + refs
     low, high = min(times), max(times)
     norm = colors.LogNorm(low, high) if high > low else colors.Normalize(low - 1, high + 1)
-    cmap = plt.get_cmap("viridis_r")
+    cmap = _truncated_viridis()
     xs = list(range(len(names) + 1))
 
     def ys(config: dict[str, Any], time_us: float) -> list[float]:
@@ -161,8 +173,7 @@ def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, ke
                             ("true optimum", optimum, {"linestyle": ":", "linewidth": 2.5})):
         if ref and ref.get("time_s") and all(n in (ref.get("config") or {}) for n in names):
             t_us = ref["time_s"] * 1e6
-            ax.plot(xs, ys(ref["config"], min(max(t_us, low), high)), color="black", label=f"{name} {t_us:,.1f} µs",
-                    **look)
+            ax.plot(xs, ys(ref["config"], t_us), color="black", label=f"{name} {t_us:,.1f} µs", **look)
             drawn["heuristic" if name == "heuristic" else "optimum"] = {"config": ref["config"], "time_us": t_us}
     label_box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.4}
     for i, name in enumerate(names):
@@ -184,8 +195,12 @@ def _parallel(trials: Sequence[optuna.trial.FrozenTrial], space: SearchSpace, ke
     ax.set_xlim(-0.2, len(names) + 0.6)
     over = "by importance" if importance else "in the space's order"
     ax.set_title(f"{key}: {len(configs)} feasible configurations, parameters {over}")
-    # beside the axes, not over the time axis' labels
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    bar = figure.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.02, fraction=0.04)
+    bar.set_label("simulated time (µs), the lines' colour")
+    bar.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos=None: f"{v:,.3g}"))
+    bar.ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _pos=None: f"{v:,.3g}"))
+    # below the axes, clear of the time axis' labels and the colour bar
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncols=3, frameon=False)
     figure.tight_layout()
     if data is not None:
         data.update({"kind": "parallel", "parameters": names, "grids": {n: grids[n] for n in names},

@@ -234,8 +234,9 @@ def test_every_figure_draws_the_papers_values_with_their_claim_ids_or_says_why_n
         return
     assert set(paper["claims"]) == WITH_PAPER[fid] and paper["reason"] is None
     assert [v["paper"] for v in paper["values"]] == [paper_value(c) for c in paper["claims"]]
-    for s in drawn:  # one style: labelled "paper (IDs)", point or level
-        assert s["label"].startswith(f"paper ({', '.join(s['claims'])})") and set(s["claims"]) <= WITH_PAPER[fid]
+    for s in drawn:  # one style: labelled "paper (IDs)", each claim once (S-13, not "S-13 s=64, S-13 s=128")
+        ids = list(dict.fromkeys(c.split(" ")[0] for c in s["claims"]))
+        assert s["label"].startswith(f"paper ({', '.join(ids)}): ") and set(s["claims"]) <= WITH_PAPER[fid]
         assert s["style"] in ("point", "level", "crossover")
 
 
@@ -277,14 +278,122 @@ def _texts(figure):
     return texts
 
 
+def _tags_on_markers(figure) -> list[str]:
+    """The papers' tags (annotations) whose drawn box contains a data marker's position of their axes."""
+    renderer = figure.canvas.get_renderer()
+    hits = []
+    for ax in figure.axes:
+        points = [(line.get_label(), xy) for line in ax.lines if line.get_marker() not in (None, "None", "", " ")
+                  for xy in line.get_transform().transform(line.get_xydata())]
+        for note in ax.texts:
+            if isinstance(note, matplotlib.text.Annotation):
+                box = note.get_bbox_patch().get_window_extent(renderer)
+                hits += [f"{note.get_text()!r} on {label!r} at {xy}" for label, xy in points if box.contains(*xy)]
+    return hits
+
+
 @pytest.mark.parametrize("fid", list(FIGURES))
-def test_no_text_under_8_pt_and_nothing_outside_the_figure(every_figure, fid):
-    figure = render(FIGURES[fid], every_figure[fid])
+def test_no_text_under_8_pt_nothing_outside_the_figure_no_tag_on_data_and_the_data_get_the_width(every_figure,
+                                                                                                  fid):
+    data = every_figure[fid]
+    figure = render(FIGURES[fid], data)
     try:
         small = [(t.get_text()[:30], t.get_fontsize()) for t in _texts(figure) if t.get_fontsize() < MIN_FONT_PT]
         assert small == []
         assert _texts_outside(figure) == []
         assert len(_texts(figure)) > 5
+        assert _tags_on_markers(figure) == []
+        if data["kind"] in ("lines", "scatter", "bars"):  # legends above the plot, not beside it
+            for ax in figure.axes:
+                assert ax.get_position().width > 0.85, (fid, ax.get_position().width)
+        # the notes speak of what was simulated, not of the source files
+        assert [n for n in data["notes"] if re.search(r"\.py\b|\b[a-z0-9]+_[a-z0-9]+_[a-z0-9_]+\b", n)] == []
+    finally:
+        plt.close(figure)
+
+
+def test_a_tag_moves_off_the_marker_it_would_cover():
+    """S-8b's tag above its point covered the last marker of a ratio line just above it (fig6.2)."""
+    x = [1e6, 1e7, 1e8]
+    data = {"kind": "lines", "xlabel": "n (elements)", "ylabel": "ratio (x)", "yunit": "x", "xscale": "log",
+            "yscale": "linear", "notes": [],
+            "series": [_series("MCScanUL1 / memcpy", x, [0.5, 0.7, 0.8]), _series("other", x, [1.0, 1.2, 1.3]),
+                       _series("paper (S-8b): at large n", x[-1:], [0.76], "paper", style="point", claims=["S-8b"],
+                               tags=["S-8b"])]}
+    figure = render(Figure("t", "scan", "c", "s", None), data)
+    try:
+        (note,) = figure.axes[0].texts
+        assert note.get_text() == "S-8b" and _tags_on_markers(figure) == []
+        assert note.xyann != (0, 8)  # not the first spot, above the point, where the marker at 0.8 is
+    finally:
+        plt.close(figure)
+
+
+def test_the_crossover_lines_lie_on_cell_edges_not_through_the_numbers(every_figure):
+    for data in (DATA["heatmap"], every_figure["figB.2"]):  # the crossover on a cell, and between cells
+        figure = render(Figure("t", "scan", "c", "s", None), data)
+        try:
+            ax = figure.axes[0]
+            figure.canvas.draw()
+            renderer = figure.canvas.get_renderer()
+            lines = [line for line in ax.lines if line.get_linestyle() != "None"]
+            assert len(lines) == 2
+            (x,), (y,) = set(lines[0].get_xdata()), set(lines[1].get_ydata())
+            assert x % 1 == 0.5 and y % 1 == 0.5  # cell centres are at whole numbers
+            numbers = [t for t in ax.texts if re.fullmatch(r"\d\.\d\d", t.get_text())]
+            assert len(numbers) == len(data["x"]) * len(data["y"])
+            for line in lines:
+                path = line.get_transform().transform(line.get_xydata())
+                for text in numbers:
+                    box = text.get_window_extent(renderer)
+                    assert not any(box.contains(*xy) for xy in path)
+                    if path[0][0] == path[1][0]:  # vertical
+                        assert not box.x0 <= path[0][0] <= box.x1, text.get_text()
+                    else:
+                        assert not box.y0 <= path[0][1] <= box.y1, text.get_text()
+        finally:
+            plt.close(figure)
+
+
+def test_log_axes_read_as_plain_numbers_with_a_tick_near_the_data(every_figure):
+    figure = render(FIGURES["fig6.7"], every_figure["fig6.7"])
+    try:
+        ax = figure.axes[0]
+        figure.canvas.draw()
+        batches = every_figure["fig6.7"]["series"][0]["x"]
+        assert [t.get_text() for t in ax.get_xticklabels()] == [f"{b:,}" for b in batches]
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "paper (S-13): s=64, s=128" in legend
+    finally:
+        plt.close(figure)
+    data = every_figure["fig6.8"]
+    figure = render(FIGURES["fig6.8"], data)
+    try:
+        ax = figure.axes[0]
+        figure.canvas.draw()
+        low, high = ax.get_ylim()
+        labelled = [float(t.get_text()) for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True)
+                    if t.get_text() and low <= t.get_position()[1] <= high]
+        assert all(re.fullmatch(r"[\d.,]+", t.get_text()) for t in ax.get_yticklabels() if t.get_text())
+        lowest = min(v for s in data["series"] for v in s["y"])
+        assert min(abs(math.log(v / lowest)) for v in labelled) < math.log(2)
+    finally:
+        plt.close(figure)
+
+
+def test_hgemm_fig11_ticks_each_m_x_n_group_once_centred(every_figure):
+    data = every_figure["hgemm-fig11"]
+    figure = render(FIGURES["hgemm-fig11"], data)
+    try:
+        ax = figure.axes[0]
+        shapes = data["series"][0]["x"]
+        groups = list(dict.fromkeys(s.rsplit("x", 1)[0] for s in shapes))
+        assert [t.get_text() for t in ax.get_xticklabels()] == groups
+        for tick, group in zip(ax.get_xticks(), groups):
+            members = [i for i, s in enumerate(shapes) if s.rsplit("x", 1)[0] == group]
+            assert tick == pytest.approx((members[0] + members[-1]) / 2)
+        ks = sorted({int(s.rsplit("x", 1)[1]) for s in shapes})
+        assert f"K rises {ks[0]} \u2192 {ks[-1]}" in ax.get_xlabel()
     finally:
         plt.close(figure)
 

@@ -2,6 +2,8 @@
 optimum drawn, importance labelled for the time, no offset text or colliding ticks, nothing under 8 pt, and
 the data drawn recorded for --json."""
 
+import math
+
 import matplotlib
 import optuna
 import pytest
@@ -91,6 +93,40 @@ def test_without_a_results_history_the_figures_are_still_ours_in_microseconds(tm
         assert data["parallel"]["fastest"] == {"config": configs[5], "time_us": pytest.approx(8.0)}
         assert [c["config"] for c in data["parallel"]["configs"]] == configs
         assert set(data["importance"]["importance"]) and data["importance"]["method"] == "PED-ANOVA"
+    finally:
+        for figure in kept.values():
+            CLOSE(figure)
+
+
+def test_parallel_time_axis_spans_the_optimum_so_each_reference_line_sits_at_its_own_time(tmp_path,
+                                                                                         study_and_space,
+                                                                                         monkeypatch):
+    study, space, configs, times = study_and_space
+    # an optimum the search did not find (6 µs, below the fastest found 8 µs) and a heuristic among the trials
+    unseen = space.grid()[-1]
+    assert unseen not in configs
+    problem = {"heuristic": {"config": configs[3], "time_s": times[3]},
+               "exhaustive": {"optimum": {"config": unseen, "time_s": 6e-6}}}
+    kept, record = _draw(tmp_path, study, space, problem, monkeypatch)
+    try:
+        figure = kept["parallel"]
+        par = figure.axes[0]
+        lines = {line.get_label(): line for line in par.lines}
+        optimum, fastest = lines["true optimum 6.0 µs"], lines["fastest found 8.0 µs"]
+        heuristic = lines["heuristic 13.0 µs"]
+        y_opt, y_fast, y_heur = (line.get_ydata()[-1] for line in (optimum, fastest, heuristic))
+        assert y_opt == pytest.approx(0.0) and y_opt < y_fast < y_heur  # the optimum at the axis' bottom
+        # on the log time axis from 6 to 25 µs (the slowest trial)
+        assert y_fast == pytest.approx(math.log(8 / 6) / math.log(25 / 6))
+        # a colour bar in µs for the lines' colours; no line in a colour too pale to see on white
+        (bar,) = [ax for ax in figure.axes if ax is not par]
+        assert "µs" in bar.get_ylabel()
+        pale = [line.get_label() for line in par.lines
+                if sum(w * c for w, c in zip((0.2126, 0.7152, 0.0722), matplotlib.colors.to_rgb(line.get_color())))
+                > 0.8]
+        assert pale == []
+        data = {r["figure"].rsplit("-", 1)[1]: r["data"] for r in record}["parallel"]
+        assert data["optimum"]["time_us"] == pytest.approx(6.0) and data["fastest"]["time_us"] == pytest.approx(8.0)
     finally:
         for figure in kept.values():
             CLOSE(figure)
