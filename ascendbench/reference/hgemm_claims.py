@@ -209,19 +209,19 @@ def evaluate(hw, random_count: int = 5000) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    def count(text: str) -> int:
-        value = int(text)
+    import inspect
+
+    import typer
+
+    def count(value: int) -> int:  # a message of its own: typer's range errors differ between versions
         if not 1 <= value <= RANDOM_SHAPES:
-            raise ValueError
+            raise typer.BadParameter(f"{value} is not a count from 1 to {RANDOM_SHAPES}")
         return value
 
-    count.__name__ = f"count from 1 to {RANDOM_SHAPES}"  # argparse names the type in its error
-
-    def extra(ap):
-        ap.add_argument("--random", dest="random_count", type=count, default=RANDOM_SHAPES,
-                        help=f"shapes of random-5000 for G-7 (1 ... {RANDOM_SHAPES})")
-
-    return claims_main(argv, __doc__.splitlines()[0], "atlas-300t-a2", evaluate, 13, extra)
+    random = inspect.Parameter("random_count", inspect.Parameter.KEYWORD_ONLY, annotation=int, default=typer.Option(
+        RANDOM_SHAPES, "--random", callback=count, help=f"shapes of random-5000 for G-7 (1 ... {RANDOM_SHAPES})"))
+    return claims_main(argv, "ascendbench.reference.hgemm_claims", __doc__.splitlines()[0], "atlas-300t-a2",
+                       evaluate, 13, [random])
 
 
 if __name__ == "__main__":

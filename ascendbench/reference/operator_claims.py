@@ -95,7 +95,7 @@ def evaluate(hw) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    return claims_main(argv, __doc__.splitlines()[0], "ascend-910b4", evaluate, 6)
+    return claims_main(argv, "ascendbench.reference.operator_claims", __doc__.splitlines()[0], "ascend-910b4", evaluate, 6)
 
 
 if __name__ == "__main__":

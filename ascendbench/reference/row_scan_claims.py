@@ -110,7 +110,7 @@ def evaluate(hw) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    return claims_main(argv, __doc__.splitlines()[0], "ascend-910b4", evaluate, 10)
+    return claims_main(argv, "ascendbench.reference.row_scan_claims", __doc__.splitlines()[0], "ascend-910b4", evaluate, 10)
 
 
 if __name__ == "__main__":

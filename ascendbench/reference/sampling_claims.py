@@ -77,7 +77,7 @@ def evaluate(hw) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    return claims_main(argv, __doc__.splitlines()[0], "ascend-910b4", evaluate, 5)
+    return claims_main(argv, "ascendbench.reference.sampling_claims", __doc__.splitlines()[0], "ascend-910b4", evaluate, 5)
 
 
 if __name__ == "__main__":

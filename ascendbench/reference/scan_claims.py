@@ -141,7 +141,7 @@ def evaluate(hw) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    return claims_main(argv, __doc__.splitlines()[0], HW, evaluate, 5)
+    return claims_main(argv, "ascendbench.reference.scan_claims", __doc__.splitlines()[0], HW, evaluate, 5)
 
 
 if __name__ == "__main__":

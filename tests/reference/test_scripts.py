@@ -27,8 +27,8 @@ def test_a_signal_ends_a_script_with_one_line_and_the_shell_status(tmp_path, scr
 
 @pytest.mark.parametrize(("args", "message"), [
     (["-m", "ascendbench.reference.scan_claims", "--hardware", "nope"], "--hardware: unknown profile 'nope'"),
-    (["-m", "ascendbench.reference.hgemm_claims", "--random", "0"], "invalid count from 1 to 5000 value: '0'"),
-    (["-m", "ascendbench.reference.hgemm_claims", "--random", "-1"], "invalid count from 1 to 5000 value: '-1'"),
+    (["-m", "ascendbench.reference.hgemm_claims", "--random", "0"], "Invalid value for '--random': 0 is not a count from 1 to 5000"),
+    (["-m", "ascendbench.reference.hgemm_claims", "--random", "-1"], "Invalid value for '--random': -1 is not a count from 1 to 5000"),
 ])
 def test_bad_script_options_are_refused_without_a_traceback(tmp_path, args, message):
     done = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
