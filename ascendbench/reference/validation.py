@@ -1,6 +1,6 @@
 """Claim evaluation as a library: every published claim of the two papers, the paper's value beside the
-simulated one, in one result document (store/validation.py). `ascendbench validate` prints it; README's table
-(reference/readme.py) is made from it."""
+simulated one, in one result document (store/validation.py). `ascendbench validate` prints it; the table of
+docs/fidelity.md (reference/readme.py) is made from it."""
 
 from __future__ import annotations
 

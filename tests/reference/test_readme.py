@@ -1,4 +1,5 @@
-"""The README's claims table is generated from a validate result, between markers, and lists every claim row."""
+"""The claims table of docs/fidelity.md is generated from a validate result, between markers, and lists every claim
+row."""
 
 from pathlib import Path
 
@@ -30,8 +31,8 @@ def test_rewrite_replaces_only_the_block():
         rewrite("# no markers\n", DOC)
 
 
-def test_shipped_readme_lists_every_claim_row():
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+def test_shipped_fidelity_page_lists_every_claim_row():
+    readme = (Path(__file__).parents[2] / "docs" / "fidelity.md").read_text(encoding="utf-8")
     block = readme[readme.index(BEGIN): readme.index(END)]
     for c in load_claims():
         assert f"| {c.id} | {c.kind} |" in block, c.id
@@ -72,14 +73,14 @@ def test_a_partial_or_foreign_result_is_refused_and_the_readme_kept(tmp_path, ch
 
     doc = change(_full_doc())
     assert partial_run(doc) == reason
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "fidelity.md"
     readme.write_text(f"# t\n{BEGIN}\nold table\n{END}\n", encoding="utf-8")
     result = tmp_path / "v.json"
     result.write_text(json.dumps(doc), encoding="utf-8")
     if reason:
         with pytest.raises(SystemExit) as exc:
-            main(["--result", str(result), "--readme", str(readme)])
+            main(["--result", str(result), "--page", str(readme)])
         assert exc.value.code == 2 and "old table" in readme.read_text(encoding="utf-8")
     else:
-        assert main(["--result", str(result), "--readme", str(readme)]) == 0
+        assert main(["--result", str(result), "--page", str(readme)]) == 0
         assert "| S-W1 | exact |" in readme.read_text(encoding="utf-8")
