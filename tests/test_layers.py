@@ -1,9 +1,11 @@
-"""The package's layers: no circle of imports (module-level or inside functions), and commands reach kernels only
-through the registry, the pipeline and the runners."""
+"""The package's layers: no circle of imports (module-level or inside functions), and every folder imports only what
+the layers table of docs/architecture.md allows (commands, for instance, reach kernels only through the registry,
+the contract and the pipeline)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ascendbench"
@@ -63,25 +65,58 @@ def test_no_circle_of_imports():
             assert circle is None, " -> ".join(circle)
 
 
-# What a command module may import: the public layers. The HGEMM commands still build the kernel's parameters
-# and read its tiling selector directly (listed apart).
-ALLOWED = ("ascendbench", "ascendbench.commands", "ascendbench.pipeline", "ascendbench.runner",
-           "ascendbench.runner_rows", "ascendbench.kernels.registry", "ascendbench.kernels.base",
-           "ascendbench.kernels.contract", "ascendbench.hardware", "ascendbench.store", "ascendbench.reference",
-           "ascendbench.tuning", "ascendbench.workloads", "ascendbench.sim.trace", "ascendbench.plotting",
-           "ascendbench.interrupts", "ascendbench.redact", "ascendbench.processes",
-           "ascendbench.correlate", "ascendbench.correlate_plot")  # correlate's library: rows, statistics, fit
-HGEMM_COMMANDS = {"ascendbench.commands.hgemm", "ascendbench.commands.run_hgemm", "ascendbench.commands.tune"}
-HGEMM_INTERNALS = {"ascendbench.kernels.hgemm", "ascendbench.kernels.hgemm_tiling"}
+# What each folder or module may import: the table of docs/architecture.md (between the layers markers), the one
+# source of truth; this test reads it.
+PAGE = PACKAGE.parent / "docs" / "architecture.md"
 
 
-def test_commands_reach_kernels_through_the_public_layers():
-    leaks = []
+def _path(module: str, modules: dict[str, Path]) -> str:
+    """A module as the table names it: its path under ascendbench/ ("kernels/registry.py", "hardware/__init__.py")."""
+    return modules[module].relative_to(PACKAGE).as_posix()
+
+
+def _table() -> list[tuple[list[str], list[str]]]:
+    """The rows of the layers table: (the folders or modules of the first column, the entries they may import)."""
+    text = PAGE.read_text(encoding="utf-8")
+    block = text[text.index("<!-- layers:begin -->"): text.index("<!-- layers:end -->")]
+    rows = []
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue  # the marker, the header and its rule
+        rows.append((re.findall(r"`([^`]+)`", cells[0]), re.findall(r"`([^`]+)`", cells[1])))
+    return rows
+
+
+def _covers(entry: str, path: str) -> bool:
+    return path.startswith(entry) if entry.endswith("/") else path == entry
+
+
+def _unit(path: str) -> str:
+    """The folder ("kernels/") or top-level module ("pipeline.py") a path belongs to."""
+    return path.split("/")[0] + "/" if "/" in path else path
+
+
+def test_the_layers_table_names_what_exists():
+    rows = _table()
+    assert len(rows) >= 20
+    missing = sorted({e for keys, allowed in rows for e in [*keys, *allowed] if not (PACKAGE / e).exists()})
+    assert missing == []
+
+
+def test_every_import_is_one_the_layers_table_allows():
+    modules = _modules()
+    rows = _table()
+    uncovered, leaks = [], []
     for name, deps in _graph().items():
-        if not name.startswith("ascendbench.commands."):
+        path = _path(name, modules)
+        mine = [allowed for keys, allowed in rows if any(_covers(k, path) for k in keys)]
+        if not mine:
+            uncovered.append(path)
             continue
+        allowed = [e for entries in mine for e in entries]
         for dep in sorted(deps):
-            allowed = dep == "ascendbench" or any(dep == a or dep.startswith(a + ".") for a in ALLOWED[1:])
-            if not allowed and not (name in HGEMM_COMMANDS and dep in HGEMM_INTERNALS):
-                leaks.append(f"{name} imports {dep}")
-    assert leaks == []
+            target = _path(dep, modules)
+            if _unit(target) != _unit(path) and not any(_covers(e, target) for e in allowed):
+                leaks.append(f"{path} imports {target}")
+    assert (uncovered, leaks) == ([], [])
