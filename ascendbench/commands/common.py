@@ -48,6 +48,7 @@ HardwareOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only the JSON document on stdout (messages go to stderr).")]
 NoSaveOption = Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")]
 TraceOption = Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")]
+# spelled as KernelSpec.flag("exclusive") of the scans (kernels/streaming.py): the same in `run` and `tune`
 ExclusiveOption = Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")]
 
 

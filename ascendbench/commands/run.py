@@ -142,7 +142,7 @@ def scan(
     l2: Annotated[str | None, typer.Option("--l2", help="What L2 holds at the start: flushed (default: full of "
                                            "dirty lines, as the papers measured), clean or warm (the input "
                                            "resident).")] = None,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (the same as --l2 warm).")]
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the input in L2 (the same as --l2 warm).")]
     = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON "

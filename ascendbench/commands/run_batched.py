@@ -106,7 +106,7 @@ def batched_scan(
         bool, typer.Option("--model-only", help="Timings and counters only, no data.")
     ] = False,
     warm_l2: Annotated[
-        bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
+        bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the input in L2 (default: cold).")
     ] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,

@@ -34,7 +34,7 @@ def compress_command(
                                                     "with arrays 'values' and 'mask' (bool/int8/uint8).")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the selected values as .npy.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with values[mask != 0].")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

@@ -31,6 +31,7 @@ from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, GemmShape, HgemmParams, row_rates
+from ascendbench.kernels.registry import get_spec
 from ascendbench.processes import jobs_error
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.workloads import WorkloadError, list_workloads
@@ -67,10 +68,10 @@ def hgemm(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
                                          "M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes are "
                                          "timed only).")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A, B (and C, when all three fit) in L2: "
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with A, B (and C, when all three fit) in L2: "
                                           "the state after back-to-back runs, as the HGEMM paper timed them "
                                           "(default: cold).")] = False,
-    every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core, not one per group "
+    every_core: Annotated[bool, typer.Option(get_spec("hgemm").flag("every_core"), help="Simulate every AI core, not one per group "
                                              "of cores with the same task count: slower, and without the "
                                              "grouping's error (up to 14% on shapes bound by L2).")] = False,
     jobs: Annotated[int | None, count_option("--jobs", help="Worker processes for a workload's shapes "

@@ -41,7 +41,7 @@ def sample_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check every index has positive weight and, "
                                          "where float64 sums are exact, equals one running sum's rule.")] = True,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no data.")] = False,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the weights in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the weights in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

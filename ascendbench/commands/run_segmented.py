@@ -95,7 +95,7 @@ def segmented_scan(
         ),
     ] = False,
     warm_l2: Annotated[
-        bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
+        bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the input in L2 (default: cold).")
     ] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,

@@ -19,7 +19,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.registry import choices
+from ascendbench.kernels.registry import choices, get_spec
 
 _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort (and of top-k)
 
@@ -27,7 +27,7 @@ _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort 
 @app.command("sort")
 def sort(
     n: NOption = None,
-    descending: Annotated[bool, typer.Option("--descending/--ascending", help="Stable descending order (ties "
+    descending: Annotated[bool, typer.Option(get_spec("sort").flag("descending"), help="Stable descending order (ties "
                                              "in input order, NaNs first) or ascending (NaNs last).")] = False,
     dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default fp16, "
                                               "or the --input array's).")] = None,
@@ -39,7 +39,7 @@ def sort(
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save 'values' and 'indices' as "
                                                      ".npz.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with NumPy's stable sort.")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the keys in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the keys in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

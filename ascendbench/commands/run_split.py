@@ -41,7 +41,7 @@ def split(
                                          "the flags.")] = True,
     indices: Annotated[bool, typer.Option("--indices/--no-indices", help="SplitInd: also the original indices "
                                           "(default), or the values only (split).")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

@@ -19,7 +19,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.registry import choices
+from ascendbench.kernels.registry import choices, get_spec
 
 _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort (and of top-k)
 
@@ -28,7 +28,7 @@ _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort 
 def topk_command(
     k: Annotated[int, count_option("--k", help="How many elements: 0 ... n (e.g. 2048 or 2**11).")],
     n: NOption = None,
-    largest: Annotated[bool, typer.Option("--largest/--smallest", help="The k largest (sorted descending, NaNs "
+    largest: Annotated[bool, typer.Option(get_spec("topk").flag("largest"), help="The k largest (sorted descending, NaNs "
                                           "largest) or smallest (ascending).")] = True,
     dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default "
                                               "fp16, or the --input array's).")] = None,
@@ -41,7 +41,7 @@ def topk_command(
                                                      ".npz.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the first k of NumPy's "
                                          "stable sort.")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

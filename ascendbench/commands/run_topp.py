@@ -21,6 +21,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+from ascendbench.kernels.registry import get_spec
 
 
 def load_probs(path: Path) -> tuple[np.ndarray, str]:
@@ -42,7 +43,7 @@ def load_probs(path: Path) -> tuple[np.ndarray, str]:
 def topp_command(
     p: Annotated[float, typer.Option("--p", help="Nucleus threshold in [0, 1] (Llama 3's top_p; the paper "
                                      "measured 0.1).")] = 0.9,
-    vocab: Annotated[int | None, count_option("--vocab", "--n", help="Tokens per row (vocabulary size), e.g. "
+    vocab: Annotated[int | None, count_option(*get_spec("topp").options("vocab"), help="Tokens per row (vocabulary size), e.g. "
                                               "128256 or 2**17. Optional with --input.")] = None,
     batch: Annotated[int | None, count_option("--batch", help="Rows, each sampled independently (default 1, or "
                                               "the --input array's).")] = None,
@@ -64,7 +65,7 @@ def topp_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the same rule using the "
                                          "other sort (radix sort vs NumPy's stable argsort).")] = True,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no data.")] = False,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the probabilities in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the probabilities in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of one row's timeline.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ascendbench import __version__
 from ascendbench.commands.common import (
+    ExclusiveOption,
     HardwareOption,
     JsonOption,
     NoSaveOption,
@@ -36,7 +37,7 @@ from ascendbench.commands.common import (
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
-from ascendbench.kernels.registry import get_tunable
+from ascendbench.kernels.registry import get_spec, get_tunable
 from ascendbench.plotting import DEFAULT_DPI
 from ascendbench.processes import jobs_error
 from ascendbench.redact import redact
@@ -143,7 +144,7 @@ def hgemm(
     replay: ReplayOption = True,
     space: SpaceOption = None,
     hardware: HardwareOption = "atlas-300t-a2",
-    every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core in each trial (as "
+    every_core: Annotated[bool, typer.Option(get_spec("hgemm").flag("every_core"), help="Simulate every AI core in each trial (as "
                                              "`run hgemm --every-core`): exact sharing of L2 and HBM, several "
                                              "times slower per trial.")] = False,
     out: OutOption = None,
@@ -182,7 +183,7 @@ def hgemm(
 def scan(
     n: Annotated[int | None, count_option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
-    exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
+    exclusive: ExclusiveOption = False,
     problems: ProblemsOption = None,
     trials: TrialsOption = 200,
     timeout: TimeoutOption = None,
@@ -227,7 +228,7 @@ def batched_scan(
     batch: Annotated[int | None, count_option("--batch", help="Rows (with --length: one problem).")] = None,
     length: Annotated[int | None, count_option("--length", help="Elements per row.")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
-    exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
+    exclusive: ExclusiveOption = False,
     problems: ProblemsOption = None,
     trials: TrialsOption = 200,
     timeout: TimeoutOption = None,
