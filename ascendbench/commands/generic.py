@@ -3,7 +3,9 @@ made from the kernel's Params model (one option per field, its description as he
 registry appears in both without further edits.
 
 Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag, or the
-kernel's own False spelling (KernelSpec.flag: --largest/--smallest); a field with choices lists them in its help. Values are checked by the kernel's model (one-line errors, exit 2).
+kernel's own False spelling (KernelSpec.flag: --largest/--smallest); a field with choices (a Literal) is a
+choice_option: --help lists the values, shell completion offers them, a bad one fails at parse time. Other values
+are checked by the kernel's model (one-line errors, exit 2).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic.fields import FieldInfo
 
-from ascendbench.commands.common import count_option, fail, parse_count
+from ascendbench.commands.common import choice_option, count_option, fail, parse_count
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import KernelSpec
 
@@ -48,14 +50,17 @@ def _option(spec: KernelSpec, name: str, field: FieldInfo) -> inspect.Parameter:
     required = field.is_required()
     default = None if required or optional else field.default
     kind: Any = annotation
-    if typing.get_origin(annotation) is Literal:
-        choices = ", ".join(map(str, typing.get_args(annotation)))
-        help_text = f"{help_text}: {choices}" if help_text else choices
-        kind, default = str, None if default is None else str(default)
+    choices = typing.get_args(annotation) if typing.get_origin(annotation) is Literal else ()
+    if choices:
+        listed = ", ".join(map(str, choices))
+        help_text = f"{help_text}: {listed}" if help_text else listed
+        kind = int if all(isinstance(c, int) for c in choices) else str
     if default is not None and annotation is not bool:
         help_text += f" (default: {default})"
     help_text = help_text[:1].upper() + help_text[1:] + "."
-    if annotation is int:
+    if choices:
+        option = choice_option(flag, *aliases, choices=choices, help=help_text, show_default=False)
+    elif annotation is int:
         option = count_option(flag, *aliases, help=help_text, show_default=False)
     else:
         option = typer.Option(flag, *aliases, help=help_text, show_default=False)

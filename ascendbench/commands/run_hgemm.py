@@ -16,6 +16,7 @@ from ascendbench.commands.common import (
     NoSaveOption,
     Outputs,
     check_target,
+    choice_option,
     command_line,
     count_option,
     default_result_path,
@@ -30,8 +31,8 @@ from ascendbench.commands.common import (
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels.base import BufferCapacityError, ParamError
-from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, GemmShape, HgemmParams, row_rates
-from ascendbench.kernels.registry import get_spec
+from ascendbench.kernels.hgemm import MAX_DIM, GemmShape, HgemmParams, row_rates
+from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.processes import jobs_error
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.workloads import WorkloadError, list_workloads
@@ -58,8 +59,9 @@ def hgemm(
     padding: Annotated[bool, typer.Option("--padding/--no-padding", help="Pad A and B to 512-byte aligned rows.")] = True,
     double_buffer: Annotated[bool, typer.Option("--double-buffer/--no-double-buffer", help="Two slots per buffer "
                                                 "where they fit.")] = True,
-    variant: Annotated[str, typer.Option("--variant", help="proposed (the HGEMM paper) or gemm-example "
-                                         "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
+    variant: Annotated[str, choice_option("--variant", choices=choices("hgemm", "variant"),
+                                          help="proposed (the HGEMM paper) or gemm-example "
+                                               "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
     seed: Annotated[int, count_option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
     a_file: Annotated[Path | None, typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
     b_file: Annotated[Path | None, typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
@@ -94,8 +96,6 @@ def hgemm(
         fail(f"--batch: must be from 1 to 2**40, got {batch}")
     if jobs is not None and (message := jobs_error(jobs)):
         fail(f"--jobs: {message}")
-    if variant not in VARIANTS:
-        fail(f"--variant: must be one of {', '.join(VARIANTS)}, got {variant!r}")
     for name, value in (("alpha", alpha), ("beta", beta)):
         if not math.isfinite(value):
             fail(f"--{name}: must be a finite number, got {value}")

@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    choice_option,
+    count_option,
+)
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -30,10 +37,12 @@ def topk_command(
     n: NOption = None,
     largest: Annotated[bool, typer.Option(get_spec("topk").flag("largest"), help="The k largest (sorted descending, NaNs "
                                           "largest) or smallest (ascending).")] = True,
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default "
-                                              "fp16, or the --input array's).")] = None,
-    variant: Annotated[str, typer.Option("--variant", help="bisection (SplitInd rounds, the paper's) or vector "
-                                         "(vector-only sort-based top-k, the baseline).")] = "bisection",
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("topk", "dtype"),
+                                               help=f"Key dtype: {_KEYS} (default "
+                                                    "fp16, or the --input array's).")] = None,
+    variant: Annotated[str, choice_option("--variant", choices=choices("topk", "variant"),
+                                          help="bisection (SplitInd rounds, the paper's) or vector "
+                                               "(vector-only sort-based top-k, the baseline).")] = "bisection",
     seed: Annotated[int, count_option("--seed", help="Seed of the generated values.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Values as a 1-D .npy, or a .npz with an "
                                                     "array 'values'.")] = None,
