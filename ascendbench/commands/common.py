@@ -169,7 +169,8 @@ def choice_option(*flags: str, choices, help: str, closed: bool = True, **kwargs
     offers them, and a value outside them fails at parse time in one line naming flags[0] and what is allowed
     (exit 2), as the kernels' models word it. Integer choices (tile sides) are counts (count_option: 2**7 works,
     metavar <count>); a list option (repeated) has each value checked. closed=False: completion and help only,
-    for an option that also takes other values (--hardware: a .toml path)."""
+    for an option that also takes other values (--hardware: a .toml path) or whose own check says more
+    (--workload: did you mean)."""
     def allowed() -> tuple:
         return tuple(choices() if callable(choices) else choices)
 

@@ -47,8 +47,9 @@ def hgemm(
     n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
     k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B (the reduction).")] = None,
     batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[str | None, typer.Option("--workload", help="A named workload instead of one shape: "
-                                                    + ", ".join(list_workloads()) + ".")] = None,
+    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()), closed=False,
+                                                  help="A named workload instead of one shape: "
+                                                       + ", ".join(list_workloads()) + ".")] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="alpha of C = alpha A B + beta C.")] = 1.0,
     beta: Annotated[float, typer.Option("--beta", help="beta (0: C is not read).")] = 0.0,
     m0: Annotated[int | None, count_option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,

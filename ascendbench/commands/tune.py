@@ -131,7 +131,7 @@ def hgemm(
     n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
     k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B.")] = None,
     batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()),
+    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()), closed=False,
                                                   help="A named workload: " + ", ".join(list_workloads()) + ".")
                         ] = None,
     problems: ProblemsOption = None,
