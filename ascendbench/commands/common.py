@@ -175,7 +175,9 @@ def choice_option(*flags: str, choices, help: str, closed: bool = True, **kwargs
         return tuple(choices() if callable(choices) else choices)
 
     def check(ctx, param, value):
-        if value is None or not closed or ctx.resilient_parsing:  # resilient: shell completion is parsing
+        if value is None:  # typer 0.16 hands a repeated option's () as None, and converts what we return again
+            return () if getattr(param, "multiple", False) else None
+        if not closed or ctx.resilient_parsing:  # resilient: shell completion is parsing
             return value
         good = allowed()
         for item in value if isinstance(value, (list, tuple)) else (value,):
