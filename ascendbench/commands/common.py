@@ -18,6 +18,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from ascendbench.hardware import list_profiles
+
 __all__ = [
     "CountError",
     "ExclusiveOption",
@@ -26,6 +28,8 @@ __all__ = [
     "NoSaveOption",
     "TraceOption",
     "argparse_count",
+    "choice_option",
+    "complete_from",
     "clear_leftovers",
     "count_option",
     "default_result_path",
@@ -42,12 +46,10 @@ __all__ = [
 err_console = Console(stderr=True)
 out_console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 132)
 
-HardwareOption = Annotated[
-    str, typer.Option("--hardware", help="Hardware profile: a shipped name (see `ascendbench hardware list`) or a .toml path.")
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only the JSON document on stdout (messages go to stderr).")]
 NoSaveOption = Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")]
 TraceOption = Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")]
+# spelled as KernelSpec.flag("exclusive") of the scans (kernels/streaming.py): the same in `run` and `tune`
 ExclusiveOption = Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")]
 
 
@@ -145,7 +147,59 @@ def count_option(*flags: str, help: str, **kwargs):
         except CountError as exc:
             fail(str(exc))
 
-    return typer.Option(*flags, parser=parse, metavar="<count>", help=help, **kwargs)
+    kwargs.setdefault("metavar", "<count>")
+    return typer.Option(*flags, parser=parse, help=help, **kwargs)
+
+
+def complete_from(choices, separator: str | None = None):
+    """A shell-completion function (typer's `autocompletion`) offering `choices` (a sequence, or a function
+    returning one) that start with what was typed; with a separator (--only S-4,G-1), the part after its last
+    one."""
+    def complete(incomplete: str) -> list[str]:
+        head, sep, word = incomplete.rpartition(separator) if separator else ("", "", incomplete)
+        values = choices() if callable(choices) else choices
+        return [head + sep + str(c) for c in values if str(c).startswith(word)]
+
+    return complete
+
+
+def choice_option(*flags: str, choices, help: str, closed: bool = True, **kwargs):
+    """A typer.Option whose value is one of `choices` (a sequence, or a function returning one, called when the
+    values are needed): --help shows them (as the metavar when short, else in the help text), shell completion
+    offers them, and a value outside them fails at parse time in one line naming flags[0] and what is allowed
+    (exit 2), as the kernels' models word it. Integer choices (tile sides) are counts (count_option: 2**7 works,
+    metavar <count>); a list option (repeated) has each value checked. closed=False: completion and help only,
+    for an option that also takes other values (--hardware: a .toml path) or whose own check says more
+    (--workload: did you mean)."""
+    def allowed() -> tuple:
+        return tuple(choices() if callable(choices) else choices)
+
+    def check(ctx, param, value):
+        if value is None:  # typer 0.16 hands a repeated option's () as None, and converts what we return again
+            return () if getattr(param, "multiple", False) else None
+        if not closed or ctx.resilient_parsing:  # resilient: shell completion is parsing
+            return value
+        good = allowed()
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if item not in good:
+                fail(f"{flags[0]}: must be one of {', '.join(map(str, good))}, got {item!r}")
+        return value
+
+    ints = not callable(choices) and bool(choices) and all(isinstance(c, int) for c in choices)
+    if not callable(choices):
+        metavar = "[" + "|".join(map(str, choices)) + "]"
+        wide = ints or len(metavar) > 24  # too wide for the type column: the help text lists them
+        if wide and not all(str(c) in help for c in choices):
+            help = f"{help.rstrip('.')}: {', '.join(map(str, choices))}."
+        if not ints:
+            kwargs.setdefault("metavar", f"<{flags[0].lstrip('-')}>" if wide else metavar)
+    make = count_option if ints else typer.Option
+    return make(*flags, help=help, callback=check, autocompletion=complete_from(choices), **kwargs)
+
+
+HardwareOption = Annotated[str, choice_option(
+    "--hardware", choices=list_profiles, closed=False, metavar="<profile>",
+    help="Hardware profile: a shipped name (" + ", ".join(list_profiles()) + ") or a .toml path.")]
 
 
 def argparse_count(name: str):

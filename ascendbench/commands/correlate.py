@@ -16,6 +16,7 @@ from ascendbench.commands.common import (
     NoSaveOption,
     Outputs,
     check_target,
+    choice_option,
     command_line,
     count_option,
     default_result_path,
@@ -25,6 +26,7 @@ from ascendbench.commands.common import (
     progress_bar,
     whole_keys,
 )
+from ascendbench.hardware import list_profiles
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -116,9 +118,10 @@ def correlate(
                                                  "(.jsonl) file, one measured run per row: kernel, measured_us, "
                                                  "optional window, label, hardware, and the kernel's parameters "
                                                  "(docs/correlate.md).")],
-    hardware: Annotated[str | None, typer.Option("--hardware", help="Profile of rows without a hardware column: a "
-                                                 "shipped name or a .toml path (default: each kernel's paper's "
-                                                 "chip).")] = None,
+    hardware: Annotated[str | None, choice_option("--hardware", choices=list_profiles, closed=False,
+                                                  metavar="<profile>", help="Profile of rows without a hardware "
+                                                  "column: a shipped name or a .toml path (default: each kernel's "
+                                                  "paper's chip).")] = None,
     fit: Annotated[bool, typer.Option("--fit", help="Fit the profile constants marked calibrated and those named "
                                       "by --free, by least squares on log(simulated / measured), with K-fold "
                                       "cross-validation.")] = False,

@@ -2,8 +2,10 @@
 made from the kernel's Params model (one option per field, its description as help), so a kernel added to the
 registry appears in both without further edits.
 
-Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag; a field
-with choices lists them in its help. Values are checked by the kernel's model (one-line errors, exit 2).
+Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag, or the
+kernel's own False spelling (KernelSpec.flag: --largest/--smallest); a field with choices (a Literal) is a
+choice_option: --help lists the values, shell completion offers them, a bad one fails at parse time. Other values
+are checked by the kernel's model (one-line errors, exit 2).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic.fields import FieldInfo
 
-from ascendbench.commands.common import count_option, fail, parse_count
+from ascendbench.commands.common import choice_option, count_option, fail, parse_count
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import KernelSpec
 
@@ -39,27 +41,29 @@ def _parameter(name: str, kind: Any, option: Any, default: Any) -> inspect.Param
                              default=inspect.Parameter.empty if default is ... else default)
 
 
-def _option(name: str, field: FieldInfo) -> inspect.Parameter:
-    """A typer option for one field of a Params model (int fields with the count parser, count_option)."""
+def _option(spec: KernelSpec, name: str, field: FieldInfo) -> inspect.Parameter:
+    """A typer option for one field of spec's Params model (int fields with the count parser, count_option;
+    bool fields spelled by spec.flag, as the hand-written commands spell them)."""
     annotation, optional = _base(field.annotation)
-    flag = "--" + name.replace("_", "-")
+    flag, *aliases = spec.options(name)
     help_text = (field.description or "").rstrip(".")
     required = field.is_required()
     default = None if required or optional else field.default
     kind: Any = annotation
-    if typing.get_origin(annotation) is Literal:
-        choices = ", ".join(map(str, typing.get_args(annotation)))
-        help_text = f"{help_text}: {choices}" if help_text else choices
-        kind, default = str, None if default is None else str(default)
-    elif annotation is bool:
-        flag = f"{flag}/--no-{name.replace('_', '-')}"
+    choices = typing.get_args(annotation) if typing.get_origin(annotation) is Literal else ()
+    if choices:
+        listed = ", ".join(map(str, choices))
+        help_text = f"{help_text}: {listed}" if help_text else listed
+        kind = int if all(isinstance(c, int) for c in choices) else str
     if default is not None and annotation is not bool:
         help_text += f" (default: {default})"
     help_text = help_text[:1].upper() + help_text[1:] + "."
-    if annotation is int:
-        option = count_option(flag, help=help_text, show_default=False)
+    if choices:
+        option = choice_option(flag, *aliases, choices=choices, help=help_text, show_default=False)
+    elif annotation is int:
+        option = count_option(flag, *aliases, help=help_text, show_default=False)
     else:
-        option = typer.Option(flag, help=help_text, show_default=False)
+        option = typer.Option(flag, *aliases, help=help_text, show_default=False)
     if not (required or annotation is bool or default is not None):
         kind = kind | None
     return _parameter(name, kind, option, ... if required else default)
@@ -111,7 +115,7 @@ def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
             "no_save": (NoSaveOption, False),
             "json_out": (JsonOption, False),
         }
-        params = [_option(name, spec.Params.model_fields[name]) for name in fields]
+        params = [_option(spec, name, spec.Params.model_fields[name]) for name in fields]
         params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
                    for name, (kind, default) in common.items()]
 
@@ -143,7 +147,7 @@ def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
         tuned = set(spec.tuned())
         fields = [name for name in spec.Params.model_fields if name not in tuned]
         # every problem option optional here: the problem may come from a problem set of the space file
-        params = [_optional(_option(name, spec.Params.model_fields[name])) for name in fields]
+        params = [_optional(_option(spec, name, spec.Params.model_fields[name])) for name in fields]
         params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
                    for name, (kind, default) in tune_module.common_options(spec).items()]
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ascendbench.commands.common import JsonOption, dump_json, fail, out_console, whole_keys
+from ascendbench.commands.common import JsonOption, complete_from, dump_json, fail, out_console, whole_keys
 from ascendbench.hardware import HardwareError, list_profiles, load_profile
 
 # the kind of a source ("estimate, checked 1-5 us: ..."), also behind an inherited prefix
@@ -50,7 +50,8 @@ def _l2_text(p) -> str:
 
 @app.command("show")
 def show(
-    name: Annotated[str, typer.Argument(help="Profile name or path of a .toml file.")],
+    name: Annotated[str, typer.Argument(help="Profile name or path of a .toml file.",
+                                        autocompletion=complete_from(list_profiles))],
     json_out: JsonOption = False,
 ) -> None:
     """Show every constant of a profile with its source."""

@@ -10,6 +10,7 @@ from rich.table import Table
 from ascendbench.commands.common import (
     HardwareOption,
     JsonOption,
+    choice_option,
     count_option,
     dump_json,
     fail,
@@ -32,8 +33,9 @@ def select(
     k: Annotated[int, count_option("--k", help="Columns of A, rows of B (K, the reduction), 1 to 2**40.")],
     batch: Annotated[int, count_option("--batch", help="GEMMs of this size in the batch, 1 to 2**40.")] = 1,
     hardware: HardwareOption = DEFAULT_HGEMM_HARDWARE,
-    selector: Annotated[str, typer.Option("--selector", help="paper (§4.2.3) or learned (a table learned from "
-                                          "solved shapes by benchmarks/learn_selector.py).")] = "paper",
+    selector: Annotated[str, choice_option("--selector", choices=("paper", "learned"), help="paper (§4.2.3) or "
+                                           "learned (a table learned from solved shapes by "
+                                           "benchmarks/learn_selector.py).")] = "paper",
     json_out: JsonOption = False,
 ) -> None:
     """Choose M0 x N0 x K0 with the HGEMM paper's selector (§4.2.3); the threshold is the chip's ai_cores.
@@ -46,8 +48,6 @@ def select(
     for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
         if value > MAX_DIM:  # the same bound as run hgemm (values below 1 get the selector's own message)
             fail(f"--{name}: must be from 1 to 2**40, got {value}")
-    if selector not in ("paper", "learned"):
-        fail(f"--selector: must be paper or learned, got {selector!r}")
     try:
         profile = load_profile(hardware)
     except HardwareError as exc:

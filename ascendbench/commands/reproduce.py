@@ -16,6 +16,8 @@ from rich.table import Table
 from ascendbench.commands.common import (
     JsonOption,
     Outputs,
+    choice_option,
+    complete_from,
     count_option,
     dump_json,
     fail,
@@ -24,7 +26,7 @@ from ascendbench.commands.common import (
     show_progress,
     whole_keys,
 )
-from ascendbench.plotting import DEFAULT_DPI, style
+from ascendbench.plotting import DEFAULT_DPI, FORMATS, style
 
 # 2: values in the unit their axis label names (SI prefix per axis), each series' "unit", the papers' values as
 # series with their claim IDs and a "paper" entry (reference/figures.py)
@@ -130,17 +132,25 @@ def _save_doc(doc: dict, figure, out_dir: Path, formats: Sequence[str], dpi: int
         plt.close(figure)
 
 
+def _targets() -> tuple[str, ...]:
+    """What the FIGURE argument takes (for shell completion): the figure IDs, 'all' and 'list'."""
+    from ascendbench.reference.figures import FIGURES
+
+    return (*FIGURES, "all", "list")
+
+
 def reproduce(
     target: Annotated[str | None, typer.Argument(help="A figure ID (see `ascendbench reproduce list`), 'all' or "
-                                                      "'list'; none with --from.")] = None,
+                                                      "'list'; none with --from.",
+                                                 autocompletion=complete_from(_targets))] = None,
     out_dir_text: Annotated[str | None, typer.Option("--out-dir", metavar="<path>", help="Folder of the PNG and "
                                                      "JSON files (created if missing; default results/figures, "
                                                      "with --from the JSON's folder).")] = None,
     from_json: Annotated[Path | None, typer.Option("--from", metavar="<FIGURE.json>", help="Redraw a figure from "
                                                    "the JSON a previous run wrote, without simulating "
                                                    "again.")] = None,
-    formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
-                                                      "(default: png).")] = None,
+    formats: Annotated[list[str] | None, choice_option("--format", choices=FORMATS, help="png, svg or pdf; repeat "
+                                                       "for several (default: png).")] = None,
     dpi: Annotated[int, count_option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
                    ] = DEFAULT_DPI,
     json_out: JsonOption = False,

@@ -18,6 +18,7 @@ from ascendbench.commands.common import (
     JsonOption,
     Outputs,
     check_target,
+    choice_option,
     dump_json,
     err_console,
     fail,
@@ -643,7 +644,7 @@ def export(
     paths: Annotated[list[Path] | None, typer.Argument(metavar="PATHS", help="Result files, or folders searched "
                                                       "recursively for them (default: results/).",
                                                       show_default=False)] = None,
-    rows: Annotated[str, typer.Option("--rows", metavar="runs|shapes|trials", help="runs: a row per run (scan, "
+    rows: Annotated[str, choice_option("--rows", choices=("runs", "shapes", "trials"), help="runs: a row per run (scan, "
                                       "batched-scan, segmented-scan, operator and HGEMM runs); shapes: a row per "
                                       "shape of the HGEMM runs; trials: a row per trial of each tuned problem's "
                                       "study (read from the tuning's storage).")] = "runs",
@@ -661,8 +662,6 @@ def export(
     from ascendbench.store import export as ex
     from ascendbench.store.documents import parse_result, result_kind
 
-    if rows not in ex.ROW_KINDS:
-        fail(f"--rows: must be runs, shapes or trials, got {rows!r}")
     if out != "-":
         check_target(Path(out), "out", ".csv", {})
     if storage is not None and rows != "trials":

@@ -19,6 +19,7 @@ from ascendbench.commands.common import (
     NoSaveOption,
     Outputs,
     check_files,
+    choice_option,
     command_line,
     count_option,
     default_result_path,
@@ -115,34 +116,40 @@ def _parse_chunk(text: str | None) -> int | None:
 def scan(
     n: Annotated[int | None, count_option("--n", help="Elements to scan: 100000000, 1e8, 100_000_000, 2**27 or "
                                              "2**32+1. Optional with --input.")] = None,
-    algorithm: Annotated[str | None, typer.Option("--algorithm", "-a", help=f"Scan kernel: {_ALGORITHMS} (default: "
-                                                  "mcscan-ul1 where every row's fp16 sum fits its fp16 C1, else "
-                                                  "mcscan, saying why; mcscan for int8).")] = None,
-    s: Annotated[int, count_option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
+    algorithm: Annotated[str | None, choice_option("--algorithm", "-a", choices=choices("scan", "algorithm"),
+                                                   help=f"Scan kernel: {_ALGORITHMS} (default: "
+                                                        "mcscan-ul1 where every row's fp16 sum fits its fp16 C1, else "
+                                                        "mcscan, saying why; mcscan for int8).")] = None,
+    s: Annotated[int, choice_option("--s", choices=choices("scan", "s"),
+                                    help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
     blocks: Annotated[int | None, count_option("--blocks", help="Blocks of the multi-core scans "
                                                   "(default and at most: all AI cores).")] = None,
     chunk: Annotated[str | None, typer.Option("--chunk", help="Elements per L2 chunk: 'auto' (default: the paper's "
                                                  "rule), 'off'/0, or a count such as 2**24.")] = None,
     exclusive: ExclusiveOption = False,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Input dtype: fp16 or int8 (default fp16, or the "
-                                                 "--input array's).")] = None,
-    out_dtype: Annotated[str | None, typer.Option("--out-dtype", help="Output dtype: fp32 (default for fp16), fp16, "
-                                                     "int32 (int8 input).")] = None,
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("scan", "dtype"),
+                                               help="Input dtype: fp16 or int8 (default fp16, or the "
+                                                    "--input array's).")] = None,
+    out_dtype: Annotated[str | None, choice_option("--out-dtype", choices=choices("scan", "out_dtype"),
+                                                   help="Output dtype: fp32 (default for fp16), fp16, "
+                                                        "int32 (int8 input).")] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the generated input.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Scan this 1-D float16 or int8 .npy array "
                                                        "instead of generated data.")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the scanned array as .npy (written "
                                                         "as a memory map: any n).")] = None,
-    generator: Annotated[str, typer.Option("--generator", help="Generated input: random (seeded), constant (ones) or "
-                                           "counting; produced block by block, so any n streams.")] = "random",
+    generator: Annotated[str, choice_option("--generator", choices=GENERATORS,
+                                            help="Generated input: random (seeded), constant (ones) or "
+                                                 "counting; produced block by block, so any n streams.")] = "random",
     partition_limit: Annotated[int, count_option("--partition-limit", help="Items per streaming partition "
                                                     "(default 2**31-1; results do not depend on it).")]
     = PARTITION_LIMIT,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no functional run.")] = False,
-    l2: Annotated[str | None, typer.Option("--l2", help="What L2 holds at the start: flushed (default: full of "
-                                           "dirty lines, as the papers measured), clean or warm (the input "
-                                           "resident).")] = None,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the input in L2 (the same as --l2 warm).")]
+    l2: Annotated[str | None, choice_option("--l2", choices=choices("scan", "l2"),
+                                            help="What L2 holds at the start: flushed (default: full of "
+                                                 "dirty lines, as the papers measured), clean or warm (the input "
+                                                 "resident).")] = None,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the input in L2 (the same as --l2 warm).")]
     = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON "
@@ -162,8 +169,6 @@ def scan(
         fail(str(exc))
     if not 1 <= limit <= PARTITION_LIMIT:
         fail(f"--partition-limit: must be in [1, 2**31 - 1], got {partition_limit}")
-    if generator not in GENERATORS:
-        fail(f"--generator: must be one of {', '.join(GENERATORS)}, got {generator!r}")
     if input_file is not None and generator != "random":
         fail("--generator: there is no generated input with --input; drop one of them")
     try:  # the scan's parameter model (kernels/streaming.py) checks the rest

@@ -19,6 +19,7 @@ from ascendbench.commands.common import (
     Outputs,
     TraceOption,
     check_files,
+    choice_option,
     command_line,
     count_option,
     default_result_path,
@@ -35,7 +36,7 @@ from ascendbench.commands.common import (
 from ascendbench.commands.run import _fmt_s, app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
 from ascendbench.kernels.base import BufferCapacityError, ParamError
-from ascendbench.kernels.registry import get_spec
+from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.runner import InputError
 
 
@@ -73,22 +74,20 @@ def batched_scan(
     ] = None,
     algorithm: Annotated[
         str,
-        typer.Option(
-            "--algorithm",
-            "-a",
+        choice_option("--algorithm", "-a", choices=choices("batched-scan", "algorithm"),
             help="scanu (ScanU, 2:1 vector/cube), scanul1 "
-            "(ScanUL1, one AI core per row), auto (the faster by the timing model) "
-            "or vector (vector-only baseline).",
+                 "(ScanUL1, one AI core per row), auto (the faster by the timing model) "
+                 "or vector (vector-only baseline).",
         ),
     ] = "auto",
-    s: Annotated[int, count_option("--s", help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
+    s: Annotated[int, choice_option("--s", choices=choices("batched-scan", "s"),
+                                    help="Tile side s (s x s matrices): 16, 32, 64 or 128.")] = 128,
     exclusive: ExclusiveOption = False,
     dtype: Annotated[
         str | None,
-        typer.Option(
-            "--dtype",
+        choice_option("--dtype", choices=choices("batched-scan", "dtype"),
             help="Input dtype: fp16 (fp32 output) or int8 (int32 "
-            "output); default fp16 or the --input array's.",
+                 "output); default fp16 or the --input array's.",
         ),
     ] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the generated input.")] = 0,
@@ -106,7 +105,7 @@ def batched_scan(
         bool, typer.Option("--model-only", help="Timings and counters only, no data.")
     ] = False,
     warm_l2: Annotated[
-        bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
+        bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the input in L2 (default: cold).")
     ] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,

@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    choice_option,
+    count_option,
+)
 from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
@@ -20,21 +27,24 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+from ascendbench.kernels.registry import choices
 
 
 @app.command("compress")
 def compress_command(
     n: NOption = None,
-    variant: Annotated[str, typer.Option("--variant", help="mcscan (int8 MCScan of the mask + gather, the paper's) "
-                                         "or scalar (scalar-only masked_select, the baseline).")] = "mcscan",
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Values dtype of generated data: {', '.join(DTYPE_NAMES)} "
-                                              "(default fp16).")] = None,
+    variant: Annotated[str, choice_option("--variant", choices=choices("compress", "variant"),
+                                          help="mcscan (int8 MCScan of the mask + gather, the paper's) "
+                                               "or scalar (scalar-only masked_select, the baseline).")] = "mcscan",
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("compress", "dtype"),
+                                               help=f"Values dtype of generated data: {', '.join(DTYPE_NAMES)} "
+                                                    "(default fp16).")] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the generated values and mask.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="A .npy of values (mask generated) or a .npz "
                                                     "with arrays 'values' and 'mask' (bool/int8/uint8).")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save the selected values as .npy.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with values[mask != 0].")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

@@ -16,6 +16,7 @@ from ascendbench.commands.common import (
     NoSaveOption,
     Outputs,
     check_target,
+    choice_option,
     command_line,
     count_option,
     default_result_path,
@@ -30,7 +31,8 @@ from ascendbench.commands.common import (
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
 from ascendbench.kernels.base import BufferCapacityError, ParamError
-from ascendbench.kernels.hgemm import MAX_DIM, VARIANTS, GemmShape, HgemmParams, row_rates
+from ascendbench.kernels.hgemm import MAX_DIM, GemmShape, HgemmParams, row_rates
+from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.processes import jobs_error
 from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
 from ascendbench.workloads import WorkloadError, list_workloads
@@ -45,8 +47,9 @@ def hgemm(
     n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
     k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B (the reduction).")] = None,
     batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[str | None, typer.Option("--workload", help="A named workload instead of one shape: "
-                                                    + ", ".join(list_workloads()) + ".")] = None,
+    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()), closed=False,
+                                                  help="A named workload instead of one shape: "
+                                                       + ", ".join(list_workloads()) + ".")] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="alpha of C = alpha A B + beta C.")] = 1.0,
     beta: Annotated[float, typer.Option("--beta", help="beta (0: C is not read).")] = 0.0,
     m0: Annotated[int | None, count_option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
@@ -57,8 +60,9 @@ def hgemm(
     padding: Annotated[bool, typer.Option("--padding/--no-padding", help="Pad A and B to 512-byte aligned rows.")] = True,
     double_buffer: Annotated[bool, typer.Option("--double-buffer/--no-double-buffer", help="Two slots per buffer "
                                                 "where they fit.")] = True,
-    variant: Annotated[str, typer.Option("--variant", help="proposed (the HGEMM paper) or gemm-example "
-                                         "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
+    variant: Annotated[str, choice_option("--variant", choices=choices("hgemm", "variant"),
+                                          help="proposed (the HGEMM paper) or gemm-example "
+                                               "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
     seed: Annotated[int, count_option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
     a_file: Annotated[Path | None, typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
     b_file: Annotated[Path | None, typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
@@ -67,10 +71,10 @@ def hgemm(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
                                          "M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes are "
                                          "timed only).")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with A, B (and C, when all three fit) in L2: "
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with A, B (and C, when all three fit) in L2: "
                                           "the state after back-to-back runs, as the HGEMM paper timed them "
                                           "(default: cold).")] = False,
-    every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core, not one per group "
+    every_core: Annotated[bool, typer.Option(get_spec("hgemm").flag("every_core"), help="Simulate every AI core, not one per group "
                                              "of cores with the same task count: slower, and without the "
                                              "grouping's error (up to 14% on shapes bound by L2).")] = False,
     jobs: Annotated[int | None, count_option("--jobs", help="Worker processes for a workload's shapes "
@@ -93,8 +97,6 @@ def hgemm(
         fail(f"--batch: must be from 1 to 2**40, got {batch}")
     if jobs is not None and (message := jobs_error(jobs)):
         fail(f"--jobs: {message}")
-    if variant not in VARIANTS:
-        fail(f"--variant: must be one of {', '.join(VARIANTS)}, got {variant!r}")
     for name, value in (("alpha", alpha), ("beta", beta)):
         if not math.isfinite(value):
             fail(f"--{name}: must be a finite number, got {value}")

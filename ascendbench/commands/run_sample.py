@@ -9,7 +9,14 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    choice_option,
+    count_option,
+)
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -21,6 +28,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+from ascendbench.kernels.registry import choices
 
 
 @app.command("sample")
@@ -28,10 +36,12 @@ def sample_command(
     samples: Annotated[int, count_option("--samples", help="Indices to draw (with replacement), e.g. 1 or "
                                          "1e6.")] = 1,
     n: NOption = None,
-    variant: Annotated[str, typer.Option("--variant", help="scan (MCScan + SplitInd per sample, the paper's) or "
-                                         "baseline (vector-only cumsum + binary search, torch.multinomial; at "
-                                         "most 2**24 categories).")] = "scan",
-    s: Annotated[int, count_option("--s", help="Tile side of the MCScan: 16, 32, 64 or 128.")] = 128,
+    variant: Annotated[str, choice_option("--variant", choices=choices("sample", "variant"),
+                                          help="scan (MCScan + SplitInd per sample, the paper's) or "
+                                               "baseline (vector-only cumsum + binary search, torch.multinomial; at "
+                                               "most 2**24 categories).")] = "scan",
+    s: Annotated[int, choice_option("--s", choices=choices("sample", "s"),
+                                    help="Tile side of the MCScan: 16, 32, 64 or 128.")] = 128,
     seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "weighted_sample(seed=...)); generated weights use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Weights: a 1-D float16 .npy, or a .npz with "
@@ -41,7 +51,7 @@ def sample_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check every index has positive weight and, "
                                          "where float64 sums are exact, equals one running sum's rule.")] = True,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no data.")] = False,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the weights in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the weights in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

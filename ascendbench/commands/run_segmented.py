@@ -16,6 +16,7 @@ from ascendbench.commands.common import (
     NoSaveOption,
     TraceOption,
     check_files,
+    choice_option,
     command_line,
     count_option,
     fail,
@@ -34,6 +35,7 @@ from ascendbench.commands.run_batched import (
     run_and_finish,
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+from ascendbench.kernels.registry import choices
 
 
 @app.command("segmented-scan")
@@ -58,27 +60,24 @@ def segmented_scan(
     ] = 1024,
     heads: Annotated[
         str,
-        typer.Option(
-            "--heads",
+        choice_option("--heads", choices=choices("segmented-scan", "heads"),
             help="Generated flags: random (each element a head with "
-            "probability 1/segment-length, seeded) or regular (a head every "
-            "segment-length elements).",
+                 "probability 1/segment-length, seeded) or regular (a head every "
+                 "segment-length elements).",
         ),
     ] = "random",
     algorithm: Annotated[
         str,
-        typer.Option(
-            "--algorithm",
-            "-a",
+        choice_option("--algorithm", "-a", choices=choices("segmented-scan", "algorithm"),
             help="mcscan or mcscan-ul1 (on the matrix scans) or vector (vector-only baseline).",
         ),
     ] = "mcscan",
-    s: Annotated[int, count_option("--s", help="Tile side s of the matrix scans: 16, 32, 64 or 128.")] = 128,
+    s: Annotated[int, choice_option("--s", choices=choices("segmented-scan", "s"),
+                                    help="Tile side s of the matrix scans: 16, 32, 64 or 128.")] = 128,
     exclusive: ExclusiveOption = False,
     dtype: Annotated[
         str | None,
-        typer.Option(
-            "--dtype",
+        choice_option("--dtype", choices=choices("segmented-scan", "dtype"),
             help="Values dtype: fp16 (fp32 output) or int8 (int32 output); default fp16 or the input's.",
         ),
     ] = None,
@@ -95,7 +94,7 @@ def segmented_scan(
         ),
     ] = False,
     warm_l2: Annotated[
-        bool, typer.Option("--warm-l2", help="Start with the input in L2 (default: cold).")
+        bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the input in L2 (default: cold).")
     ] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
@@ -120,8 +119,6 @@ def segmented_scan(
         fail(str(exc))
     if seg_len < 1:
         fail(f"--segment-length: must be at least 1, got {segment_length!r}")
-    if heads not in ("random", "regular"):
-        fail(f"--heads: must be random or regular, got {heads!r}")
     check_scan_options("segmented-scan", algorithm, s, dtype, seed)
     if input_file is None and count is None:
         fail("--n: is required without --input")

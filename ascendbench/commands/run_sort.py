@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    choice_option,
+    count_option,
+)
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -19,7 +26,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.registry import choices
+from ascendbench.kernels.registry import choices, get_spec
 
 _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort (and of top-k)
 
@@ -27,19 +34,21 @@ _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort 
 @app.command("sort")
 def sort(
     n: NOption = None,
-    descending: Annotated[bool, typer.Option("--descending/--ascending", help="Stable descending order (ties "
+    descending: Annotated[bool, typer.Option(get_spec("sort").flag("descending"), help="Stable descending order (ties "
                                              "in input order, NaNs first) or ascending (NaNs last).")] = False,
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default fp16, "
-                                              "or the --input array's).")] = None,
-    variant: Annotated[str, typer.Option("--variant", help="mcscan (SplitInd with the int8 MCScan, the paper's) "
-                                         "or vector (vector-only scan, the baseline).")] = "mcscan",
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("sort", "dtype"),
+                                               help=f"Key dtype: {_KEYS} (default fp16, "
+                                                    "or the --input array's).")] = None,
+    variant: Annotated[str, choice_option("--variant", choices=choices("sort", "variant"),
+                                          help="mcscan (SplitInd with the int8 MCScan, the paper's) "
+                                               "or vector (vector-only scan, the baseline).")] = "mcscan",
     seed: Annotated[int, count_option("--seed", help="Seed of the generated keys.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Keys as a 1-D .npy, or a .npz with an array "
                                                     "'values'.")] = None,
     output_file: Annotated[Path | None, typer.Option("--output-file", help="Save 'values' and 'indices' as "
                                                      ".npz.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with NumPy's stable sort.")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the keys in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the keys in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    choice_option,
+    count_option,
+)
 from ascendbench.commands.operator_common import (
     DTYPE_NAMES,
     NOption,
@@ -20,6 +27,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+from ascendbench.kernels.registry import choices
 
 _DTYPES = ", ".join(DTYPE_NAMES)
 
@@ -27,10 +35,12 @@ _DTYPES = ", ".join(DTYPE_NAMES)
 @app.command("split")
 def split(
     n: NOption = None,
-    variant: Annotated[str, typer.Option("--variant", help="splitind (int8 MCScan of the flags, the paper's) or "
-                                         "vector (vector-only scan, the baseline).")] = "splitind",
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Values dtype of generated data: {_DTYPES} "
-                                              "(default fp16).")] = None,
+    variant: Annotated[str, choice_option("--variant", choices=choices("split", "variant"),
+                                          help="splitind (int8 MCScan of the flags, the paper's) or "
+                                               "vector (vector-only scan, the baseline).")] = "splitind",
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("split", "dtype"),
+                                               help=f"Values dtype of generated data: {_DTYPES} "
+                                                    "(default fp16).")] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the generated values and flags.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="A .npy of values (flags generated) or a .npz "
                                                     "with arrays 'values' and 'flags' (bool/int8/uint8, non-zero "
@@ -41,7 +51,7 @@ def split(
                                          "the flags.")] = True,
     indices: Annotated[bool, typer.Option("--indices/--no-indices", help="SplitInd: also the original indices "
                                           "(default), or the values only (split).")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption, count_option
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    TraceOption,
+    choice_option,
+    count_option,
+)
 from ascendbench.commands.operator_common import (
     NOption,
     execute,
@@ -19,7 +26,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-from ascendbench.kernels.registry import choices
+from ascendbench.kernels.registry import choices, get_spec
 
 _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort (and of top-k)
 
@@ -28,12 +35,14 @@ _KEYS = ", ".join(choices("sort", "dtype"))  # the key dtypes of the radix sort 
 def topk_command(
     k: Annotated[int, count_option("--k", help="How many elements: 0 ... n (e.g. 2048 or 2**11).")],
     n: NOption = None,
-    largest: Annotated[bool, typer.Option("--largest/--smallest", help="The k largest (sorted descending, NaNs "
+    largest: Annotated[bool, typer.Option(get_spec("topk").flag("largest"), help="The k largest (sorted descending, NaNs "
                                           "largest) or smallest (ascending).")] = True,
-    dtype: Annotated[str | None, typer.Option("--dtype", help=f"Key dtype: {_KEYS} (default "
-                                              "fp16, or the --input array's).")] = None,
-    variant: Annotated[str, typer.Option("--variant", help="bisection (SplitInd rounds, the paper's) or vector "
-                                         "(vector-only sort-based top-k, the baseline).")] = "bisection",
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("topk", "dtype"),
+                                               help=f"Key dtype: {_KEYS} (default "
+                                                    "fp16, or the --input array's).")] = None,
+    variant: Annotated[str, choice_option("--variant", choices=choices("topk", "variant"),
+                                          help="bisection (SplitInd rounds, the paper's) or vector "
+                                               "(vector-only sort-based top-k, the baseline).")] = "bisection",
     seed: Annotated[int, count_option("--seed", help="Seed of the generated values.")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Values as a 1-D .npy, or a .npz with an "
                                                     "array 'values'.")] = None,
@@ -41,7 +50,7 @@ def topk_command(
                                                      ".npz.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the first k of NumPy's "
                                          "stable sort.")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the values in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the values in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: TraceOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

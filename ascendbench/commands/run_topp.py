@@ -10,7 +10,14 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, count_option, fail
+from ascendbench.commands.common import (
+    HardwareOption,
+    JsonOption,
+    NoSaveOption,
+    choice_option,
+    count_option,
+    fail,
+)
 from ascendbench.commands.operator_common import (
     execute,
     finish,
@@ -21,6 +28,7 @@ from ascendbench.commands.operator_common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
+from ascendbench.kernels.registry import choices, get_spec
 
 
 def load_probs(path: Path) -> tuple[np.ndarray, str]:
@@ -42,17 +50,20 @@ def load_probs(path: Path) -> tuple[np.ndarray, str]:
 def topp_command(
     p: Annotated[float, typer.Option("--p", help="Nucleus threshold in [0, 1] (Llama 3's top_p; the paper "
                                      "measured 0.1).")] = 0.9,
-    vocab: Annotated[int | None, count_option("--vocab", "--n", help="Tokens per row (vocabulary size), e.g. "
+    vocab: Annotated[int | None, count_option(*get_spec("topp").options("vocab"), help="Tokens per row (vocabulary size), e.g. "
                                               "128256 or 2**17. Optional with --input.")] = None,
     batch: Annotated[int | None, count_option("--batch", help="Rows, each sampled independently (default 1, or "
                                               "the --input array's).")] = None,
-    variant: Annotated[str, typer.Option("--variant", help="radix (radix sort + MCScan, the paper's) or baseline "
-                                         "(vector-only sort + vector-only cumsum).")] = "radix",
-    s: Annotated[int, count_option("--s", help="Tile side of the cumsum MCScan: 16, 32, 64 or 128.")] = 128,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Probabilities: fp16 (the paper's kernel) or "
-                                              "fp32 (fp32 sort keys, the cumsum by the vector-only CumSum in "
-                                              "fp32); default the --input array's (fp32 for float32/float64), "
-                                              "else fp16.")] = None,
+    variant: Annotated[str, choice_option("--variant", choices=choices("topp", "variant"),
+                                          help="radix (radix sort + MCScan, the paper's) or baseline "
+                                               "(vector-only sort + vector-only cumsum).")] = "radix",
+    s: Annotated[int, choice_option("--s", choices=choices("topp", "s"),
+                                    help="Tile side of the cumsum MCScan: 16, 32, 64 or 128.")] = 128,
+    dtype: Annotated[str | None, choice_option("--dtype", choices=choices("topp", "dtype"),
+                                               help="Probabilities: fp16 (the paper's kernel) or "
+                                                    "fp32 (fp32 sort keys, the cumsum by the vector-only CumSum in "
+                                                    "fp32); default the --input array's (fp32 for float32/float64), "
+                                                    "else fp16.")] = None,
     seed: Annotated[int, count_option("--seed", help="Seed of the draws (numpy default_rng(seed), as "
                                       "top_p_sample(seed=...)); generated rows use default_rng([seed, 1]).")] = 0,
     input_file: Annotated[Path | None, typer.Option("--input", help="Probabilities: a .npy of shape (vocab,) "
@@ -64,7 +75,7 @@ def topp_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the same rule using the "
                                          "other sort (radix sort vs NumPy's stable argsort).")] = True,
     model_only: Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no data.")] = False,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2", help="Start with the probabilities in L2.")] = False,
+    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with the probabilities in L2.")] = False,
     hardware: HardwareOption = DEFAULT_SCAN_HARDWARE,
     trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace JSON of one row's timeline.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

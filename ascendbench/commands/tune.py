@@ -17,11 +17,13 @@ from rich.table import Table
 
 from ascendbench import __version__
 from ascendbench.commands.common import (
+    ExclusiveOption,
     HardwareOption,
     JsonOption,
     NoSaveOption,
     Outputs,
     check_target,
+    choice_option,
     command_line,
     count_option,
     default_result_path,
@@ -36,8 +38,8 @@ from ascendbench.commands.common import (
 )
 from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.kernels.hgemm import MAX_DIM
-from ascendbench.kernels.registry import get_tunable
-from ascendbench.plotting import DEFAULT_DPI
+from ascendbench.kernels.registry import choices, get_spec, get_tunable
+from ascendbench.plotting import DEFAULT_DPI, FORMATS
 from ascendbench.processes import jobs_error
 from ascendbench.redact import redact
 from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
@@ -71,7 +73,8 @@ TrialsOption = Annotated[int, count_option("--trials", help="Distinct feasible c
                                            "resumed study runs only the missing ones).")]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Stop each problem's search after this "
                                                      "many seconds.")]
-SamplerOption = Annotated[str, typer.Option("--sampler", help="Optuna sampler: " + ", ".join(SAMPLERS) + ".")]
+SamplerOption = Annotated[str, choice_option("--sampler", choices=SAMPLERS,
+                                             help="Optuna sampler: " + ", ".join(SAMPLERS) + ".")]
 SeedOption = Annotated[int, count_option("--seed", help="Sampler seed (same seed, sampler and space with one job: "
                                          "the same trials).")]
 SeedsOption = Annotated[int, count_option("--seeds", help="Independent searches per problem, seeds SEED to "
@@ -128,8 +131,9 @@ def hgemm(
     n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
     k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B.")] = None,
     batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[str | None, typer.Option("--workload", help="A named workload: "
-                                                 + ", ".join(list_workloads()) + ".")] = None,
+    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()), closed=False,
+                                                  help="A named workload: " + ", ".join(list_workloads()) + ".")
+                        ] = None,
     problems: ProblemsOption = None,
     trials: TrialsOption = 200,
     timeout: TimeoutOption = None,
@@ -143,7 +147,7 @@ def hgemm(
     replay: ReplayOption = True,
     space: SpaceOption = None,
     hardware: HardwareOption = "atlas-300t-a2",
-    every_core: Annotated[bool, typer.Option("--every-core", help="Simulate every AI core in each trial (as "
+    every_core: Annotated[bool, typer.Option(get_spec("hgemm").flag("every_core"), help="Simulate every AI core in each trial (as "
                                              "`run hgemm --every-core`): exact sharing of L2 and HBM, several "
                                              "times slower per trial.")] = False,
     out: OutOption = None,
@@ -181,8 +185,8 @@ def hgemm(
 @app.command("scan")
 def scan(
     n: Annotated[int | None, count_option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
-    exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
+    dtype: Annotated[str, choice_option("--dtype", choices=choices("scan", "dtype"), help="Input dtype.")] = "fp16",
+    exclusive: ExclusiveOption = False,
     problems: ProblemsOption = None,
     trials: TrialsOption = 200,
     timeout: TimeoutOption = None,
@@ -202,8 +206,6 @@ def scan(
 ) -> None:
     """Tune the multi-core scans (algorithm, s, blocks, L2 chunk) for n elements (default: a problem set, 1e8)
     and compare with the scan paper's choices (s = 128, all AI cores, L2 splitting of §6.1.1)."""
-    if dtype not in ("fp16", "int8"):
-        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if n is not None and problems is not None:
         fail("--n: give --n or --problems, not both")
     if n is None and (dtype != "fp16" or exclusive):
@@ -226,8 +228,9 @@ def scan(
 def batched_scan(
     batch: Annotated[int | None, count_option("--batch", help="Rows (with --length: one problem).")] = None,
     length: Annotated[int | None, count_option("--length", help="Elements per row.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="fp16 or int8 input.")] = "fp16",
-    exclusive: Annotated[bool, typer.Option("--exclusive", help="Exclusive instead of inclusive scan.")] = False,
+    dtype: Annotated[str, choice_option("--dtype", choices=choices("batched-scan", "dtype"), help="Input dtype.")
+                     ] = "fp16",
+    exclusive: ExclusiveOption = False,
     problems: ProblemsOption = None,
     trials: TrialsOption = 200,
     timeout: TimeoutOption = None,
@@ -247,8 +250,6 @@ def batched_scan(
 ) -> None:
     """Tune batched scans (ScanU or ScanUL1, s) for batch x length rows (default: the space's problem set)
     and compare with the scan paper's crossover rule (ScanU for more than 18 rows shorter than 4096)."""
-    if dtype not in ("fp16", "int8"):
-        fail(f"--dtype: must be fp16 or int8, got {dtype!r}")
     if (batch is None) != (length is None):
         fail("--batch: give --batch and --length together (or --problems)")
     for name, value in (("batch", batch), ("length", length)):
@@ -278,8 +279,8 @@ def plot(
     result: Annotated[Path, typer.Argument(help="A tuning result JSON (results/tuning/<kernel>/...).")],
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Folder of the figures (default: "
                                                  "results/tuning/plots/<result name>).")] = None,
-    formats: Annotated[list[str] | None, typer.Option("--format", help="png, svg or pdf; repeat for several "
-                                                      "(default: png and svg).")] = None,
+    formats: Annotated[list[str] | None, choice_option("--format", choices=FORMATS, help="png, svg or pdf; repeat "
+                                                       "for several (default: png and svg).")] = None,
     dpi: Annotated[int, count_option("--dpi", help="Resolution of PNG figures, dots per inch (50 to 600).")
                    ] = DEFAULT_DPI,
     storage: StorageOption = None,

@@ -16,6 +16,7 @@ from ascendbench.commands.common import (
     Outputs,
     check_target,
     command_line,
+    complete_from,
     count_option,
     default_result_path,
     dump_json,
@@ -68,8 +69,17 @@ def _print(result, saved_to: Path | None, md: bool = False) -> None:
         report.note(f"result written to {escape(str(saved_to))}")
 
 
+def _claim_ids() -> list[str]:
+    """The claim IDs --only takes (for shell completion), in the order of claims.toml."""
+    from ascendbench.reference.claims import load_claims
+
+    return list(dict.fromkeys(c.claim for c in load_claims()))
+
+
 def validate(
-    only: Annotated[list[str] | None, typer.Option("--only", metavar="<ids>", help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim "
+    only: Annotated[list[str] | None, typer.Option("--only", metavar="<ids>",
+                                                   autocompletion=complete_from(_claim_ids, separator=","),
+                                                   help="Comma-separated claim IDs, e.g. S-4,G-1 (a claim "
                                                    "ID selects all its rows: G-9a = 'G-9a M=8' and 'G-9a M=512'; "
                                                    "any case; may be repeated).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="The reduced smoke-test set (exact claims, fitted "

@@ -139,7 +139,8 @@ class KernelSpec:
     streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
     size_field: ClassVar[str] = "n"  # the parameter that is the problem size
     command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
-    false_flags: ClassVar[dict[str, str]] = {}  # bool field -> its `run` option for False, when not --no-<field>
+    false_flags: ClassVar[dict[str, str]] = {}  # bool field -> its option for False, when not --no-<field>
+    aliases: ClassVar[dict[str, tuple[str, ...]]] = {}  # field -> further options of it (topp: vocab -> --n)
     tunable_class: ClassVar[type | None] = None  # the tuner's view when not derived from the contract (tunable.py)
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
     default_hardware: ClassVar[str] = DEFAULT_SCAN_HARDWARE  # the scan paper's chip (the CLI's default too)
@@ -156,6 +157,19 @@ class KernelSpec:
     def replace(self, params: KernelParams, **changes: Any) -> KernelParams:
         """A copy of params with fields changed, validated again."""
         return self.params(params.model_dump() | changes)
+
+    def flag(self, field: str) -> str:
+        """The option of a bool field, spelled alike in `run` and `tune`: "--<field>/<False option>" (the False
+        option from false_flags, else --no-<field>), e.g. "--descending/--ascending"."""
+        option = field.replace("_", "-")
+        return f"--{option}/{self.false_flags.get(field, '--no-' + option)}"
+
+    def options(self, field: str) -> tuple[str, ...]:
+        """The option declarations of a field in `run` and `tune`: ("--<field>", *aliases), or (flag(field),) for a
+        bool field."""
+        if self.Params.model_fields[field].annotation is bool:
+            return (self.flag(field),)
+        return ("--" + field.replace("_", "-"), *self.aliases.get(field, ()))
 
     def size(self, params: KernelParams) -> int:
         """Elements of the problem (what the report calls n)."""

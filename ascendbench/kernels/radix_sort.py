@@ -280,7 +280,7 @@ class RadixSortKernel(KeysKernel):
     """Sort keys with their indices like torch.sort(stable=True): one SplitInd per key bit."""
 
     name = "sort"
-    false_flags = {"descending": "--ascending"}  # run_sort.py
+    false_flags = {"descending": "--ascending"}  # in `run sort` and `tune sort` (KernelSpec.flag)
     title = "LSB radix sort (one SplitInd per key bit)"
     source = "scan paper §5.3, §6.3, B.5"
     Params = SortParams

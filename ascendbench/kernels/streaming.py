@@ -67,6 +67,7 @@ class ScanKernelEntry(KernelSpec):
     space = "scan"
     streaming = True
     tunable_class = ScanTunable
+    false_flags = {"exclusive": "--inclusive"}
 
     @staticmethod
     def algorithm(params) -> str:
@@ -116,6 +117,7 @@ class BatchedScanKernel(KernelSpec):
     space = "batched-scan"
     streaming = True
     tunable_class = BatchedScanTunable
+    false_flags = {"exclusive": "--inclusive"}
     size_field = "length"
 
     def _params(self, params):
@@ -164,6 +166,7 @@ class SegmentedScanKernel(KernelSpec):
     source = "scan paper appendix B.2"
     family = "row-scan"
     Params = SegmentedRunParams
+    false_flags = {"exclusive": "--inclusive"}
     inputs = (InputSpec("values", ("fp16", "int8"), "(n,)", "as run scan's"),
               InputSpec("flags", ("bool", "int8", "uint8"), "(n,)", "heads with probability 1/segment_length"))
     streaming = True

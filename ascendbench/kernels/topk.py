@@ -271,7 +271,7 @@ class TopkKernel(KeysKernel):
     of the k picked."""
 
     name = "topk"
-    false_flags = {"largest": "--smallest"}  # run_topk.py
+    false_flags = {"largest": "--smallest"}  # in `run topk` and `tune topk` (KernelSpec.flag)
     title = "Top-k by SplitInd bisection"
     source = "scan paper §5.4"
     Params = TopkParams

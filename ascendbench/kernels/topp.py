@@ -381,6 +381,7 @@ class TopPKernel(contract.KernelSpec):
     title = "Top-p (nucleus) sampling"
     source = "scan paper §5.5, Fig. 6.8"
     Params = TopPParams
+    aliases = {"vocab": ("--n",)}  # --n as in the other kernels
     inputs = (contract.InputSpec("probs", ("fp16", "fp32"), "(batch, vocab) or (vocab,)",
                                  "softmax of 3 * N(0, 1) logits, in float16 (float32 with dtype fp32); seed "
                                  "[seed, 1]"),)

@@ -179,7 +179,7 @@ def test_a_full_disk_leaves_no_half_written_file(runs, cli, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--rows", "studies"], "--rows: must be runs, shapes or trials, got 'studies'"),
+    (["--rows", "studies"], "--rows: must be one of runs, shapes, trials, got 'studies'"),
     (["--out", "x.txt"], "--out: must end in .csv, got 'x.txt'"),
     (["--out", "nowhere/x.csv"], "--out: folder 'nowhere' does not exist"),
     (["--storage", "s.journal"], "--storage: only --rows trials reads studies; drop it"),

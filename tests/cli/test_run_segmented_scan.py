@@ -124,7 +124,7 @@ ERROR_CASES = [
     (["--n", "lots"], "--n: expected a non-negative integer"),
     (["--n", "100", "--segment-length", "0"], "--segment-length: must be at least 1"),
     (["--n", "100", "--segment-length", "x"], "--segment-length: expected a non-negative integer"),
-    (["--n", "100", "--heads", "some"], "--heads: must be random or regular"),
+    (["--n", "100", "--heads", "some"], "--heads: must be one of random, regular, got 'some'"),
     (["--n", "100", "--algorithm", "bogo"], "--algorithm: must be one of mcscan, mcscan-ul1, vector"),
     (["--n", "100", "--s", "48"], "--s: must be one of 16, 32, 64, 128"),
     (["--n", "100", "--dtype", "bf16"], "--dtype: must be one of fp16, int8, got 'bf16'"),

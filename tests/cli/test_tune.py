@@ -112,7 +112,7 @@ def test_exhaustive_flag(tmp_path, cli):
     (["hgemm", *SHAPE, "--storage", "blocker/s.journal"], "--storage: blocker is not a folder"),
     (["hgemm", *SHAPE, "--storage", "postgresql://u:pw@127.0.0.1:1/db"], "--storage: "),
     (["scan", "--n", "-5"], "--n: "),
-    (["scan", "--n", "1e6", "--dtype", "fp64"], "--dtype: must be fp16 or int8"),
+    (["scan", "--n", "1e6", "--dtype", "fp64"], "--dtype: must be one of fp16, int8, got 'fp64'"),
     (["scan", "--n", "1e6", "--problems", "sizes"], "--n: give --n or --problems, not both"),
     (["scan", "--space", str(__file__)], "--space: "),
 ])
