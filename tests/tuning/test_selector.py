@@ -103,4 +103,4 @@ def test_the_shipped_selector_is_printed_with_its_trace():
         assert text.exit_code == 0 and f"M0xN0xK0 = {tile[0]}x{tile[1]}x{tile[2]} (source: {source})" in text.output
     assert source == "paper"  # N = 65536 is past the training range
     bad = runner.invoke(app, ["hgemm", "select", "--m", "3", "--n", "7", "--k", "9", "--selector", "mine"])
-    assert bad.exit_code == 2 and "--selector: must be paper or learned" in bad.output
+    assert bad.exit_code == 2 and "--selector: must be one of paper, learned, got 'mine'" in bad.output
