@@ -92,7 +92,7 @@ ReplayOption = Annotated[bool, typer.Option("--replay/--no-replay", help="Answer
                                             "sampler) from the evaluation store beside the storage "
                                             "(evaluations.sqlite) instead of simulating them again.")]
 SpaceOption = Annotated[Path | None, typer.Option("--space", help="Search space TOML (default: "
-                                                  "ascendbench/tuning/spaces/<kernel>.toml).")]
+                                                  "tuning_spaces/<kernel>.toml).")]
 ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named problem set of the space file "
                                                     "(default: its 'default' set when no problem is given).")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
