@@ -31,6 +31,8 @@ __all__ = [
     "default_result_path",
     "err_console",
     "fail",
+    "format_bytes",
+    "format_time",
     "out_console",
     "parse_count",
     "whole_keys",
@@ -248,7 +250,7 @@ def clear_leftovers(folder: Path) -> list[tuple[Path, int]]:
         many = len(removed) > 1
         err_console.print(f"note: removed {len(removed)} file{'s' if many else ''} left in {str(folder)!r} by "
                           f"{'runs that were' if many else 'a run that was'} killed "
-                          f"({human_bytes(sum(size for _, size in removed))}): {names}",
+                          f"({format_bytes(sum(size for _, size in removed))}): {names}",
                           highlight=False, soft_wrap=True, markup=False)
     return removed
 
@@ -427,12 +429,28 @@ def progress_bar(json_out: bool):
     return progress, report
 
 
-def human_bytes(count: float) -> str:
-    """Bytes in decimal units (kB, MB, GB, TB), as the bandwidths are given (1 GB = 1e9 bytes)."""
+def format_bytes(count: float) -> str:
+    """A byte count for people: a whole number of MiB, GiB or TiB in that binary unit, as memory sizes are
+    given (96 MiB); any other count in decimal units to one decimal, none when it is 0 (kB, MB, GB, TB: 1 GB =
+    1e9 bytes, as the bandwidths are given), e.g. 67.1 MB, 192 MB; below 1 kB in bytes."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if count >= scale and count % scale == 0:
+            return f"{int(count) // scale:,} {unit}"
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if count >= scale:
-            return f"{count / scale:,.1f} {unit}"
+            return f"{count / scale:,.1f}".removesuffix(".0") + f" {unit}"
     return f"{count:,.0f} B"
+
+
+def format_time(seconds: float | None) -> str:
+    """A duration (seconds; None: "-") for people, in the largest unit it reaches: µs with two decimals, ms and
+    s with three, then min, h and days with one (7.28 µs, 1.634 ms, 2.500 s, 4.2 min, 1.5 days)."""
+    if seconds is None:
+        return "-"
+    for unit, scale, digits in (("days", 86400, 1), ("h", 3600, 1), ("min", 60, 1), ("s", 1, 3), ("ms", 1e-3, 3)):
+        if seconds >= scale:
+            return f"{seconds / scale:,.{digits}f} {unit}"
+    return f"{seconds * 1e6:,.2f} µs"
 
 
 SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort
