@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
-import math
 import os
 import re
 import secrets
@@ -164,17 +162,6 @@ def argparse_count(name: str):
     return parse
 
 
-def _finite(value):
-    """JSON has no inf or NaN: non-finite floats become null (the verdict fields say what failed)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 def default_result_path(kind: str, kernel: str) -> Path:
     """results/<kind>/<kernel>/<UTC timestamp>-<short id>.json under the current folder."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -182,12 +169,16 @@ def default_result_path(kind: str, kernel: str) -> Path:
 
 
 def dump_json(doc) -> str:
-    """`doc` as the JSON text every result file and --json output is written as: non-finite numbers as null,
-    and a URL's password in any string as *** (ascendbench.redact.redact_tree; the command and storage
-    fields are masked already, this guards every other field)."""
+    """`doc` (plain data, as model_dump(mode="json") gives it) as the JSON text every result file and --json
+    output is written as, in UTF-8: JSON has no inf or NaN, so non-finite numbers are null as pydantic's
+    `ser_json_inf_nan="null"` writes them (the verdict fields say what failed), and a URL's password in any
+    string is *** (ascendbench.redact.redact_tree; the command and storage fields are masked already, this
+    guards every other field)."""
+    from pydantic_core import to_json
+
     from ascendbench.redact import redact_tree
 
-    return json.dumps(redact_tree(_finite(doc)), indent=2, sort_keys=False, allow_nan=False)
+    return to_json(redact_tree(doc), indent=2, inf_nan_mode="null").decode()
 
 
 def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, str]) -> None:

@@ -98,3 +98,18 @@ def test_format_bytes_keeps_whole_binary_sizes_and_gives_others_in_decimal_units
 
     assert [format_bytes(b) for b in (0, 999, 2000, 4 * 2**24 + 128, 96 * 2**20, 2**30, 192e6, 3 * 2**40)] \
         == ["0 B", "999 B", "2 kB", "67.1 MB", "96 MiB", "1 GiB", "192 MB", "3 TiB"]
+
+
+def test_dump_json_writes_non_finite_numbers_as_null_also_from_a_models_float_fields():
+    import json
+
+    from ascendbench.commands.common import dump_json
+    from ascendbench.store.schema import Verification
+
+    # model_dump(mode="json") keeps a float field's NaN (pydantic issue 11976): the writer turns it into null
+    check = Verification(performed=True, passed=False, max_abs_error=float("nan"), max_rel_error=float("inf"))
+    text = dump_json({"verification": check.model_dump(mode="json"), "rows": [float("-inf"), 1.5, "µs"]})
+    assert json.loads(text) == {"verification": {"performed": True, "passed": False, "max_abs_error": None,
+                                                 "max_rel_error": None, "tolerance": None},
+                                "rows": [None, 1.5, "µs"]}
+    assert "NaN" not in text and "Infinity" not in text
