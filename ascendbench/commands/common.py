@@ -338,10 +338,11 @@ def refuse_input_with_model_only(input_file: Path | None, model_only: bool) -> N
         fail(f"--input: {NO_DATA_WITH_MODEL_ONLY}")
 
 
-def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:
-    """Checks of a scan command's files (run scan and the row scans) before any work: the input exists and does
-    not come with --model-only, the output paths are writable, distinct from the input and have the right
-    suffix."""
+def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool,
+                output_suffix: str = ".npy") -> None:
+    """Checks of a run command's files before any work: the input exists and does not come with --model-only,
+    the output paths are writable, distinct from the input and have the right suffix (the --output-file's is
+    `output_suffix`)."""
     if output_file is not None and model_only:
         fail("--output-file: there is no output with --model-only; drop one of them")
     refuse_input_with_model_only(input_file, model_only)
@@ -350,7 +351,7 @@ def check_files(input_file, output_file, trace, out, no_save: bool, model_only: 
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
     taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", ".npy", taken)
+    check_target(output_file, "output-file", output_suffix, taken)
     check_target(trace, "trace", ".json", taken)
     check_target(out, "out", ".json", taken)
 

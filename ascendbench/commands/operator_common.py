@@ -19,7 +19,7 @@ from rich.table import Table
 
 from ascendbench.commands.common import (
     Outputs,
-    check_target,
+    check_files,
     command_line,
     count_option,
     default_result_path,
@@ -30,7 +30,6 @@ from ascendbench.commands.common import (
     given,
     out_console,
     print_utilisation,
-    refuse_input_with_model_only,
 )
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
@@ -115,15 +114,7 @@ def prepare(*, input_file: Path | None, output_file: Path | None, output_suffix:
     before the file is read); returns the hardware profile."""
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
-    refuse_input_with_model_only(input_file, model_only)
-    if input_file is not None and not input_file.exists():
-        fail(f"--input: file not found: {input_file}")
-    if out is not None and no_save:
-        fail("--out: cannot be combined with --no-save")
-    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", output_suffix, taken)
-    check_target(trace, "trace", ".json", taken)
-    check_target(out, "out", ".json", taken)
+    check_files(input_file, output_file, trace, out, no_save, model_only, output_suffix)
     try:
         return load_profile(hardware)
     except HardwareError as exc:
