@@ -147,12 +147,14 @@ app = typer.Typer(
          "results checked against NumPy).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # every command's context inherits this from the top-level one, so -h works on each subcommand too
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(__version__)
+        typer.echo(f"ascendbench {__version__}")
         raise typer.Exit()
 
 

@@ -6,7 +6,7 @@ Usage: python benchmarks/learn_selector.py [--train 160] [--test 40] [--seed 0] 
 Training shapes cover what LLM serving meets as well as the HGEMM paper's random workload: M log-uniform in
 [1, 16384] (decode steps to long prefills), N and K log-uniform in [256, 32768]. Held out: --test random shapes
 drawn with another seed, and LLM_SHAPES, the projections of Llama 2 7B and 70B at M = 1, 16, 128 and 2048. Every
-shape is solved over the tile grid of the tuning space (M0 and N0 of ascendbench/tuning/spaces/hgemm.toml, K0
+shape is solved over the tile grid of the tuning space (M0 and N0 of tuning_spaces/hgemm.toml, K0
 from 8 to 1024: 512 tiles, the other options as the paper's kernel runs them). The selector
 (ascendbench/tuning/selector.py) is fitted on the training shapes; for the held-out shapes the script prints,
 per set, the geometric-mean speed-up of the learned selector over the paper's selector (§4.2.3), the same for

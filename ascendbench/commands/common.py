@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
-import math
 import os
 import re
 import secrets
@@ -35,6 +33,8 @@ __all__ = [
     "default_result_path",
     "err_console",
     "fail",
+    "format_bytes",
+    "format_time",
     "out_console",
     "parse_count",
     "whole_keys",
@@ -216,17 +216,6 @@ def argparse_count(name: str):
     return parse
 
 
-def _finite(value):
-    """JSON has no inf or NaN: non-finite floats become null (the verdict fields say what failed)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 def default_result_path(kind: str, kernel: str) -> Path:
     """results/<kind>/<kernel>/<UTC timestamp>-<short id>.json under the current folder."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -234,12 +223,16 @@ def default_result_path(kind: str, kernel: str) -> Path:
 
 
 def dump_json(doc) -> str:
-    """`doc` as the JSON text every result file and --json output is written as: non-finite numbers as null,
-    and a URL's password in any string as *** (ascendbench.redact.redact_tree; the command and storage
-    fields are masked already, this guards every other field)."""
+    """`doc` (plain data, as model_dump(mode="json") gives it) as the JSON text every result file and --json
+    output is written as, in UTF-8: JSON has no inf or NaN, so non-finite numbers are null as pydantic's
+    `ser_json_inf_nan="null"` writes them (the verdict fields say what failed), and a URL's password in any
+    string is *** (ascendbench.redact.redact_tree; the command and storage fields are masked already, this
+    guards every other field)."""
+    from pydantic_core import to_json
+
     from ascendbench.redact import redact_tree
 
-    return json.dumps(redact_tree(_finite(doc)), indent=2, sort_keys=False, allow_nan=False)
+    return to_json(redact_tree(doc), indent=2, inf_nan_mode="null").decode()
 
 
 def check_target(path: Path | None, option: str, suffix: str, taken: dict[Path, str]) -> None:
@@ -302,7 +295,7 @@ def clear_leftovers(folder: Path) -> list[tuple[Path, int]]:
         many = len(removed) > 1
         err_console.print(f"note: removed {len(removed)} file{'s' if many else ''} left in {str(folder)!r} by "
                           f"{'runs that were' if many else 'a run that was'} killed "
-                          f"({human_bytes(sum(size for _, size in removed))}): {names}",
+                          f"({format_bytes(sum(size for _, size in removed))}): {names}",
                           highlight=False, soft_wrap=True, markup=False)
     return removed
 
@@ -399,10 +392,11 @@ def refuse_input_with_model_only(input_file: Path | None, model_only: bool) -> N
         fail(f"--input: {NO_DATA_WITH_MODEL_ONLY}")
 
 
-def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool) -> None:
-    """Checks of a scan command's files (run scan and the row scans) before any work: the input exists and does
-    not come with --model-only, the output paths are writable, distinct from the input and have the right
-    suffix."""
+def check_files(input_file, output_file, trace, out, no_save: bool, model_only: bool,
+                output_suffix: str = ".npy") -> None:
+    """Checks of a run command's files before any work: the input exists and does not come with --model-only,
+    the output paths are writable, distinct from the input and have the right suffix (the --output-file's is
+    `output_suffix`)."""
     if output_file is not None and model_only:
         fail("--output-file: there is no output with --model-only; drop one of them")
     refuse_input_with_model_only(input_file, model_only)
@@ -411,7 +405,7 @@ def check_files(input_file, output_file, trace, out, no_save: bool, model_only: 
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
     taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", ".npy", taken)
+    check_target(output_file, "output-file", output_suffix, taken)
     check_target(trace, "trace", ".json", taken)
     check_target(out, "out", ".json", taken)
 
@@ -481,12 +475,28 @@ def progress_bar(json_out: bool):
     return progress, report
 
 
-def human_bytes(count: float) -> str:
-    """Bytes in decimal units (kB, MB, GB, TB), as the bandwidths are given (1 GB = 1e9 bytes)."""
+def format_bytes(count: float) -> str:
+    """A byte count for people: a whole number of MiB, GiB or TiB in that binary unit, as memory sizes are
+    given (96 MiB); any other count in decimal units to one decimal, none when it is 0 (kB, MB, GB, TB: 1 GB =
+    1e9 bytes, as the bandwidths are given), e.g. 67.1 MB, 192 MB; below 1 kB in bytes."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if count >= scale and count % scale == 0:
+            return f"{int(count) // scale:,} {unit}"
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if count >= scale:
-            return f"{count / scale:,.1f} {unit}"
+            return f"{count / scale:,.1f}".removesuffix(".0") + f" {unit}"
     return f"{count:,.0f} B"
+
+
+def format_time(seconds: float | None) -> str:
+    """A duration (seconds; None: "-") for people, in the largest unit it reaches: µs with two decimals, ms and
+    s with three, then min, h and days with one (7.28 µs, 1.634 ms, 2.500 s, 4.2 min, 1.5 days)."""
+    if seconds is None:
+        return "-"
+    for unit, scale, digits in (("days", 86400, 1), ("h", 3600, 1), ("min", 60, 1), ("s", 1, 3), ("ms", 1e-3, 3)):
+        if seconds >= scale:
+            return f"{seconds / scale:,.{digits}f} {unit}"
+    return f"{seconds * 1e6:,.2f} µs"
 
 
 SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort

@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ascendbench.commands.common import JsonOption, complete_from, dump_json, fail, out_console, whole_keys
+from ascendbench.commands.common import (
+    JsonOption, complete_from, dump_json, fail, format_bytes, out_console, whole_keys,
+)
 from ascendbench.hardware import HardwareError, list_profiles, load_profile
 
 # the kind of a source ("estimate, checked 1-5 us: ..."), also behind an inherited prefix
@@ -37,15 +39,10 @@ def list_(json_out: JsonOption = False) -> None:
     out_console.print(whole_keys(table, "name"))
 
 
-def _bytes_text(n: int) -> str:
-    """A size as its source gives it: MiB when a whole number of them (96 MiB), else MB (192 MB)."""
-    return f"{n // 2**20} MiB" if n % 2**20 == 0 else f"{n / 1e6:g} MB"
-
-
 def _l2_text(p) -> str:
     """The L2 the cache holds and, where it differs, the size the platform file reports to tiling code."""
-    cache = _bytes_text(p.l2_cache_bytes)
-    return cache if p.l2_bytes == p.l2_cache_bytes else f"{cache} (reports {_bytes_text(p.l2_bytes)})"
+    cache = format_bytes(p.l2_cache_bytes)
+    return cache if p.l2_bytes == p.l2_cache_bytes else f"{cache} (reports {format_bytes(p.l2_bytes)})"
 
 
 @app.command("show")

@@ -19,17 +19,17 @@ from rich.table import Table
 
 from ascendbench.commands.common import (
     Outputs,
-    check_target,
+    check_files,
     command_line,
     count_option,
     default_result_path,
     dump_json,
     fail,
+    format_bytes,
+    format_time,
     given,
-    human_bytes,
     out_console,
     print_utilisation,
-    refuse_input_with_model_only,
 )
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
@@ -114,15 +114,7 @@ def prepare(*, input_file: Path | None, output_file: Path | None, output_suffix:
     before the file is read); returns the hardware profile."""
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
-    refuse_input_with_model_only(input_file, model_only)
-    if input_file is not None and not input_file.exists():
-        fail(f"--input: file not found: {input_file}")
-    if out is not None and no_save:
-        fail("--out: cannot be combined with --no-save")
-    taken = {input_file.resolve(): "the --input file"} if input_file is not None else {}
-    check_target(output_file, "output-file", output_suffix, taken)
-    check_target(trace, "trace", ".json", taken)
-    check_target(out, "out", ".json", taken)
+    check_files(input_file, output_file, trace, out, no_save, model_only, output_suffix)
     try:
         return load_profile(hardware)
     except HardwareError as exc:
@@ -178,14 +170,6 @@ def finish(run: KernelRun, wall0: float, *, output_file: Path | None, trace: Pat
         raise typer.Exit(1)
 
 
-def _fmt_s(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.2f} µs"
-
-
 def _print(run: KernelRun, saved_to, output_file, trace) -> None:
     c = out_console
     r = run.result
@@ -197,22 +181,22 @@ def _print(run: KernelRun, saved_to, output_file, trace) -> None:
     t = Table(show_header=False, box=None, padding=(0, 2))
     if params:
         t.add_row("parameters", params)
-    t.add_row("simulated time", _fmt_s(s.time_s))
+    t.add_row("simulated time", format_time(s.time_s))
     if s.bandwidth_gbps is not None:
-        t.add_row("bandwidth", f"{s.bandwidth_gbps:.1f} GB/s  ({human_bytes(s.bandwidth_bytes)} read and written "
+        t.add_row("bandwidth", f"{s.bandwidth_gbps:.1f} GB/s  ({format_bytes(s.bandwidth_bytes)} read and written "
                   "once / time; 1 GB = 1e9 B)")
     b = s.baseline
     if b is not None:
         speed = f"{b['speedup']:.2f}x" if b["speedup"] is not None else "-"
-        t.add_row("other variant", f"{b['variant']}: {_fmt_s(b['time_s'])}  (speed-up of {s.variant} over it: "
+        t.add_row("other variant", f"{b['variant']}: {format_time(b['time_s'])}  (speed-up of {s.variant} over it: "
                   f"{speed})")
     for name, secs in s.phases_s.items():
-        t.add_row(f"  {name}", _fmt_s(secs))
+        t.add_row(f"  {name}", format_time(secs))
     k = s.counters
     if k.get("scans") or k.get("matmuls"):  # a vector-only variant runs none: no row
         t.add_row("scans", f"{int(k.get('scans', 0))}  ({int(k.get('matmuls', 0)):,} matmuls)")
-    t.add_row("GM traffic", f"read {human_bytes(k.get('bytes_gm_read', 0))} (HBM {human_bytes(k.get('bytes_hbm_read', 0))}), "
-              f"write {human_bytes(k.get('bytes_gm_write', 0))}")
+    t.add_row("GM traffic", f"read {format_bytes(k.get('bytes_gm_read', 0))} (HBM {format_bytes(k.get('bytes_hbm_read', 0))}), "
+              f"write {format_bytes(k.get('bytes_gm_write', 0))}")
     t.add_row("syncs", f"{int(k.get('sync_all', 0))} SyncAll")
     for name, value in r.outputs.items():
         t.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))

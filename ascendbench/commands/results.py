@@ -22,6 +22,7 @@ from ascendbench.commands.common import (
     dump_json,
     err_console,
     fail,
+    format_time,
     out_console,
     whole_keys,
 )
@@ -408,7 +409,7 @@ def show(
         table.add_column(col, justify="right" if col == "simulated time" else "left")
     for e in entries:
         table.add_row(escape(e.key), escape(e.ran), escape(_pairs(e.params)), escape(_pairs(e.conditions)),
-                      _us(e.time_s))
+                      format_time(e.time_s))
     c.print(whole_keys(table, "problem"))
     metrics = doc.get("metrics") if isinstance(doc.get("metrics"), dict) else {}
     if metrics:
@@ -618,8 +619,8 @@ def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, thre
             d = r["differences"]
             differs = [f"{p['name']} {_value(p['a'])} → {_value(p['b'])}" for p in d["params"]]
             differs += [f"[yellow]{escape(text)}[/]" for text in _unlike(d)]
-            table.add_row(escape(r["problem"]), escape(r["a"]), escape(r["b"]), _us(r["time_a_s"]),
-                          _us(r["time_b_s"]), f"{r['ratio']:.4f}" if r["ratio"] is not None else "-",
+            table.add_row(escape(r["problem"]), escape(r["a"]), escape(r["b"]), format_time(r["time_a_s"]),
+                          format_time(r["time_b_s"]), f"{r['ratio']:.4f}" if r["ratio"] is not None else "-",
                           f"[{colour[r['verdict']]}]{r['verdict']}[/]",
                           "\n".join(d if d.startswith("[yellow]") else escape(d) for d in differs) or "-")
         report.table(table, "problem")
@@ -633,10 +634,6 @@ def _print_comparison(rows, unlike, only_a, only_b, left_out_a, left_out_b, thre
         if left["superseded"]:
             report.note(f"{left['superseded']} older result(s) of the same experiments in {side} left out (the "
                         "newest is compared)")
-
-
-def _us(seconds: float | None) -> str:
-    return f"{seconds * 1e6:,.2f} µs" if seconds is not None else "-"
 
 
 @app.command("export")

@@ -26,8 +26,9 @@ from ascendbench.commands.common import (
     dump_json,
     err_console,
     fail,
+    format_bytes,
+    format_time,
     given,
-    human_bytes,
     out_console,
     parse_count,
     print_utilisation,
@@ -60,16 +61,6 @@ def _header_dtype(input_file: Path | None) -> str | None:
     return {"float16": "fp16", "int8": "int8"}.get(str(getattr(header, "dtype", "")))
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f} days"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds:.0f} s"
-
-
 def _announce_functional_time(count, option, algorithm, s, blocks, chunk, exclusive, dtype, out_dtype, hardware):
     """Estimate the streaming functional run's host time from a timed sample; refuse beyond REFUSE_ABOVE_S,
     say how long and how to skip it beyond NOTE_ABOVE_S."""
@@ -83,11 +74,11 @@ def _announce_functional_time(count, option, algorithm, s, blocks, chunk, exclus
     except (ParamError, HardwareError, BufferCapacityError):
         return  # the run itself reports bad arguments
     if seconds > REFUSE_ABOVE_S:
-        fail(f"--{option}: the functional run of {count} elements would take about {_duration(seconds)} on this host; "
+        fail(f"--{option}: the functional run of {count} elements would take about {format_time(seconds)} on this host; "
              "use --model-only for timings at this size")
     if seconds > NOTE_ABOVE_S:
         err_console.print(f"note: the functional run of {count:,} elements streams in partitions of at most 2**31 - 1 "
-                          f"with bounded memory and will take about {_duration(seconds)} on this host (estimated from "
+                          f"with bounded memory and will take about {format_time(seconds)} on this host (estimated from "
                           "2**21 elements); press Ctrl-C and add --model-only to skip it", highlight=False)
 
 
@@ -241,16 +232,6 @@ def scan(
         raise typer.Exit(1)
 
 
-def _fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.2f} µs"
-
-
 def _print_report(run, saved_to, output_file, trace) -> None:
     r = run.result
     m = r.metrics
@@ -260,25 +241,25 @@ def _print_report(run, saved_to, output_file, trace) -> None:
              f"{'exclusive' if r.problem.exclusive else 'inclusive'}  s={p['s']}  on {r.hardware['name']}")
     c.rule(f"[bold]{title}")
     t = Table(show_header=False, box=None, padding=(0, 2))
-    t.add_row("simulated time", _fmt_s(m["time_s"]) + "  (kernel, as msprof times it)")
+    t.add_row("simulated time", format_time(m["time_s"]) + "  (kernel, as msprof times it)")
     if m.get("call_time_s") is not None:
-        t.add_row("timed around the call", f"{_fmt_s(m['call_time_s'])}  (kernel + {_fmt_s(m['host_window_s'])} "
+        t.add_row("timed around the call", f"{format_time(m['call_time_s'])}  (kernel + {format_time(m['host_window_s'])} "
                   f"host steps of {r.model['host_window']['wrapper']})")
     t.add_row("bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (input read once + output written once; 1 GB = 1e9 B)")
     t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %  of {r.hardware['constants']['hbm_bandwidth_gbps']['value']:.0f} GB/s")
     frac = m["fraction_of_memcpy"]
     t.add_row("fraction of memcpy", f"{frac * 100:.1f} %  (memcpy of the same bytes: {m['memcpy_bandwidth_gbps']:.1f} GB/s, "
-              f"{_fmt_s(m['memcpy_time_s'])})" if frac is not None else "-")
+              f"{format_time(m['memcpy_time_s'])})" if frac is not None else "-")
     t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
     for name, secs in r.phases_s.items():
-        t.add_row(f"  {name}", _fmt_s(secs))
+        t.add_row(f"  {name}", format_time(secs))
     counters = r.counters
     t.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
     t.add_row("vector instructions", f"{int(counters.get('vector_instructions', 0)):,}  "
               f"({int(counters.get('vector_repeats', 0)):,} repeats)")
-    t.add_row("GM traffic", f"read {human_bytes(counters.get('bytes_gm_read', 0))} "
-              f"(HBM {human_bytes(counters.get('bytes_hbm_read', 0))}, L2 hits {human_bytes(counters.get('bytes_l2_hit', 0))}), "
-              f"write {human_bytes(counters.get('bytes_gm_write', 0))} (to HBM {human_bytes(counters.get('bytes_hbm_write', 0))})")
+    t.add_row("GM traffic", f"read {format_bytes(counters.get('bytes_gm_read', 0))} "
+              f"(HBM {format_bytes(counters.get('bytes_hbm_read', 0))}, L2 hits {format_bytes(counters.get('bytes_l2_hit', 0))}), "
+              f"write {format_bytes(counters.get('bytes_gm_write', 0))} (to HBM {format_bytes(counters.get('bytes_hbm_write', 0))})")
     t.add_row("syncs", f"{int(counters.get('sync_all', 0)):,} SyncAll, {int(counters.get('cross_core_flags', 0)):,} "
               "cross-core flags")
     v = r.verification

@@ -25,15 +25,16 @@ from ascendbench.commands.common import (
     default_result_path,
     dump_json,
     fail,
+    format_bytes,
+    format_time,
     given,
-    human_bytes,
     out_console,
     parse_count,
     print_utilisation,
     progress_bar,
     title_rule,
 )
-from ascendbench.commands.run import _fmt_s, app
+from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
 from ascendbench.kernels.base import BufferCapacityError, ParamError
 from ascendbench.kernels.registry import choices, get_spec
@@ -249,9 +250,9 @@ def report_rows(t: Table, r) -> None:
     )
     t.add_row(
         "GM traffic",
-        f"read {human_bytes(counters.get('bytes_gm_read', 0))} "
-        f"(HBM {human_bytes(counters.get('bytes_hbm_read', 0))}), write {human_bytes(counters.get('bytes_gm_write', 0))} "
-        f"(to HBM {human_bytes(counters.get('bytes_hbm_write', 0))})",
+        f"read {format_bytes(counters.get('bytes_gm_read', 0))} "
+        f"(HBM {format_bytes(counters.get('bytes_hbm_read', 0))}), write {format_bytes(counters.get('bytes_gm_write', 0))} "
+        f"(to HBM {format_bytes(counters.get('bytes_hbm_write', 0))})",
     )
     t.add_row(
         "syncs",
@@ -293,11 +294,11 @@ def _print_report(r) -> None:
         f"on {r.hardware['name']}",
     ])
     t = Table(show_header=False, box=None, padding=(0, 2))
-    t.add_row("simulated time", _fmt_s(m["time_s"]))
+    t.add_row("simulated time", format_time(m["time_s"]))
     if len(r.candidates_time_s) > 1:
         t.add_row(
             "auto compared",
-            ", ".join(f"{k} {_fmt_s(v)}" for k, v in r.candidates_time_s.items()) + f"  -> {chosen}",
+            ", ".join(f"{k} {format_time(v)}" for k, v in r.candidates_time_s.items()) + f"  -> {chosen}",
         )
     t.add_row(
         "bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (input read once + output written once; 1 GB = 1e9 B)"
@@ -305,7 +306,7 @@ def _print_report(r) -> None:
     t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
     t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
     for name, secs in r.phases_s.items():
-        t.add_row(f"  {name}", _fmt_s(secs))
+        t.add_row(f"  {name}", format_time(secs))
     report_rows(t, r)
     c.print(t)
     print_utilisation(r.utilisation)

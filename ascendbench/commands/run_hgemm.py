@@ -22,7 +22,8 @@ from ascendbench.commands.common import (
     default_result_path,
     dump_json,
     fail,
-    human_bytes,
+    format_bytes,
+    format_time,
     out_console,
     print_utilisation,
     progress_bar,
@@ -155,10 +156,6 @@ def hgemm(
         raise typer.Exit(1)
 
 
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.1f} µs" if seconds < 1e-2 else f"{seconds * 1e3:,.3f} ms"
-
-
 def _verdict(v) -> str:
     if v.performed:
         return "[green]passed[/]" if v.passed else "[bold red]FAILED[/]"
@@ -172,7 +169,7 @@ def _slow_transfers(shape, params: dict, counters: dict, constants: dict) -> str
     parts = []
     nd2nz = counters.get("bytes_nd2nz_unaligned", 0)
     if nd2nz:
-        parts.append(f"{human_bytes(nd2nz)} of A/B panels loaded GM -> L1 with ND2NZ at "
+        parts.append(f"{format_bytes(nd2nz)} of A/B panels loaded GM -> L1 with ND2NZ at "
                      f"{value['nd2nz_unaligned_efficiency'] * 100:.1f} % of the rate (rows not "
                      f"{value['nd2nz_alignment_bytes']}-byte aligned)")
     unaligned = counters.get("bytes_unaligned", 0)
@@ -184,7 +181,7 @@ def _slow_transfers(shape, params: dict, counters: dict, constants: dict) -> str
         if rates["C"] == "unaligned":
             names.append("C (writes)" if params["beta"] == 0 else "C (reads and writes)")
         operands = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "GM transfers"
-        parts.append(f"{human_bytes(unaligned)} of {operands} at {value['unaligned_efficiency'] * 100:.0f} "
+        parts.append(f"{format_bytes(unaligned)} of {operands} at {value['unaligned_efficiency'] * 100:.0f} "
                      f"% (rows not {value['gm_alignment_bytes']}-byte aligned)")
     return "; ".join(parts)
 
@@ -204,7 +201,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
         c.rule(f"[bold]hgemm {s.m} x {s.n} x {s.k}" + (f" x{s.batch}" if s.batch > 1 else "") + f" on {r.hardware['name']}")
         table = Table(show_header=False, box=None, padding=(0, 2))
         table.add_row("options", opts)
-        table.add_row("simulated time", _us(s.time_s))
+        table.add_row("simulated time", format_time(s.time_s))
         table.add_row("throughput", f"{s.tflops:.2f} TFLOPS  (2MNK/time)  =  {s.fraction_of_peak * 100:.1f} % of the "
                       f"{peak:.0f} TFLOPS fp16 cube peak")
         source = t["source"]
@@ -213,10 +210,10 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
         table.add_row("aicore_num, acc_loop", f"{int(counters.get('aicore_num', 0))}, {int(counters.get('acc_loop', 0))}"
                       "  (blocks of C x split_k; K blocks per block)")
         for name, secs in s.phases_s.items():
-            table.add_row(f"  {name}", _us(secs))
+            table.add_row(f"  {name}", format_time(secs))
         table.add_row("matmuls", f"{int(counters.get('matmuls', 0)):,}  ({int(counters.get('cube_fractals', 0)):,} cube fractals)")
-        table.add_row("GM traffic", f"read {human_bytes(counters.get('bytes_gm_read', 0))} (HBM "
-                      f"{human_bytes(counters.get('bytes_hbm_read', 0))}), write {human_bytes(counters.get('bytes_gm_write', 0))}")
+        table.add_row("GM traffic", f"read {format_bytes(counters.get('bytes_gm_read', 0))} (HBM "
+                      f"{format_bytes(counters.get('bytes_hbm_read', 0))}), write {format_bytes(counters.get('bytes_gm_write', 0))}")
         slow = _slow_transfers(s, p, counters, r.hardware["constants"])
         if slow:
             table.add_row("slow GM transfers", slow)
@@ -243,7 +240,7 @@ def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
             for s in r.shapes:
                 t = s.tiling
                 table.add_row(str(s.m), str(s.n), str(s.k), str(s.batch), f"{t['m0']}x{t['n0']}x{t['k0']}", t["source"],
-                              _us(s.time_s), f"{s.tflops:.1f}", f"{s.fraction_of_peak * 100:.1f}", _verdict(s.verification))
+                              format_time(s.time_s), f"{s.tflops:.1f}", f"{s.fraction_of_peak * 100:.1f}", _verdict(s.verification))
             c.print(whole_keys(table, "M", "N", "K", "batch", "M0xN0xK0"))
         sm = r.summary
         if sm:

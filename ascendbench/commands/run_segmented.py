@@ -20,13 +20,14 @@ from ascendbench.commands.common import (
     command_line,
     count_option,
     fail,
+    format_time,
     out_console,
     parse_count,
     print_utilisation,
     refuse_input_with_model_only,
     title_rule,
 )
-from ascendbench.commands.run import _fmt_s, app
+from ascendbench.commands.run import app
 from ascendbench.commands.run_batched import (
     check_memory,
     check_scan_options,
@@ -170,14 +171,14 @@ def _print_report(r) -> None:
         "exclusive" if p.exclusive else "inclusive", f"s={r.params['s']}", f"on {r.hardware['name']}",
     ])
     t = Table(show_header=False, box=None, padding=(0, 2))
-    t.add_row("simulated time", _fmt_s(m["time_s"]))
+    t.add_row("simulated time", format_time(m["time_s"]))
     t.add_row(
         "bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (values and flags read once + output written once)"
     )
     t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
     t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
     for name, secs in r.phases_s.items():
-        t.add_row(f"  {name}", _fmt_s(secs))
+        t.add_row(f"  {name}", format_time(secs))
     report_rows(t, r)
     c.print(t)
     print_utilisation(r.utilisation)

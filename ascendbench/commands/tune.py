@@ -30,6 +30,7 @@ from ascendbench.commands.common import (
     dump_json,
     err_console,
     fail,
+    format_time,
     new_progress,
     out_console,
     resume_hint,
@@ -95,7 +96,7 @@ ReplayOption = Annotated[bool, typer.Option("--replay/--no-replay", help="Answer
                                             "sampler) from the evaluation store beside the storage "
                                             "(evaluations.sqlite) instead of simulating them again.")]
 SpaceOption = Annotated[Path | None, typer.Option("--space", help="Search space TOML (default: "
-                                                  "ascendbench/tuning/spaces/<kernel>.toml).")]
+                                                  "tuning_spaces/<kernel>.toml).")]
 ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named problem set of the space file "
                                                     "(default: its 'default' set when no problem is given).")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
@@ -664,7 +665,7 @@ def _top_text(kernel: str, exhaustive: dict[str, Any]) -> str:
         shown = ", ".join(_config_text(kernel, r["config"]) for r in rows[:_TIES_SHOWN])
         extra = f" and {tied - _TIES_SHOWN} more" if tied > _TIES_SHOWN else ""
         count = f"{tied} configurations: " if tied > _TIES_SHOWN else ""
-        parts.append(f"rank {rank} ({_time(rows[0]['time_s'])}): {count}{shown}{extra}")
+        parts.append(f"rank {rank} ({format_time(rows[0]['time_s'])}): {count}{shown}{extra}")
     return "; ".join(parts)
 
 
@@ -689,12 +690,6 @@ def _rank(rank: int | None) -> str:
 
 def _percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{fraction * 100:.2f}%"
-
-
-def _time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds * 1e6:,.1f} µs" if seconds < 1e-2 else f"{seconds * 1e3:,.2f} ms"
 
 
 # why a search ended short of --trials (TrialCounts.stopped)
@@ -723,8 +718,8 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         rank = f"{heur['rank']} of {heur['ranked_among']}" if heur.get("rank") else "-"
         speed = f"{p['speedup']:.3f}x" if p["speedup"] is not None else "-"
         tp = f"{best['throughput']:.1f}" if best.get("throughput") is not None else "-"
-        table.add_row(p["key"], trials, _config_text(kernel, best.get("config")), _time(best.get("time_s")), tp,
-                      _config_text(kernel, heur["config"]), _time(heur["time_s"]), rank, speed)
+        table.add_row(p["key"], trials, _config_text(kernel, best.get("config")), format_time(best.get("time_s")), tp,
+                      _config_text(kernel, heur["config"]), format_time(heur["time_s"]), rank, speed)
     c.print(whole_keys(table, "problem"))
     for p in doc["problems"]:
         t = p["trials"]
@@ -753,7 +748,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
             opt = e["optimum"] or {}
             within = e.get("within_1pct")
             ex.add_row(p["key"], f"{e['feasible']} of {e['points']}", _config_text(kernel, opt.get("config")),
-                       _time(opt.get("time_s")), "-" if within is None else str(within), _rank(e.get("best_rank")),
+                       format_time(opt.get("time_s")), "-" if within is None else str(within), _rank(e.get("best_rank")),
                        _percent(e["regret"]), _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
                        str(e["trials_to_1pct"] or "not reached"), str(e["trials_to_5pct"] or "not reached"))
         c.print(whole_keys(ex, "problem"))

@@ -5,7 +5,7 @@ A kernel is one object with:
 - `Params`: one pydantic model of its parameters, problem sizes included (n, k, batch, ...), with ranges,
   choices and defaults. It is the single source of the checks of `run` and the Python API (`ascendbench.run`),
   of the `params` of the result document and, through the fields a search space names, of the tuner's
-  configurations; a kernel's search space file (ascendbench/tuning/spaces/<space>.toml) lists the fields that
+  configurations; a kernel's search space file (tuning_spaces/<space>.toml) lists the fields that
   are tuned, every other field is the problem.
 - `inputs`: the arrays it reads (names, dtypes, shape, how they are generated when not given).
 - `check` (beyond the model: hardware limits, buffers), `simulate` (the timing model on a hardware profile),
@@ -134,7 +134,7 @@ class KernelSpec:
     Params: ClassVar[type[KernelParams]]
     inputs: ClassVar[tuple[InputSpec, ...]] = ()
     variants: ClassVar[tuple[str, ...]] = ()  # the paper's variant first, then its baseline
-    space: ClassVar[str | None] = None  # search space file stem under ascendbench/tuning/spaces/
+    space: ClassVar[str | None] = None  # search space file stem under tuning_spaces/
     unit: ClassVar[str] = "GB/s"  # the tuner's throughput unit
     streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
     size_field: ClassVar[str] = "n"  # the parameter that is the problem size
@@ -176,7 +176,7 @@ class KernelSpec:
         return int(getattr(params, self.size_field))
 
     def space_file(self):
-        """The search space file (default ascendbench/tuning/spaces/<space>.toml, shipped in the package)."""
+        """The search space file (default tuning_spaces/<space>.toml, shipped in the package)."""
         from ascendbench.tuning.space import space_path
 
         return space_path(self.space)

@@ -1,7 +1,7 @@
 """The tuning contract: what a kernel offers the tuner (problems, heuristic, one timed evaluation).
 
 Every kernel of the registry (kernels/registry.py: `get_tunable`) that declares a search space (`space`, a file
-ascendbench/tuning/spaces/<space>.toml) is tunable: `SpecTunable` derives the tuner's view from the kernel's
+tuning_spaces/<space>.toml) is tunable: `SpecTunable` derives the tuner's view from the kernel's
 contract (its Params model checks the space's values, its timing model evaluates a configuration, its
 `heuristic` is trial 0). HGEMM, the 1-D scans and the batched scans keep their own classes below, for their
 problem keys and the papers' heuristics.
@@ -48,7 +48,7 @@ class Evaluation:
 class Tunable(Protocol):
     """A kernel family the tuner can search.
 
-    name: the family's name, also the search space file's stem (ascendbench/tuning/spaces/<name>.toml).
+    name: the family's name, also the search space file's stem (tuning_spaces/<name>.toml).
     `check` raises Infeasible (with the kernel's reason) for a configuration the kernel refuses before simulating
     it, in microseconds, so that the tuner can skip it before a trial is made; `evaluate` still raises
     Infeasible for what only a simulation finds.

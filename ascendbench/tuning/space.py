@@ -1,4 +1,4 @@
-"""Search spaces as data: ascendbench/tuning/spaces/<kernel>.toml, validated, turned into Optuna suggestions and grids.
+"""Search spaces as data: tuning_spaces/<kernel>.toml, validated, turned into Optuna suggestions and grids.
 
 A space file has a `kernel` name, a `description`, a `[parameters.NAME]` table per tuned parameter and named
 problem sets under `[problems.NAME]` (HGEMM: `shapes` and `workloads`; scans: `n`, `dtype`, `exclusive`; the
@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 __all__ = ["SPACES_DIR", "Parameter", "SearchSpace", "SpaceError", "load_space", "space_path"]
 
-SPACES_DIR = Path(str(resources.files("ascendbench.tuning") / "spaces"))  # package data (wheels too)
+SPACES_DIR = Path(str(resources.files("tuning_spaces")))  # the top-level tuning_spaces/ folder, in wheels too
 
 Scalar = int | float | str | bool
 

@@ -31,7 +31,7 @@ def test_hardware_show_unknown_is_a_user_error():
 
 def test_version():
     out = runner.invoke(app, ["--version"])
-    assert out.exit_code == 0 and out.output.strip() == "0.1.0"
+    assert out.exit_code == 0 and out.output.strip() == "ascendbench 0.1.0"
 
 
 def test_show_colours_a_source_by_its_kind_also_when_inherited():

@@ -48,7 +48,7 @@ def test_every_core_is_recorded_and_gives_the_every_core_simulation(tmp_path, cl
 
 
 def test_report_names_the_slow_nd2nz_loads_of_unaligned_rows(tmp_path, cli):
-    from ascendbench.commands.common import human_bytes
+    from ascendbench.commands.common import format_bytes
     from ascendbench.hardware import load_profile
 
     hw = load_profile("atlas-300t-a2")
@@ -59,10 +59,10 @@ def test_report_names_the_slow_nd2nz_loads_of_unaligned_rows(tmp_path, cli):
     # B's rows (8190 bytes) are not 256-byte aligned: every B panel load goes through the slow ND2NZ path
     assert counters["bytes_nd2nz_unaligned"] > 0
     text = " ".join(out.output.split())
-    assert (f"slow GM transfers {human_bytes(counters['bytes_nd2nz_unaligned'])} of A/B panels loaded GM -> L1 "
+    assert (f"slow GM transfers {format_bytes(counters['bytes_nd2nz_unaligned'])} of A/B panels loaded GM -> L1 "
             f"with ND2NZ at {hw.nd2nz_unaligned_efficiency * 100:.1f} % of the rate (rows not 256-byte aligned)") in text
     # the 70% rate is left to C's rows (8190 bytes), written only (beta = 0)
-    assert f"{human_bytes(counters['bytes_unaligned'])} of C (writes) at 70 % (rows not 512-byte aligned)" in text
+    assert f"{format_bytes(counters['bytes_unaligned'])} of C (writes) at 70 % (rows not 512-byte aligned)" in text
     aligned = cli(["run", "hgemm", "--m", "1024", "--n", "4096", "--k", "1024", "--no-verify", "--no-save"], tmp_path)
     assert aligned.exit_code == 0 and "slow GM transfers" not in aligned.output
 

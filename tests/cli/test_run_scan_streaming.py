@@ -119,7 +119,7 @@ def test_any_command_that_writes_into_a_folder_removes_the_partial_files_of_kill
     out = cli(["run", "hgemm", "--m", "64", "--n", "64", "--k", "64", "--out", "big/r.json"], tmp_path)
     assert out.exit_code == 0, out.output
     assert sorted(p.name for p in (tmp_path / "big").iterdir()) == ["r.json"]
-    assert f"note: removed 1 file left in 'big' by a run that was killed (2.0 kB): {leftover.name}" in out.output
+    assert f"note: removed 1 file left in 'big' by a run that was killed (2 kB): {leftover.name}" in out.output
     # the default result folder too (no option names it)
     runs = tmp_path / "results" / "runs" / "sort"
     runs.mkdir(parents=True)

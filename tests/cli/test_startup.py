@@ -32,7 +32,7 @@ def test_version_and_help_import_no_heavy_package(tmp_path, args):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout.strip().splitlines()[-1] == "LOADED [] 0", proc.stdout + proc.stderr
     if args == ["--version"]:
-        assert proc.stdout.startswith("0.1.0\n")
+        assert proc.stdout.startswith("ascendbench 0.1.0\n")
 
 
 def test_the_command_listing_starts_each_commands_own_help():
@@ -113,3 +113,17 @@ def test_a_ctrl_c_while_the_command_line_machinery_loads_ends_with_one_line(tmp_
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, "interrupted\n", "")
+
+
+@pytest.mark.parametrize("path", [[], ["run"], ["run", "scan"], ["run", "sort"], ["tune"], ["tune", "hgemm"],
+                                  ["tune", "topk"], ["results", "list"], ["hardware", "show"], ["hgemm", "select"],
+                                  ["validate"], ["kernels"], ["reproduce"], ["correlate"]])
+def test_short_h_prints_the_same_help_as_long_help(path):
+    from typer.testing import CliRunner
+
+    from ascendbench.cli import app
+
+    runner = CliRunner()
+    short, long = runner.invoke(app, [*path, "-h"]), runner.invoke(app, [*path, "--help"])
+    assert short.exit_code == long.exit_code == 0 and "Usage: ascendbench" in long.output
+    assert short.output == long.output

@@ -84,3 +84,32 @@ def test_a_key_column_too_wide_to_leave_room_folds_like_the_others(monkeypatch):
     assert max(len(line) for line in text.splitlines()) <= 132
     assert "2026-12-01 23:24" in text and "hgemm" in text and "problems" in text, text
     assert "".join(c for c in text if c not in "│ \n") .count("a-very-long-folder-name") == 4  # folded, whole
+
+
+def test_format_time_uses_the_largest_unit_the_duration_reaches():
+    from ascendbench.commands.common import format_time
+
+    assert [format_time(t) for t in (None, 0.0, 7.2777e-6, 999.994e-6, 1.6333e-3, 2.5, 252.0, 5400.0, 129600.0)] \
+        == ["-", "0.00 µs", "7.28 µs", "999.99 µs", "1.633 ms", "2.500 s", "4.2 min", "1.5 h", "1.5 days"]
+
+
+def test_format_bytes_keeps_whole_binary_sizes_and_gives_others_in_decimal_units():
+    from ascendbench.commands.common import format_bytes
+
+    assert [format_bytes(b) for b in (0, 999, 2000, 4 * 2**24 + 128, 96 * 2**20, 2**30, 192e6, 3 * 2**40)] \
+        == ["0 B", "999 B", "2 kB", "67.1 MB", "96 MiB", "1 GiB", "192 MB", "3 TiB"]
+
+
+def test_dump_json_writes_non_finite_numbers_as_null_also_from_a_models_float_fields():
+    import json
+
+    from ascendbench.commands.common import dump_json
+    from ascendbench.store.schema import Verification
+
+    # model_dump(mode="json") keeps a float field's NaN (pydantic issue 11976): the writer turns it into null
+    check = Verification(performed=True, passed=False, max_abs_error=float("nan"), max_rel_error=float("inf"))
+    text = dump_json({"verification": check.model_dump(mode="json"), "rows": [float("-inf"), 1.5, "µs"]})
+    assert json.loads(text) == {"verification": {"performed": True, "passed": False, "max_abs_error": None,
+                                                 "max_rel_error": None, "tolerance": None},
+                                "rows": [None, 1.5, "µs"]}
+    assert "NaN" not in text and "Infinity" not in text

@@ -27,7 +27,7 @@ from ascendbench.kernels.programs import copy_pass
 from ascendbench.kernels.registry import REGISTRY, get_spec, get_tunable
 from ascendbench.sim.result import fixed_cost, sequence
 from ascendbench.store.operators import OperatorRunResult
-from ascendbench.tuning.space import load_space
+from ascendbench.tuning.space import load_space, space_path
 
 HW = load_profile("ascend-910b4")
 SPECS = list(REGISTRY.values())
@@ -363,7 +363,7 @@ def test_a_search_where_nothing_fits_stops_and_a_refused_one_opens_no_storage(tm
     trials = json.loads(out.stdout)["problems"][0]["trials"]
     assert trials["complete"] == 0 and trials["finished"] == 200  # MAX_IDLE_TRIALS without a feasible point
     space = tmp_path / "big.toml"
-    space.write_text(Path(tune_commands.__file__).parent.parent.joinpath("tuning", "spaces", "scan.toml").read_text()
+    space.write_text(space_path("scan").read_text()
                      .replace('high = 24\nbounded_by = "ai_cores"', "high = 10000000"))
     out = CliRunner().invoke(cli_app, ["tune", "scan", "--n", "1e6", "--space", str(space), "--exhaustive",
                                        "--no-save", "--storage", str(tmp_path / "new.journal")])

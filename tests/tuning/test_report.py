@@ -346,6 +346,6 @@ def test_many_ties_are_counted_not_listed_in_the_text():
     config = {"m0": 128, "n0": 64, "k0": 32, "split_k": 1, "shuffle_k": True, "padding": True, "double_buffer": True}
     top = [{"rank": 1, "config": dict(config, k0=8 * (i + 1)), "time_s": 1e-5} for i in range(50)]
     text = _top_text("hgemm", {"top": top, "top_left_out": 7})
-    assert text == "rank 1 (10.0 µs): 57 configurations: 128x64x8, 128x64x16, 128x64x24 and 54 more"
+    assert text == "rank 1 (10.00 µs): 57 configurations: 128x64x8, 128x64x16, 128x64x24 and 54 more"
     two = _top_text("hgemm", {"top": top[:2] + [{"rank": 3, "config": config, "time_s": 2e-5}], "top_left_out": 0})
-    assert two == "rank 1 (10.0 µs): 128x64x8, 128x64x16; rank 3 (20.0 µs): 128x64x32"
+    assert two == "rank 1 (10.00 µs): 128x64x8, 128x64x16; rank 3 (20.00 µs): 128x64x32"

@@ -100,3 +100,25 @@ def test_block_counts_end_at_the_profiles_ai_cores(tmp_path):
                     'bounded_by = "ai_cores"\ndefault = 128\n')
     with pytest.raises(SpaceError, match="bounded_by"):
         load_space(path)
+
+
+def test_every_tunable_kernels_space_ships_in_the_top_level_tuning_spaces_package():
+    """The spaces live in tuning_spaces/ (a package of data read with importlib.resources, so that a wheel
+    holds them): one file per tunable kernel, each loading as that kernel's space, and nothing else but README."""
+    import tomllib
+    from importlib import resources
+    from pathlib import Path
+
+    from ascendbench.kernels.registry import tunables
+
+    folder = resources.files("tuning_spaces")
+    files = {p.name for p in folder.iterdir() if p.is_file()}
+    names = set(tunables())
+    assert files == {f"{n}.toml" for n in names} | {"README.md", "__init__.py"}
+    for name in names:
+        assert load_space(Path(str(folder / f"{name}.toml"))).kernel == name
+        assert space_path(name) == Path(str(folder / f"{name}.toml"))
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    pyproject = pyproject["tool"]["setuptools"]
+    assert "tuning_spaces" in pyproject["packages"]["find"]["include"]
+    assert pyproject["package-data"]["tuning_spaces"] == ["*.toml", "README.md"]

@@ -2,6 +2,7 @@
 reads (search spaces, the learned selector, profiles, workloads) ships inside the package."""
 
 import json
+import os
 import site
 import subprocess
 import sys
@@ -11,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(cmd, cwd, timeout=600):
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    # without PYTHONPATH: a checkout on it (as when testing a worktree) would be imported instead of the wheel
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=env)
     assert done.returncode == 0, f"{cmd}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     return done
 
