@@ -27,10 +27,7 @@ from ascendbench.commands.common import (
     whole_keys,
 )
 from ascendbench.plotting import DEFAULT_DPI, FORMATS, style
-
-# 2: values in the unit their axis label names (SI prefix per axis), each series' "unit", the papers' values as
-# series with their claim IDs and a "paper" entry (reference/figures.py)
-FIGURE_SCHEMA_VERSION = 2
+from ascendbench.store.documents import FIGURE_SCHEMA_VERSION
 
 
 def reproduce_figure(figure_id: str, out_dir: Path, ctx=None, formats: Sequence[str] = ("png",),

@@ -25,7 +25,12 @@ from ascendbench.store.schema import (
 )
 from ascendbench.store.validation import ValidationResult, write_validation_schema
 
-__all__ = ["RESULT_MODELS", "FigureResult", "ResultDocument", "parse_result", "result_kind", "write_schemas"]
+__all__ = ["FIGURE_SCHEMA_VERSION", "RESULT_MODELS", "FigureResult", "ResultDocument", "parse_result", "result_kind", "write_schemas"]
+
+
+# 2: values in the unit their axis label names (SI prefix per axis), each series' "unit", the papers' values as
+# series with their claim IDs and a "paper" entry (reference/figures.py)
+FIGURE_SCHEMA_VERSION = 2
 
 
 class FigureResult(BaseModel):
@@ -33,7 +38,7 @@ class FigureResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[FIGURE_SCHEMA_VERSION] = FIGURE_SCHEMA_VERSION
     kind: Literal["figure"] = "figure"
     figure: str
     paper: str

@@ -1,12 +1,17 @@
 """`ascendbench reproduce`: list, one cheap figure (PNG + JSON data checked), errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 
+from ascendbench.commands.reproduce import load_figure_doc
 from ascendbench.hardware import load_profile
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
 from ascendbench.reference.figures import FIGURES
+from ascendbench.store.documents import parse_result
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Every figure and table the issue asks for.
 EXPECTED = {"fig4.2", "fig6.1", "fig6.2", "fig6.3", "fig6.4", "fig6.5", "fig6.6", "fig6.7", "fig6.8", "figB.2",
@@ -40,6 +45,17 @@ def test_phase_breakdown_figure_png_and_data(cli, tmp_path):
     assert series["MCScanUL1 phase II"]["y"][-1] == pytest.approx(sim.phases_s["phase II"] * 1e3)
     assert all(s["origin"] == "simulated" for s in series.values())
     assert doc["data"]["paper"]["claims"] == [] and "S-9" in doc["data"]["paper"]["reason"]
+    # the tool reads its own figure file: results show / list take it as a valid figure result
+    assert type(parse_result(doc)).__name__ == "FigureResult"
+    shown = cli(["results", "show", str(data)], tmp_path)
+    assert shown.exit_code == 0 and "not a valid" not in shown.output, shown.output
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "docs" / "figures").glob("*.json")), ids=lambda p: p.stem)
+def test_the_figures_shipped_in_docs_are_current_figure_files(path):
+    # docs/fidelity.md shows them; `reproduce --from` must redraw them and `results` must read them
+    doc = load_figure_doc(path)
+    assert type(parse_result(doc)).__name__ == "FigureResult" and doc["figure"] == path.stem
 
 
 def test_unknown_figure_is_one_line_exit_2(cli, tmp_path):
