@@ -101,10 +101,24 @@ def render_doc(doc: dict, json_path: Path):
 
     fid = str(doc.get("figure") or "figure")
     fig = Figure(fid, str(doc.get("paper", "")), str(doc.get("caption", fid)), str(doc.get("source", "")), None)
+    import warnings
+
+    figure = None
     try:
-        return render(fig, doc["data"])
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise FigureDataError(f"{str(json_path)!r}: its data cannot be drawn ({type(exc).__name__}: {exc})") from None
+        # drawn once here, so that what only fails when drawn (a label's TeX, numbers that overflow a log
+        # axis) is refused in one line before any file is written
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            figure = render(fig, doc["data"])
+            figure.canvas.draw()
+        return figure
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RuntimeWarning) as exc:
+        if figure is not None:
+            import matplotlib.pyplot as plt
+
+            plt.close(figure)
+        reason = " ".join(str(exc).split())  # matplotlib's parser errors run over several lines
+        raise FigureDataError(f"{str(json_path)!r}: its data cannot be drawn ({type(exc).__name__}: {reason})") from None
 
 
 def redraw_figure(json_path: Path, out_dir: Path, formats: Sequence[str] = ("png",),

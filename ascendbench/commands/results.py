@@ -740,7 +740,7 @@ class _Studies:
                  "that ran the tuning, or give --storage)")
         if target not in self.opened:
             try:
-                self.opened[target] = open_storage(target)
+                self.opened[target] = open_storage(target, read_only=True)  # an export only reads
             except TuneError as exc:
                 fail(str(exc))
         return self.opened[target]

@@ -318,7 +318,7 @@ def plot(
     import optuna
 
     try:
-        opened = open_storage(target)
+        opened = open_storage(target, read_only=True)  # a plot only reads the studies
     except TuneError as exc:
         fail(str(exc))
     def load(name: str) -> optuna.Study:

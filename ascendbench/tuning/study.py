@@ -182,14 +182,18 @@ EMPTY_STORAGE = ("--storage: must not be empty; give a journal file path (defaul
                  "or an RDB URL such as sqlite:///studies.db")
 
 
-def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
+def open_storage(storage: str | None, read_only: bool = False) -> optuna.storages.BaseStorage:
     """An Optuna storage: an RDB URL (sqlite:///..., postgresql://...) with heartbeats, so that trials of a
     killed worker are marked failed; anything else is a journal file path (created with its folder), whose
     torn last record, if any, is set aside with a note on stderr (JournalFile.recover), and whose lock, if a
     process that is gone left it, is broken at once with a note (JournalLock).
 
-    Raises TuneError (--storage) when the database cannot be opened, the path cannot be written, or a line
-    that is not a journal record has records after it (named: nothing is changed)."""
+    read_only (a journal that is only read: `tune plot`, `results export --rows trials`): the journal's whole
+    records are read into memory as they are; nothing is written, set aside or locked, and a read-only file
+    will do (a torn last record is left out, in the file too). Appending to that storage raises TuneError.
+
+    Raises TuneError (--storage) when the database cannot be opened, the path cannot be written (or, read_only,
+    read), or a line that is not a journal record has records after it (named: nothing is changed)."""
     target = str(storage) if storage is not None else str(DEFAULT_STORAGE)
     if not target.strip():  # Path("") is the current folder: "'.' is not a regular file" would mislead
         raise TuneError(EMPTY_STORAGE)
@@ -203,6 +207,8 @@ def open_storage(storage: str | None) -> optuna.storages.BaseStorage:
         if _is_url(target):
             return _rdb_storage(target)
         path = Path(target)
+        if read_only:
+            return optuna.storages.JournalStorage(_JournalInMemory(path, target))
         _check_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path = path.resolve()  # worker processes and the lock's guard find it wherever they run
@@ -624,6 +630,32 @@ class JournalFile(optuna.storages.journal.JournalFileBackend):
             if not self._grouping and self._unsynced:
                 with open(self._path, "ab") as fh:
                     self._fsync(fh)
+
+
+class _JournalInMemory(optuna.storages.journal.BaseJournalBackend):
+    """The whole records of a journal file, read once, for a storage that is only read (open_storage's
+    read_only): the file is neither locked nor changed, and needs no write permission."""
+
+    def __init__(self, path: Path, shown: str):
+        if not path.is_file():
+            raise TuneError(f"--storage: no journal file {shown!r}")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise TuneError(f"--storage: cannot read {shown}: {exc.strerror or exc}") from None
+        lines = data[: data.rfind(b"\n") + 1].splitlines()  # a torn last record (no newline yet) is left out
+        if lines and not _is_record(lines[0]):
+            raise TuneError(f"--storage: {shown} is not an Optuna journal file (its first line is not a journal "
+                            "record)")
+        if not all(map(_is_record, lines)):
+            _refuse_torn_middle(path, shown)
+        self._logs = [json.loads(line) for line in lines]
+
+    def read_logs(self, log_number_from: int) -> list[dict[str, Any]]:
+        return self._logs[log_number_from:]
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        raise TuneError("--storage: opened to be read only (a bug: nothing should be written here)")
 
 
 class Journal(optuna.storages.JournalStorage):

@@ -172,6 +172,20 @@ def test_from_a_bad_json_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, co
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if content is None else ["f.json"])
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda series: series.update(label="$\\foo{$"), "(ValueError: \\foo{ ^ ParseFatalException: Unknown symbol"),
+    (lambda series: series.update(x=[1e308] * len(series["x"])), "(RuntimeWarning: overflow encountered"),
+], ids=["tex-label", "overflow"])
+def test_from_data_that_fails_only_when_drawn_is_one_line_exit_2(cli, tmp_path, edit, message):
+    doc = json.loads((ROOT / "docs" / "figures" / "fig6.1.json").read_text())
+    edit(doc["data"]["series"][0])
+    (tmp_path / "f.json").write_text(json.dumps(doc))
+    r = cli(["reproduce", "--from", "f.json", "--out-dir", "out"], tmp_path)
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.output
+    assert "Warning" not in r.stderr.replace("RuntimeWarning: overflow", "")  # no warning printed besides
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
 def test_from_and_a_figure_id_together_or_neither_are_refused(cli, tmp_path):
     r = cli(["reproduce", "fig6.4", "--from", "f.json"], tmp_path)
     assert r.exit_code == 2 and "give a figure ID or --from, not both" in r.stderr

@@ -104,7 +104,7 @@ def test_foreign_and_figure_files_do_not_crash(tmp_path, cli):
     folder = tmp_path / "results"
     folder.mkdir()
     (folder / "other.json").write_text('{"schema_version": 2, "name": "x", "problem": [1]}')
-    (folder / "figure.json").write_text('{"schema_version": 1, "kind": "figure", "data": [1, 2]}')
+    (folder / "figure.json").write_text('{"schema_version": 2, "kind": "figure", "data": [1, 2]}')
     (folder / "dir.json").mkdir()
     rows = json.loads(cli(["results", "list", "--json"], tmp_path).stdout)
     assert sorted(r["path"] for r in rows) == ["results/figure.json", "results/other.json"]

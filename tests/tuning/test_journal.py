@@ -107,6 +107,33 @@ def test_a_torn_line_with_records_after_it_is_refused_naming_the_line(journal):
     assert not list(journal.parent.glob("j.journal.torn-*"))
 
 
+def test_read_only_opening_changes_nothing_and_needs_no_write_permission(journal, capsys, monkeypatch):
+    # tune plot and results export --rows trials only read: a torn journal stays as it is, nothing is set aside,
+    # no lock is taken, and a file the user may not write is still read
+    full = journal.read_bytes()
+    journal.write_bytes(full[:-40])
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)  # as a read-only file looks (root bypasses)
+    capsys.readouterr()
+    study = optuna.load_study(study_name="x", storage=open_storage(str(journal), read_only=True))
+    assert [t.params["k0"] for t in study.trials] == [1, 2]  # the torn last record is left out
+    assert journal.read_bytes() == full[:-40] and sorted(p.name for p in journal.parent.iterdir()) == ["j.journal"]
+    assert capsys.readouterr().err == ""
+    with pytest.raises(TuneError, match="read only"):
+        add(study, 8)
+
+
+def test_read_only_opening_refuses_what_is_no_journal_in_one_line(tmp_path, journal):
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[:2] + [lines[2][:50] + lines[3]] + lines[3:]))
+    with pytest.raises(TuneError, match=r"^--storage: line 3 of 4 of the journal .* is not a journal record"):
+        open_storage(str(journal), read_only=True)
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(TuneError, match=r"^--storage: .*notes\.txt is not an Optuna journal file"):
+        open_storage(str(tmp_path / "notes.txt"), read_only=True)
+    with pytest.raises(TuneError, match=r"^--storage: no journal file"):
+        open_storage(str(tmp_path / "missing.journal"), read_only=True)
+
+
 class FullDisk:
     """A file whose writes stop part way: the first write stores `room` bytes, the next raises ENOSPC
     (as a raw write on a disk that fills up); `truncate_fails`: neither can it be cut back."""
