@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +146,11 @@ def _gemm_key(m: int, n: int, k: int, batch: int, alpha: float = 1.0, beta: floa
 
 
 def _time(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A simulated time in seconds, or None where the document holds none that can be compared (not a number,
+    NaN, infinite or negative: an edited or broken file; compare then says "no time", never "same")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def document_entries(doc: dict[str, Any], path: str = "") -> list[Entry]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -214,9 +215,11 @@ def columns_of(rows: list[dict[str, Any]], fixed: tuple[str, ...]) -> list[str]:
 
 def to_csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """`rows` as CSV text (csv module, excel dialect, "\\n" line ends): a header, then a line per row; a cell a
-    row does not have, or holds None, is empty; floats are written in full (repr: read back exactly)."""
+    row does not have, or holds None, NaN or an infinity (an edited or broken file), is empty; floats are
+    written in full (repr: read back exactly)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, restval="", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: "" if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+                     for row in rows)
     return buffer.getvalue()

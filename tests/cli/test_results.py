@@ -1,5 +1,7 @@
 """`ascendbench results list|show|compare`."""
 
+import csv
+import io
 import json
 import re
 
@@ -445,3 +447,18 @@ def test_show_wraps_command_and_metrics_at_the_terminal_width(tmp_path, cli, col
         start = next(i for i, line in enumerate(lines) if line.startswith("metrics: "))
         metrics = " ".join(line[9:] for line in lines[start:])
         assert len(lines) - start > 1 and metrics == ", ".join(f"{k}={v:.4g}" for k, v in doc["metrics"].items())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0], ids=["nan", "inf", "negative"])
+def test_a_time_that_is_no_time_is_never_compared_or_exported_as_a_number(two_scans, cli, bad):
+    # an edited or broken file: compare says "no time" (not "same", not a ratio); export leaves a NaN or an
+    # infinity out (its cells are numbers) and writes a negative number as the file has it
+    doc = json.loads((two_scans / "a.json").read_text())
+    doc["metrics"]["time_s"] = bad
+    (two_scans / "bad.json").write_text(json.dumps(doc))
+    out = cli(["results", "compare", "a.json", "bad.json", "--json"], two_scans)
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["verdict"] == "no time" and row["ratio"] is None and row["time_b_s"] is None
+    export = cli(["results", "export", "bad.json", "--rows", "runs"], two_scans)
+    (cells,) = list(csv.DictReader(io.StringIO(export.stdout)))
+    assert export.exit_code == 0 and cells["time_us"] == ("-1000000.0" if bad == -1.0 else "")
