@@ -681,6 +681,9 @@ def export(
             skipped += [f"{p} is not readable: {why}" for p, why in scanned.unreadable]
         else:
             docs.append((str(path), _validated(path, "PATHS")))
+    seen: set[Path] = set()  # a file named twice, or also found in a folder given, is one row (or set of rows)
+    docs = [(file, doc) for file, doc in docs
+            if (real := Path(file).resolve()) not in seen and not seen.add(real)]
     wanted = {"runs": ("scan", "batched-scan", "segmented-scan", "operator", "hgemm"), "shapes": ("hgemm",),
               "trials": ("tuning",)}[rows]
     table: list[dict[str, Any]] = []

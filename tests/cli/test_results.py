@@ -462,3 +462,9 @@ def test_a_time_that_is_no_time_is_never_compared_or_exported_as_a_number(two_sc
     export = cli(["results", "export", "bad.json", "--rows", "runs"], two_scans)
     (cells,) = list(csv.DictReader(io.StringIO(export.stdout)))
     assert export.exit_code == 0 and cells["time_us"] == ("-1000000.0" if bad == -1.0 else "")
+
+
+def test_export_takes_a_file_named_twice_or_also_in_a_folder_once(two_scans, cli):
+    export = cli(["results", "export", "a.json", "./a.json", ".", "--rows", "runs"], two_scans)
+    files = [row["file"] for row in csv.DictReader(io.StringIO(export.stdout))]
+    assert export.exit_code == 0 and sorted(files) == ["a.json", "b.json"], files
