@@ -91,7 +91,33 @@ def load_figure_doc(json_path: Path) -> dict:
         raise FigureDataError(f"{where} has schema version {doc.get('schema_version')!r}; this version draws "
                               f"{FIGURE_SCHEMA_VERSION} (run `ascendbench reproduce {doc.get('figure', 'FIGURE')}` "
                               "again)")
+    from pydantic import ValidationError
+
+    from ascendbench.reference.figures import FIGURES
+    from ascendbench.store.documents import FigureResult
+
+    try:
+        FigureResult.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise FigureDataError(f"{where} is not a valid figure file: {'.'.join(map(str, first['loc']))}: "
+                              f"{first['msg']}") from None
+    if doc["figure"] not in FIGURES:
+        raise FigureDataError(f"{where} is the data of {doc['figure']!r}, which is no figure of this version "
+                              "(`ascendbench reproduce list` names them)")
+    data = doc["data"]
+    if data.get("kind") not in DATA_KINDS:
+        raise FigureDataError(f"{where}: data kind {data.get('kind')!r} is none of {', '.join(DATA_KINDS)}")
+    for series in data.get("series", []) if data["kind"] in ("lines", "scatter", "bars") else []:
+        values = series.get("y", []) if isinstance(series, dict) else None
+        if not isinstance(values, list) or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+            label = series.get("label") if isinstance(series, dict) else series
+            raise FigureDataError(f"{where}: series {label!r} has y values that are not numbers")
     return doc
+
+
+DATA_KINDS = ("lines", "scatter", "bars", "bars-panels", "heatmap", "table")  # what reference.figures.render draws
 
 
 def render_doc(doc: dict, json_path: Path):

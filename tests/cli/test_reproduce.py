@@ -161,7 +161,7 @@ def test_from_redraws_the_saved_series_without_simulating(cli, tmp_path, monkeyp
     ('{"kind": "figure", "schema_version": 1, "figure": "fig6.4", "data": {}}',
      "--from: 'f.json' has schema version 1; this version draws 2 (run `ascendbench reproduce fig6.4` again)"),
     ('{"kind": "figure", "schema_version": 2, "figure": "fig6.4", "data": {"kind": "lines"}}',
-     "--from: 'f.json': its data cannot be drawn (KeyError: 'series')"),
+     "--from: 'f.json' is not a valid figure file: paper: Field required"),
 ])
 def test_from_a_bad_json_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, content, message):
     if content is not None:
@@ -175,7 +175,9 @@ def test_from_a_bad_json_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, co
 @pytest.mark.parametrize("edit, message", [
     (lambda series: series.update(label="$\\foo{$"), "(ValueError: \\foo{ ^ ParseFatalException: Unknown symbol"),
     (lambda series: series.update(x=[1e308] * len(series["x"])), "(RuntimeWarning: overflow encountered"),
-], ids=["tex-label", "overflow"])
+    (lambda series: series.update(y=["a"] * len(series["y"])), "series 'MCScan s=32' has y values that are not"),
+    (lambda series: series.update(label=None) or series.pop("y"), "its data cannot be drawn (KeyError: 'y')"),
+], ids=["tex-label", "overflow", "text-y", "no-y"])
 def test_from_data_that_fails_only_when_drawn_is_one_line_exit_2(cli, tmp_path, edit, message):
     doc = json.loads((ROOT / "docs" / "figures" / "fig6.1.json").read_text())
     edit(doc["data"]["series"][0])
@@ -184,6 +186,20 @@ def test_from_data_that_fails_only_when_drawn_is_one_line_exit_2(cli, tmp_path, 
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.output
     assert "Warning" not in r.stderr.replace("RuntimeWarning: overflow", "")  # no warning printed besides
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda doc: doc.update(figure="nope"), "is the data of 'nope', which is no figure of this version"),
+    (lambda doc: doc["data"].update(kind="weird"), "data kind 'weird' is none of lines, scatter, bars"),
+    (lambda doc: doc.pop("caption"), "is not a valid figure file: caption: Field required"),
+], ids=["figure", "kind", "caption"])
+def test_from_a_figure_file_edited_into_another_is_refused(cli, tmp_path, edit, message):
+    doc = json.loads((ROOT / "docs" / "figures" / "fig6.1.json").read_text())
+    edit(doc)
+    (tmp_path / "f.json").write_text(json.dumps(doc))
+    r = cli(["reproduce", "--from", "f.json", "--out-dir", "out"], tmp_path)
+    assert r.exit_code == 2 and r.stderr.startswith("error: --from: 'f.json'") and message in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
 
 
 def test_from_and_a_figure_id_together_or_neither_are_refused(cli, tmp_path):
