@@ -737,18 +737,11 @@ class _Studies:
         self.opened: dict[str, Any] = {}
 
     def _open(self, target: str):
-        from ascendbench.tuning.study import EMPTY_STORAGE, TuneError, open_storage
+        from ascendbench.tuning.study import TuneError, open_result_storage
 
-        if not target.strip():
-            fail(EMPTY_STORAGE)
-        if "***" in target:
-            fail("--storage: the result names a database whose password is not stored; give --storage URL")
-        if "://" not in target and not Path(target).is_file():
-            fail(f"--storage: no journal file {target!r} (the result's studies live there; run from the folder "
-                 "that ran the tuning, or give --storage)")
         if target not in self.opened:
             try:
-                self.opened[target] = open_storage(target, read_only=True)  # an export only reads
+                self.opened[target] = open_result_storage(target)  # an export only reads
             except TuneError as exc:
                 fail(str(exc))
         return self.opened[target]

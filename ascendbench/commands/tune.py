@@ -56,6 +56,7 @@ from ascendbench.tuning.study import (
     combine_seeds,
     describe_storage,
     make_sampler,
+    open_result_storage,
     open_storage,
     summarise,
     tune_problem,
@@ -310,15 +311,10 @@ def plot(
     except ValueError:
         fail(f"RESULT: {str(result)!r} is not a tuning result (ascendbench/store/tuning_result.schema.json)")
     target = storage or doc["storage"]
-    if "***" in target:
-        fail("--storage: the result names a database whose password is not stored; give --storage URL")
-    if "://" not in target and not Path(target).is_file():
-        fail(f"--storage: no journal file {target!r} (the result's studies live there; run from the folder "
-             "that ran the tuning, or give --storage)")
     import optuna
 
     try:
-        opened = open_storage(target, read_only=True)  # a plot only reads the studies
+        opened = open_result_storage(target)  # a plot only reads the studies
     except TuneError as exc:
         fail(str(exc))
     def load(name: str) -> optuna.Study:

@@ -75,6 +75,7 @@ __all__ = [
     "WorkerError",
     "combine_seeds",
     "describe_storage",
+    "open_result_storage",
     "open_storage",
     "study_name_for",
     "tune_problem",
@@ -630,6 +631,18 @@ class JournalFile(optuna.storages.journal.JournalFileBackend):
             if not self._grouping and self._unsynced:
                 with open(self._path, "ab") as fh:
                     self._fsync(fh)
+
+
+def open_result_storage(target: str) -> optuna.storages.BaseStorage:
+    """The storage a tuning result names (or --storage), opened to be read (open_storage's read_only), for
+    `tune plot` and `results export --rows trials`. Raises TuneError (--storage) when it is empty, a database
+    whose password the result does not keep, a journal file that is not there, or cannot be opened."""
+    if "***" in target:
+        raise TuneError("--storage: the result names a database whose password is not stored; give --storage URL")
+    if target.strip() and "://" not in target and not Path(target).is_file():
+        raise TuneError(f"--storage: no journal file {target!r} (the result's studies live there; run from the "
+                        "folder that ran the tuning, or give --storage)")
+    return open_storage(target, read_only=True)
 
 
 class _JournalInMemory(optuna.storages.journal.BaseJournalBackend):
