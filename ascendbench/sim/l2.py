@@ -165,9 +165,21 @@ class L2Cache:
             return self.clone()
         f = scale / self.scale
         out = L2Cache(self.capacity * f, scale=scale)
+        # Neighbours in age order with the same dirty share become one anonymous segment of their summed size
+        # (oldest stamp): nothing can come between them later (new data is younger, anonymous data is never
+        # touched), and LRU eviction takes the same bytes, oldest first, with the same dirty share either way.
+        run: list = []  # [stamp, bytes, dirty share] of the segment being merged
         for stamp, _, seg in sorted(self._heap, key=lambda e: (e[0], e[1])):
-            if seg.alive:
-                out._push(_Segment(None, 0.0, seg.size * f, 1.0, seg.dirty, stamp))
+            if not seg.alive:
+                continue
+            if run and run[2] == seg.dirty:
+                run[1] += seg.size * f
+            else:
+                if run:
+                    out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
+                run = [stamp, seg.size * f, seg.dirty]
+        if run:
+            out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
         out._stamp = self._stamp
         return out
 
