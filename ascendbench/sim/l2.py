@@ -61,12 +61,16 @@ class L2Cache:
     def _push(self, seg: _Segment) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (seg.stamp, self._seq, seg))
-        self.used += seg.size
-        if seg.buf is not None:
-            los, segs = self._los.setdefault(seg.buf, []), self._segs.setdefault(seg.buf, [])
+        self.used += (seg.hi - seg.lo) * seg.w  # seg.size, without the property's call
+        buf = seg.buf
+        if buf is not None:
+            los = self._los.get(buf)
+            if los is None:
+                los = self._los[buf] = []
+                self._segs[buf] = []
             i = bisect_left(los, seg.lo)
             los.insert(i, seg.lo)
-            segs.insert(i, seg)
+            self._segs[buf].insert(i, seg)
 
     def _unindex(self, seg: _Segment) -> None:
         los, segs = self._los[seg.buf], self._segs[seg.buf]
@@ -139,7 +143,7 @@ class L2Cache:
         total = (hi - lo) * w
         dirty = 1.0 if write else min(1.0, dirty_bytes / total)
         self._push(_Segment(buf, lo, hi, w, dirty, self._stamp))
-        return overlap / (hi - lo), self._evict()
+        return overlap / (hi - lo), (self._evict() if self.used > self.capacity + _EPS else 0.0)
 
     def allocate(self, nbytes: float, dirty: bool) -> float:
         """Allocate `nbytes` of anonymous data (traffic without addresses); returns the dirty bytes evicted."""
