@@ -50,7 +50,7 @@ from ascendbench.kernels.scan_params import (
     first_overflowing_sum,
     l2_chunk_tiles,
 )
-from ascendbench.sim.engine import Dep, Engine, Op
+from ascendbench.sim.engine import Dep, Engine, Op, gc_paused
 from ascendbench.sim.l2 import L2Cache
 from ascendbench.sim.result import SimResult, fixed_cost, sequence, simulate_scaled
 
@@ -288,7 +288,10 @@ class ScanKernel:
         warm_l2). Raises ParamError / BufferCapacityError as `check` does. Runs in milliseconds at any n (long
         loops are extrapolated from a few simulated iterations unless force_exact)."""
         self.check(n, params, hw)
-        return self._simulate(n, params, hw, warm_l2, force_exact, l2)
+        # one pause over all chunks: between the runs the collector would otherwise scan every run's ops again
+        # (the programs hold no reference cycles once run: Engine.unlink)
+        with gc_paused():
+            return self._simulate(n, params, hw, warm_l2, force_exact, l2)
 
     def _simulate(self, n: int, params: ScanParams, hw: HardwareProfile, warm_l2: bool = False,
                   force_exact: bool = False, l2: str | None = None) -> SimResult:

@@ -188,6 +188,7 @@ class Engine:
         self._fractals: dict[tuple[int, int, int, bool], int] = {}
         self._reads: dict[tuple, tuple[tuple, tuple]] = {}  # gm_read and gm_write costs by arguments
         self._writes: dict[tuple, tuple[tuple, tuple]] = {}
+        self._addressed_costs: dict[tuple, tuple] = {}  # _addressed's counters and rates by arguments
         self.weights: dict[str, int] = {}
         self.phase = "main"
         # Index of the task (outer loop iteration) the ops being added belong to; with prefix_tasks > 0 the
@@ -483,18 +484,24 @@ class Engine:
     def _addressed(self, unit: str, pipe: str, nbytes: float, region: tuple, write: bool, aligned: bool,
                    deps, label: str, serial: float, slow_nd2nz: bool) -> Op:
         """A transfer of a named GM range, resolved against L2 when it runs (Engine.run)."""
-        if nbytes < 0:
-            raise ValueError(f"a GM {'write' if write else 'read'} moves nbytes >= 0 bytes, got {nbytes}")
-        buf, offset = region
-        nbytes = self._rounded(nbytes)
-        counts = [("bytes_gm_write" if write else "bytes_gm_read", nbytes),
-                  *self._alignment_counts(nbytes, aligned, slow_nd2nz, serial)]
+        # a program repeats a few kinds of transfer many times: their counters and rates are computed once (the
+        # key holds nbytes' type, as in gm_read)
+        key = (nbytes, nbytes.__class__, write, aligned, slow_nd2nz, serial)
+        known = self._addressed_costs.get(key)
+        if known is None:
+            if nbytes < 0:
+                raise ValueError(f"a GM {'write' if write else 'read'} moves nbytes >= 0 bytes, got {nbytes}")
+            rounded = self._rounded(nbytes)
+            counts = (("bytes_gm_write" if write else "bytes_gm_read", rounded),
+                      *self._alignment_counts(rounded, aligned, slow_nd2nz, serial))
+            eff = self._efficiency(aligned, slow_nd2nz)  # writes never convert to NZ: slow_nd2nz is False
+            # a read's latency is decided when it runs (an L2 hit answers sooner); a write's is fixed
+            latency = self.hw.gm_write_latency_cycles if write else self.hw.gm_read_latency_cycles
+            known = self._addressed_costs[key] = (counts, rounded, eff, max(serial, 1.0), latency)
+        counts, nbytes, eff, serial, latency = known
         self._count(unit, counts)
-        eff = self._efficiency(aligned, slow_nd2nz)  # writes never convert to NZ: slow_nd2nz is False
-        xfer = ("aw" if write else "ar", buf, float(offset), float(offset) + nbytes, nbytes, eff, max(serial, 1.0))
-        hw = self.hw
-        # a read's latency is decided when it runs (an L2 hit answers sooner); a write's is fixed
-        latency = hw.gm_write_latency_cycles if write else hw.gm_read_latency_cycles
+        buf, offset = region
+        xfer = ("aw" if write else "ar", buf, float(offset), float(offset) + nbytes, nbytes, eff, serial)
         return self._add(unit, pipe, label, 0.0, deps, xfer, latency=latency)
 
     def local_move(self, unit: str, pipe: str, nbytes: float, bytes_per_cycle: float, counter: str,
@@ -633,13 +640,19 @@ class Engine:
             # ready: the next op on this pipe (if its dependencies are done) and the successors whose last
             # dependency this was (if their pipe predecessor is done); each starts at its earliest time.
             nxt = op.next
-            ready = [nxt] if nxt is not None and nxt.pending == 0 else []
-            for succ in op.succs:
-                succ.pending -= 1
-                if succ.pending == 0:
-                    prev = succ.prev
-                    if prev is None or prev.done:
-                        ready.append(succ)
+            succs = op.succs
+            if succs:
+                ready = [nxt] if nxt is not None and nxt.pending == 0 else []
+                for succ in succs:
+                    succ.pending -= 1
+                    if succ.pending == 0:
+                        prev = succ.prev
+                        if prev is None or prev.done:
+                            ready.append(succ)
+            elif nxt is not None and nxt.pending == 0:
+                ready = (nxt,)
+            else:
+                continue
             for r in ready:
                 prev = r.prev
                 t = prev.release if prev is not None else 0.0
@@ -655,21 +668,24 @@ class Engine:
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
 
-        self.unlink()
-        makespan, phases, busy = _spans(self.ops)
+        makespan, phases, busy = _spans(self.ops, unlink=True)
         self.prefix_dynamic = prefix_dyn
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy}, dyn)
         return self.stats
 
 
-def _spans(ops: Iterable[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
+def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tuple[float, float]],
+                                                              dict[tuple[str, str], float]]:
     """When the last of `ops` ended, the (start, end) span of each phase and the busy time of each
-    (unit, pipe), in cycles. Comparisons instead of min()/max() calls: this runs once per op of every run."""
+    (unit, pipe), in cycles; with `unlink`, Engine.unlink in the same pass. Comparisons instead of min()/max()
+    calls: this runs once per op of every run."""
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = 0.0
     for op in ops:
+        if unlink:
+            op.succs = op.next = None
         start, end = op.start, op.end
         if end > makespan:  # noqa: PLR1730
             makespan = end

@@ -61,12 +61,16 @@ class L2Cache:
     def _push(self, seg: _Segment) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (seg.stamp, self._seq, seg))
-        self.used += seg.size
-        if seg.buf is not None:
-            los, segs = self._los.setdefault(seg.buf, []), self._segs.setdefault(seg.buf, [])
+        self.used += (seg.hi - seg.lo) * seg.w  # seg.size, without the property's call
+        buf = seg.buf
+        if buf is not None:
+            los = self._los.get(buf)
+            if los is None:
+                los = self._los[buf] = []
+                self._segs[buf] = []
             i = bisect_left(los, seg.lo)
             los.insert(i, seg.lo)
-            segs.insert(i, seg)
+            self._segs[buf].insert(i, seg)
 
     def _unindex(self, seg: _Segment) -> None:
         los, segs = self._los[seg.buf], self._segs[seg.buf]
@@ -139,7 +143,7 @@ class L2Cache:
         total = (hi - lo) * w
         dirty = 1.0 if write else min(1.0, dirty_bytes / total)
         self._push(_Segment(buf, lo, hi, w, dirty, self._stamp))
-        return overlap / (hi - lo), self._evict()
+        return overlap / (hi - lo), (self._evict() if self.used > self.capacity + _EPS else 0.0)
 
     def allocate(self, nbytes: float, dirty: bool) -> float:
         """Allocate `nbytes` of anonymous data (traffic without addresses); returns the dirty bytes evicted."""
@@ -165,9 +169,21 @@ class L2Cache:
             return self.clone()
         f = scale / self.scale
         out = L2Cache(self.capacity * f, scale=scale)
+        # Neighbours in age order with the same dirty share become one anonymous segment of their summed size
+        # (oldest stamp): nothing can come between them later (new data is younger, anonymous data is never
+        # touched), and LRU eviction takes the same bytes, oldest first, with the same dirty share either way.
+        run: list = []  # [stamp, bytes, dirty share] of the segment being merged
         for stamp, _, seg in sorted(self._heap, key=lambda e: (e[0], e[1])):
-            if seg.alive:
-                out._push(_Segment(None, 0.0, seg.size * f, 1.0, seg.dirty, stamp))
+            if not seg.alive:
+                continue
+            if run and run[2] == seg.dirty:
+                run[1] += seg.size * f
+            else:
+                if run:
+                    out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
+                run = [stamp, seg.size * f, seg.dirty]
+        if run:
+            out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
         out._stamp = self._stamp
         return out
 

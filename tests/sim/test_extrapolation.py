@@ -14,7 +14,8 @@ HW = load_profile("ascend-910b4")
 def test_scaled_instances_extrapolate_to_the_exact_simulation(kernel, s, monkeypatch):
     """The scans are simulated on two smaller instances of the same problem (L2 scaled in proportion) and
     extrapolated (sim.result.simulate_scaled); the full problem simulated op by op gives the same time
-    within 2 % and the same static counters, what L2 and HBM served within 2 %."""
+    within 0.5 % (1 % for MCScanUL1 with s = 128) and the same static counters, what L2 and HBM served within
+    2 %."""
     import ascendbench.kernels.scan as scan_module
 
     # sizes longer than the exact-simulation limit (40 steps per core), with uneven blocks and a padded tail
@@ -36,7 +37,9 @@ def test_scaled_instances_extrapolate_to_the_exact_simulation(kernel, s, monkeyp
     monkeypatch.setattr(scan_module, "simulate_scaled", exact)
     reference = SCAN_KERNELS[kernel].simulate(n, params, HW)
     assert extrapolated.extrapolated and not reference.extrapolated
-    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.01)
+    # within 0.5% (measured: at most 0.41%), but MCScanUL1 with s = 128, which is +0.66% here
+    tolerance = 0.01 if (kernel, s) == ("mcscan-ul1", 128) else 0.005
+    assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=tolerance)
     dynamic = ("bytes_l2_hit", "bytes_hbm_read", "bytes_hbm_write")
     assert {k: v for k, v in extrapolated.counters.items() if k not in dynamic} == {
         k: v for k, v in reference.counters.items() if k not in dynamic}
