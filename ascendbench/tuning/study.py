@@ -1529,9 +1529,12 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
     todo = [c for c, k in zip(points, keys, strict=True) if k not in outcomes]
     replayed = len(points) - len(todo)
     # The feasible set, enumerated once with the kernel's check: refused points are not sent to the
-    # processes (nor pickled), and the chunks hold only points that are simulated.
+    # processes. The grid is sharded by index, 64 points a chunk, so that neighbours on the grid (which differ
+    # in the last parameters only and often share truncated programs, kernels' run caches) stay in one process.
     refused, feasible = _refused(request, problem, todo)
-    chunks = [feasible[i:i + 64] for i in range(0, len(feasible), 64)]
+    index = {config_key(c): i for i, c in enumerate(feasible)}
+    chunks = [chunk for i in range(0, len(points), 64)
+              if (chunk := [feasible[index[k]] for k in keys[i:i + 64] if k in index])]
     done = replayed
     processes = min(grid_processes(request), len(chunks))
     if progress:
