@@ -688,7 +688,9 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
         aivs = [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]
         for unit in [aic, *aivs]:
             engine.set_weight(unit, group.weight)
-        l1, l0a, l0b = Ring(l1_depth), Ring(l0a_depth), Ring(l0b_depth)
+        # L0A and L0B hold the same blocks and are freed by the same Mmad, so the ring with fewer slots
+        # decides when a load may start (the other's wait is an earlier op).
+        l1, l0ab = Ring(l1_depth), Ring(min(l0a_depth, l0b_depth))
         l0c, c1_slots = Ring(l0c_depth), Ring(2)
         # A block that fills L0C is double-buffered by halves in the proposed kernel: the FIXPIPE drains it
         # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
@@ -703,7 +705,11 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
             panel_b: Op | None = None
             mm = None
             for kb in range(kept_blocks):
-                if kb % per_l1 == 0:
+                # A dependency that an earlier op of the chain already waited for is left out (the result is
+                # the same): loads after a panel's first follow it on MTE1, Mmads after the first follow
+                # the previous Mmad's end; it saves engine work on the hot path.
+                first_of_panel = kb % per_l1 == 0
+                if first_of_panel:
                     bytes_a, bytes_b, serial_a, serial_b = panels[min(per_l1, kept_blocks - kb) * k0]
                     slot = l1.wait()
                     panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
@@ -713,23 +719,23 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                                              serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
                                              deps=[slot], label="panel B->L1")
 
-                slot = drained[kb] if l0c_halves and kb < len(drained) else c_slot
+                slot = drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None)
+                panels_dep = (panel_a, panel_b) if first_of_panel else ()
                 if prog.splits == 2:
                     # Ping-pong in K0/2 halves, modelled with one op per block: the block's load may start
                     # once the previous Mmad has used its first half, and the Mmad once the first half of
                     # its own data has arrived.
                     free = (prev_mm, -prev_mm.cycles / 2) if prev_mm is not None else None
                     load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
-                                             deps=[panel_a, panel_b, free], label="A->L0A, B->L0B")
+                                             deps=[*panels_dep, free], label="A->L0A, B->L0B")
                     mm = engine.cube(aic, m0, n0, k0, False, deps=[(load, -load_cycles / 2), slot, prev_mm],
                                      label="Mmad (two K0/2 halves)")
                 else:
                     # One MTE1 op moves the A and the B block into L0A and L0B; it waits for a free slot in both.
                     load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
-                                             deps=[panel_a, panel_b, l0a.wait(), l0b.wait()], label="A->L0A, B->L0B")
+                                             deps=[*panels_dep, l0ab.wait()], label="A->L0A, B->L0B")
                     mm = engine.cube(aic, m0, n0, k0, False, deps=[load, slot, prev_mm], label="Mmad")
-                    l0a.push(mm)
-                    l0b.push(mm)
+                    l0ab.push(mm)
                 prev_mm = mm
                 if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
                     l1.push(mm)

@@ -1489,6 +1489,21 @@ def _evaluate_points(kernel: str, hardware: str, problem: dict[str, Any], points
     return out
 
 
+def _refused(request: TuneRequest, problem: dict[str, Any], points: list[dict[str, Any]]
+             ) -> tuple[list[tuple[dict[str, Any], str]], list[dict[str, Any]]]:
+    """The points the kernel's check refuses, each with its reason, and the others, in order."""
+    tunable, hw = get_tunable(request.kernel), _profile(request.hardware)
+    refused, feasible = [], []
+    for config in points:
+        try:
+            tunable.check(problem, config, hw)
+        except Infeasible as exc:
+            refused.append((config, exc.reason))
+        else:
+            feasible.append(config)
+    return refused, feasible
+
+
 def grid_processes(request: TuneRequest) -> int:
     """Processes of an exhaustive evaluation: every core this process may use (at least --jobs)."""
     return max(request.jobs, usable_cores())
@@ -1498,9 +1513,11 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
                   progress: Callable[[int, int], None] | None = None, stats: dict[str, Any] | None = None
                   ) -> list[tuple[dict[str, Any], float | None]]:
     """Simulated time of every grid point (None where infeasible): the points the evaluation store keeps are
-    replayed (unless request.replay is off), the others simulated on all cores (grid_processes), each process
-    taking chunks of 64 points in turn, and added to the store. stats, when given, receives the seconds, how
-    many points were simulated and replayed, and the processes used."""
+    replayed (unless request.replay is off); of the others, those the kernel's check refuses (Tunable.check,
+    microseconds each) are recorded here with its reason, and the feasible ones simulated on all cores
+    (grid_processes), each process taking chunks of 64 points in turn; all are added to the store. stats,
+    when given, receives the seconds, how many points were evaluated now (simulated or refused by the check)
+    and replayed, and the processes used."""
     _check_grid_size(space, "--exhaustive")
     start = time.perf_counter()
     points = space.grid()
@@ -1511,7 +1528,13 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
         outcomes = {k: v for k in keys if (v := store.rows.get(k)) is not None}  # as read when opened
     todo = [c for c, k in zip(points, keys, strict=True) if k not in outcomes]
     replayed = len(points) - len(todo)
-    chunks = [todo[i:i + 64] for i in range(0, len(todo), 64)]
+    # The feasible set, enumerated once with the kernel's check: refused points are not sent to the
+    # processes. The grid is sharded by index, 64 points a chunk, so that neighbours on the grid (which differ
+    # in the last parameters only and often share truncated programs, kernels' run caches) stay in one process.
+    refused, feasible = _refused(request, problem, todo)
+    index = {config_key(c): i for i, c in enumerate(feasible)}
+    chunks = [chunk for i in range(0, len(points), 64)
+              if (chunk := [feasible[index[k]] for k in keys[i:i + 64] if k in index])]
     done = replayed
     processes = min(grid_processes(request), len(chunks))
     if progress:
@@ -1528,6 +1551,8 @@ def evaluate_grid(request: TuneRequest, space: SearchSpace, problem: dict[str, A
             progress(done, len(points))
 
     try:
+        if refused:
+            take([c for c, _ in refused], [reason for _, reason in refused])
         if processes > 1:
             ctx = multiprocessing.get_context("spawn")
             pool = None

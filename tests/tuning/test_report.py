@@ -349,3 +349,22 @@ def test_many_ties_are_counted_not_listed_in_the_text():
     assert text == "rank 1 (10.00 µs): 57 configurations: 128x64x8, 128x64x16, 128x64x24 and 54 more"
     two = _top_text("hgemm", {"top": top[:2] + [{"rank": 3, "config": config, "time_s": 2e-5}], "top_left_out": 0})
     assert two == "rank 1 (10.00 µs): 128x64x8, 128x64x16; rank 3 (20.00 µs): 128x64x32"
+
+
+def test_the_grid_stores_the_kernels_reason_for_the_points_its_check_refuses(tmp_path, space_file):
+    # the feasible set is enumerated once with the kernel's check; what it refuses is kept with the reason
+    # that evaluating the point gives
+    req = request(tmp_path, space_file)
+    space = load_space(space_file).on(load_profile(HW))
+    grid = evaluate_grid(req, space, PROBLEM)
+    tunable, hw = get_tunable("hgemm"), load_profile(HW)
+    refused = [c for c, t in grid if t is None]
+    assert 0 < len(refused) < len(grid)
+    store = open_evaluation_store(req, PROBLEM)
+    try:
+        for config in refused:
+            with pytest.raises(Infeasible) as info:
+                tunable.evaluate(PROBLEM, config, hw)
+            assert store.rows[config_key(config)] == info.value.reason
+    finally:
+        store.close()
