@@ -34,7 +34,7 @@ def select(
     batch: Annotated[int, count_option("--batch", help="GEMMs of this size in the batch, 1 to 2**40.")] = 1,
     hardware: HardwareOption = DEFAULT_HGEMM_HARDWARE,
     selector: Annotated[str, choice_option("--selector", choices=("paper", "learned"), help="paper (§4.2.3) or "
-                                           "learned (a table learned from solved shapes by "
+                                           "learned (a tile ranking learned from solved shapes by "
                                            "benchmarks/learn_selector.py).")] = "paper",
     json_out: JsonOption = False,
 ) -> None:
@@ -43,7 +43,7 @@ def select(
     Prints every candidate tried, K0 of Table 2 larger first and M0 x N0 of Table 1 smaller first, with
     aicore_num = ceil(M/M0)·ceil(N/N0)·batch and acc_loop = ceil(K/K0), then the tiling chosen. A tile that
     does not fit the profile's buffers (as run hgemm checks them) is passed over. With --selector learned:
-    the learned table's bucket of the shape and its tile, step by step.
+    the learned model's prediction for the shape and the tile it trusts, step by step.
     """
     for name, value in (("m", m), ("n", n), ("k", k), ("batch", batch)):
         if value > MAX_DIM:  # the same bound as run hgemm (values below 1 get the selector's own message)
@@ -118,16 +118,15 @@ def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out:
     except SelectorError as exc:
         fail(f"--selector: {exc}")
     tile, trace, source = learned.select(m, n, k, paper)
-    if why := misfit(*tile):  # a profile of that name with other buffers: the table was not learned on it
-        fail(f"--selector: the learned table's tile {tile[0]}x{tile[1]}x{tile[2]} does not fit this profile's "
+    if why := misfit(*tile):  # a profile of that name with other buffers: the selector was not learned on it
+        fail(f"--selector: the learned selector's tile {tile[0]}x{tile[1]}x{tile[2]} does not fit this profile's "
              f"buffers ({why}); use --selector paper")
     if batch != 1:
-        trace.append(f"batch {batch}: the table was learned on single GEMMs; each of the batch uses the tile")
+        trace.append(f"batch {batch}: the selector was learned on single GEMMs; each of the batch uses the tile")
     held_out = learned.trained_on.get("held_out") or {}
     if json_out:
         out_console.file.write(dump_json({"hardware": hardware, "selector": "learned", "tile": list(tile),
                                           "source": source, "trace": trace,
-                                          "thresholds": [list(c) for c in learned.thresholds],
                                           "trained_on": learned.trained_on}) + "\n")
         return
     out_console.print(f"M x N x K = {m} x {n} x {k}, batch {batch}: learned selector of {hardware} "

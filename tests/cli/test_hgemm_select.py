@@ -152,10 +152,10 @@ def test_a_profile_no_tile_fits_is_one_line_naming_the_hardware(tmp_path, cli):
                         "16x16x128: UB needs 768 B, 512 B on small-ub); give --m0, --n0 and --k0")
 
 
-def test_the_learned_table_on_a_profile_of_its_name_with_other_buffers(tmp_path):
+def test_the_learned_selector_on_a_profile_of_its_name_with_other_buffers(tmp_path):
     profile = small_profile(tmp_path, ub_bytes=32768, name="atlas-300t-a2")
-    # a decode-step shape (M = 16), where the table learned a tile of its own
-    out = runner.invoke(root, ["hgemm", "select", "--m", "16", "--n", "8192", "--k", "8192", "--hardware",
+    # a decode-step shape (M = 16), where the learned selector leaves the paper's tile
+    out = runner.invoke(root, ["hgemm", "select", "--m", "16", "--n", "2048", "--k", "512", "--hardware",
                                profile, "--selector", "learned"])
-    one_line_error(out, "--selector: the learned table's tile 128x128x32 does not fit this profile's buffers "
-                        "(UB needs 49,152 B, 32,768 B on atlas-300t-a2); use --selector paper")
+    one_line_error(out, "--selector: the learned selector's tile 96x128x128 does not fit this profile's buffers "
+                        "(UB needs 36,864 B, 32,768 B on atlas-300t-a2); use --selector paper")

@@ -1,70 +1,87 @@
-"""The learned tile selector: fitted exactly as documented, falling back to the paper's rule where it has no
-evidence, readable, shipped, and printed with its trace."""
+"""The learned tile selector: its features in closed form, fitted and trusted as documented, falling back to the
+paper's rule where it has no evidence, readable, shipped, and printed with its trace."""
 
 import json
 import math
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from ascendbench.cli import app
-from ascendbench.tuning.selector import MARGIN, LearnedSelector, SelectorError, Solved, fit, load_selector
+from ascendbench.tuning.selector import (FEATURES, MARGIN, LearnedSelector, SelectorError, Solved, fit,
+                                         load_selector, tile_features)
 
-A, B, C = (128, 128, 64), (128, 256, 64), (64, 64, 128)
+P, A, B = (256, 128, 128), (128, 128, 128), (128, 256, 64)
 RANGES = [(1, 16384), (256, 32768), (256, 32768)]
+MACHINE = {"ai_cores": 20, "l1_bytes": 524288, "l0a_bytes": 65536, "l0b_bytes": 65536,
+           "gm_read_bytes_per_cycle": 37.0, "l2_read_bytes_per_cycle": 128.0, "hbm_bytes_per_cycle": 505.0,
+           "gm_read_latency_cycles": 347.0}
 
 
-def test_fit_picks_the_tile_of_least_regret_among_those_never_much_slower_than_the_paper():
-    small, large = (10, 1000, 1000), (9000, 9000, 9000)
-    solved = [
-        Solved(small, {A: 1.0, B: 1.1, C: 2.0}, paper=1.2),
-        Solved(small, {A: 1.3, B: 1.0, C: 2.0}, paper=1.2),  # A is 8% slower than the paper's here: no candidate
-        Solved(large, {A: 1.0, B: 3.0}, paper=1.0),  # C cannot run here
-        Solved(large, {A: 2.0, B: 1.0, C: 0.5}, paper=1.0),  # A slower than the paper's by 100%: B? 3.0 > 1.0
-    ]
-    sel = fit(solved, "atlas-300t-a2", RANGES)
-    # two shapes: the quantile cut points of M (3 levels) and the medians of N and K
-    assert len(sel.thresholds[0]) == 2 and len(sel.thresholds[1]) == len(sel.thresholds[2]) == 1
-    small_key, large_key = sel.bucket(*small), sel.bucket(*large)
-    assert small_key != large_key
-    entry = sel.table[small_key]
-    # B runs on both, is never slower than the paper's tile (1.1 <= 1.2, 1.0 <= 1.2): least log regret
-    assert entry["tile"] == list(B) and entry["shapes"] == 2
-    assert entry["mean_regret"] == pytest.approx((0.1 + 0.0) / 2)
-    assert entry["gain_over_paper"] == pytest.approx(math.exp((math.log(1.2 / 1.1) + math.log(1.2)) / 2))
-    # large: A is 2x slower than the paper's tile on one shape, B 3x on the other: the paper's rule
-    assert sel.table[large_key]["tile"] == "paper"
-    assert sel.table[large_key]["gain_over_paper"] == pytest.approx(1.0)
+def test_tile_features_are_the_tiling_counts():
+    x = dict(zip(FEATURES, tile_features(1000, 1000, 1000, [A], MACHINE)[0], strict=True))
+    # 8 x 8 blocks of 128 x 128 in 4 waves of 20 cores, 8 K blocks; L1 panels 512 deep (2 x 256 x 512 x 2 B
+    # = 512 KiB): 2 per block; the swizzle shares each panel among 8 cores of a wave (L2 hit 7/8)
+    assert x["log waves"] == pytest.approx(math.log(4)) and x["log K blocks"] == pytest.approx(math.log(8))
+    assert x["log blocks"] == pytest.approx(math.log(64)) and x["log active cores"] == pytest.approx(math.log(20))
+    assert x["M fill"] == x["N fill"] == x["K fill"] == pytest.approx(1000 / 1024)
+    assert x["last wave fill"] == pytest.approx(64 / 80) and x["log L1 panels"] == pytest.approx(math.log(8))
+    assert x["A L2 hit"] == x["B L2 hit"] == pytest.approx(7 / 8)
+    assert x["log cube"] == pytest.approx(math.log(32 * 8 * 8 * 8))  # 16^3 fractals per busiest core
+    assert x["log GM read"] == pytest.approx(math.log(32 * 256 * 128 * 2 / 37))
+    # K and N of 1000 fp16 are not 512-byte rows: A and B are padded; 128 x 128 x 128 needs no K0/2 halves
+    assert x["A padded x log(waves x K blocks)"] == x["B padded x log(waves x K blocks)"] == pytest.approx(math.log(32))
+    assert x["halves x log(waves x K blocks)"] == 0
+    # 256 x 128 x 128 fills L0A (64 KiB): multiplied in K0/2 halves; 4 x 8 blocks in 2 waves
+    y = dict(zip(FEATURES, tile_features(1000, 1024, 1000, [P], MACHINE)[0], strict=True))
+    assert y["halves x log(waves x K blocks)"] == pytest.approx(math.log(16))
+    assert y["B padded x log(waves x K blocks)"] == 0 and y["last wave fill"] == pytest.approx(32 / 40)
 
 
-def test_a_tile_no_better_than_the_paper_in_total_is_not_chosen():
-    shape = (100, 1000, 1000)
-    # A is within MARGIN of the paper's tile on both shapes but slower in total: the paper's rule stays
-    solved = [Solved(shape, {A: 1.0 + MARGIN / 2}, paper=1.0), Solved(shape, {A: 1.0}, paper=1.0 + MARGIN / 4)]
-    sel = fit(solved, "atlas-300t-a2", RANGES)
-    assert sel.table[sel.bucket(*shape)]["tile"] == "paper"
+def _solved(times_of):
+    """12 shapes alike (features cannot tell them apart), the paper's tile P at 1 s, other tiles as times_of(i)."""
+    return [Solved((1000, 1000, 1000), {P: 1.0, **times_of(i)}, 1.0, P) for i in range(12)]
 
 
-def test_select_uses_the_paper_rule_outside_the_training_ranges_and_where_the_table_says_so():
-    sel = LearnedSelector("atlas-300t-a2", ((100, 1000), (4096,), (4096,)),
-                          {"m1n0k1": {"tile": list(B), "shapes": 3, "mean_regret": 0.02, "gain_over_paper": 1.04},
-                           "m2n1k1": {"tile": "paper", "shapes": 5, "mean_regret": 0.03, "gain_over_paper": 1.0}},
-                          tuple(RANGES))
-    paper = (256, 128, 128)
-    tile, trace, source = sel.select(500, 1000, 5000, paper)
-    assert (tile, source) == (B, "learned")
-    assert trace[:3] == ["M = 500: level 1 of 3 (100 <= M < 1000)", "N = 1000: level 0 of 2 (N < 4096)",
-                         "K = 5000: level 1 of 2 (4096 <= K)"]
-    assert "bucket m1n0k1: tile 128x256x64" in trace[3] and "1.040x the paper's tile" in trace[3]
-    tile, trace, source = sel.select(2000, 5000, 5000, paper)
-    assert (tile, source) == (paper, "paper") and "no tile beat the paper's rule" in trace[-1]
-    tile, trace, source = sel.select(1, 300, 300, paper)  # bucket m0n0k0: no training shape
-    assert (tile, source) == (paper, "paper") and "no training shape" in trace[-1]
-    tile, trace, source = sel.select(500, 65536, 5000, paper)
-    assert (tile, source) == (paper, "paper")
+def test_a_tile_that_lost_in_cross_validation_is_not_trusted_and_the_next_best_trusted_one_is_chosen():
+    # B is faster on average (geometric mean 0.77 s) but 20% slower than P on half of the shapes; A is 0.8 s
+    sel = fit(_solved(lambda i: {A: 0.8, B: 0.5 if i % 2 else 1.2}), "atlas-300t-a2", RANGES, MACHINE)
+    assert sel.tiles == tuple(sorted((P, A, B)))
+    trusted = sel.trusted["256x128x128"]
+    assert set(trusted) == {"128x128x128"} and trusted["128x128x128"] == [12, 0.8]
+    y = sel.predict(1000, 1000, 1000, P)
+    assert y[sel.tiles.index(B)] < y[sel.tiles.index(A)] < -MARGIN  # B ranks first, A is past the margin
+    tile, trace, source = sel.select(1000, 1000, 1000, P)
+    assert (tile, source) == (A, "learned")
+    assert trace[0] == "M, N, K within the training ranges (M 1 to 16384, N 256 to 32768, K 256 to 32768)"
+    assert trace[1].startswith("predicted fastest of 3 tiles: 128x256x64")
+    assert trace[2].startswith("tile 128x128x128: predicted ") and trace[2].endswith(
+        "trusted (predicted faster on 12 held-back training shapes, never more than 1% slower; worst case "
+        "1.250x the paper's tile)")
+    assert LearnedSelector.from_dict(json.loads(json.dumps(sel.to_dict()))) == sel
+
+
+def test_a_gain_under_the_margin_keeps_the_paper_tile_and_so_do_shapes_outside_the_ranges():
+    sel = fit(_solved(lambda i: {A: 0.98}), "atlas-300t-a2", RANGES, MACHINE)
+    assert sel.trusted == {"256x128x128": {"128x128x128": [12, 0.98]}}
+    tile, trace, source = sel.select(1000, 1000, 1000, P)
+    assert (tile, source) == (P, "paper")
+    assert trace[-1].startswith("the best trusted tile, 128x128x128, is predicted ")
+    assert trace[-1].endswith(f"under the {math.exp(MARGIN):.3f}x margin; the paper's rule: 256x128x128")
+    tile, trace, source = sel.select(500, 65536, 5000, P)
+    assert (tile, source) == (P, "paper")
     assert trace == ["outside the training ranges: N = 65536 (trained on 256 to 32768); the paper's rule: "
                      "256x128x128"]
-    assert LearnedSelector.from_dict(json.loads(json.dumps(sel.to_dict()))) == sel
+    tile, trace, source = sel.select(500, 1000, 5000, (16, 16, 16))  # a paper's tile the model does not rank
+    assert (tile, source) == ((16, 16, 16), "paper")
+    assert trace[-1] == "the model does not rank the paper's tile; the paper's rule: 16x16x16"
+    none = fit(_solved(lambda i: {A: 1.5}), "atlas-300t-a2", RANGES, MACHINE)  # A is never predicted faster
+    assert none.trusted == {}
+    assert none.select(1000, 1000, 1000, P)[1][-1] == ("no tile is trusted over the paper's 256x128x128 "
+                                                       "(cross-validation on the training shapes); the paper's "
+                                                       "rule: 256x128x128")
+    assert np.all(none.predict(1000, 1000, 1000, P)[[none.tiles.index(A)]] > 0)
 
 
 def test_bad_selector_files_and_missing_hardware_are_clear_errors(tmp_path):
@@ -72,15 +89,17 @@ def test_bad_selector_files_and_missing_hardware_are_clear_errors(tmp_path):
     bad.write_text('{"kind": "something else"}')
     with pytest.raises(SelectorError, match="not a learned tile selector"):
         load_selector("atlas-300t-a2", bad)
-    old = tmp_path / "old.json"  # the first format (no ranges, one threshold per dimension)
-    old.write_text(json.dumps({"kind": "learned-tile-selector", "hardware": "x", "thresholds": [1, 2, 3],
-                               "table": {}, "default": [16, 16, 16]}))
+    old = tmp_path / "old.json"  # the table of buckets (format 2)
+    old.write_text(json.dumps({"kind": "learned-tile-selector", "format": 2, "hardware": "x",
+                               "thresholds": {"m": [1, 2], "n": [3], "k": [4]}, "table": {}}))
     with pytest.raises(SelectorError, match="not a learned tile selector of this version"):
         load_selector("atlas-300t-a2", old)
     with pytest.raises(SelectorError, match="no learned selector for 'nope'"):
         load_selector("nope")
     with pytest.raises(SelectorError, match="no solved shapes"):
-        fit([], "atlas-300t-a2", RANGES)
+        fit([], "atlas-300t-a2", RANGES, MACHINE)
+    with pytest.raises(SelectorError, match="the paper's tile does not run on every training shape"):
+        fit([Solved((1000, 1000, 1000), {A: 1.0}, 1.0, P)], "atlas-300t-a2", RANGES, MACHINE)
 
 
 def test_the_shipped_selector_is_printed_with_its_trace():
@@ -102,5 +121,8 @@ def test_the_shipped_selector_is_printed_with_its_trace():
                                    "learned"])
         assert text.exit_code == 0 and f"M0xN0xK0 = {tile[0]}x{tile[1]}x{tile[2]} (source: {source})" in text.output
     assert source == "paper"  # N = 65536 is past the training range
+    # a Llama 2 70B K/V projection at M = 128: the model's pick, 1.59x the paper's tile on the timing model
+    tile, trace, source = shipped.select(128, 1024, 8192, (128, 128, 256))
+    assert (tile, source) == ((64, 128, 256), "learned") and trace[-1].startswith("tile 64x128x256: predicted ")
     bad = runner.invoke(app, ["hgemm", "select", "--m", "3", "--n", "7", "--k", "9", "--selector", "mine"])
     assert bad.exit_code == 2 and "--selector: must be one of paper, learned, got 'mine'" in bad.output
