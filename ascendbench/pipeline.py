@@ -12,7 +12,9 @@ paper's baseline -> verification against NumPy -> the result document. Writing t
 arrays, trace) is the caller's: the CLI writes them all or nothing (commands/operator_common.finish).
 
 Kernels whose functional run streams through partitions (the 1-D scans, the row scans, HGEMM: `streaming`)
-run through their runner modules (ascendbench/runner.py, runner_rows.py), which take the same steps.
+take the same entry and the same argument checks; their functional step (`KernelSpec.run_streaming`, in their
+run modules kernels/scan_run.py, row_scan_run.py, hgemm_run.py) streams the input partition by partition
+through the functional run and the verifier and builds their document. Every kernel's run is a KernelRun.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import platform
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ import numpy as np
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityError, ParamError
-from ascendbench.kernels.contract import Check, KernelParams, KernelSpec, Outcome
+from ascendbench.kernels.contract import Check, KernelParams, KernelRun, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
 from ascendbench.sim.result import SimResult
@@ -45,21 +46,6 @@ from ascendbench.store.operators import (
 from ascendbench.store.schema import Host
 
 __all__ = ["KernelRun", "available_memory", "run"]
-
-
-@dataclass
-class KernelRun:
-    """One run of a registry kernel: the result document, the simulated run and its baseline (None where the
-    baseline cannot run the problem), the output arrays (None with model_only) and the report's notes."""
-
-    spec: KernelSpec
-    params: KernelParams
-    hw: HardwareProfile
-    result: OperatorRunResult
-    sim: SimResult
-    baseline: SimResult | None
-    arrays: dict[str, np.ndarray] | None
-    notes: list[str] = field(default_factory=list)
 
 
 def available_memory() -> int | None:
@@ -92,7 +78,7 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         hardware: str | HardwareProfile | None = None, verify: bool = True, model_only: bool = False,
         input_file: Path | None = None, input_sha256: str | None = None, command: list[str] | None = None,
         **values: Any) -> KernelRun:
-    """Run registry kernel `name` (kernels/registry.py; e.g. "sort", "topk", "split") through the pipeline.
+    """Run registry kernel `name` (kernels/registry.py; e.g. "sort", "topk", "scan", "hgemm") through the pipeline.
 
     Args:
         name: the kernel's registry name.
@@ -105,15 +91,22 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         model_only: timings and counters only, no data (arrays must be None).
         input_file, input_sha256: recorded in the document when the arrays came from a file.
         command: the command line recorded in the document (default: the Python API).
-        values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...).
+        values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...) and, for a streaming
+            kernel, its run options (`spec.run_options`): scan: warm_l2, progress, generator, out, keep_output,
+            partition_limit, output_path (see kernels/scan_run.run_scan); batched-scan, segmented-scan:
+            progress; hgemm: workload, a_file, b_file, c_file (.npy matrices), jobs, progress, params (an
+            HgemmParams; see kernels/hgemm_run.run_hgemm). input_file: scan a 1-D .npy, batched-scan a 2-D one,
+            segmented-scan a .npz of values and flags (or a .npy of values).
 
     Returns:
-        KernelRun (times in seconds, bandwidth in GB/s = 1e9 B/s of `bytes_moved`). Streaming kernels (scan,
-        batched-scan, segmented-scan, hgemm) return their runner's run instead (ScanRun, BatchedRun,
-        SegmentedRun, HgemmRun; each with the document in `.result`).
+        KernelRun: `time_s` (simulated seconds), `verification`, `arrays` (the outputs, None with model_only),
+        `result` (the document: store/operators.py OperatorRunResult; scan RunResult, batched-scan
+        BatchedScanResult, segmented-scan SegmentedScanResult, hgemm HgemmRunResult), `trace` (the SimResults a
+        Chrome trace draws). Bandwidth in GB/s = 1e9 B/s of `bytes_moved`.
 
     Raises:
-        ParamError: a bad parameter, input array or seed (the message names the option); HardwareError.
+        ParamError: a bad parameter, input array or seed (the message names the option); InputError: an
+        unusable input file (streaming kernels); HardwareError.
     """
     wall0 = time.perf_counter()
     spec = get_spec(name)
@@ -129,7 +122,7 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     hardware = spec.default_hardware if hardware is None else hardware
     if spec.streaming:
         return _run_streaming(spec, arrays=arrays, seed=seed, hardware=hardware, verify=verify,
-                              model_only=model_only, command=command, values=values)
+                              model_only=model_only, input_file=input_file, command=command, values=values)
     params = spec.params(values)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     notes: list[str] = []
@@ -193,10 +186,17 @@ def _checked(step, *args):
                                      "tiles)") from None
 
 
-def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, command, values):
-    """A streaming kernel's run through its runner module (its own result document and run object)."""
-    params = spec.params(values)
-    options: dict[str, Any] = {"seed": seed, "hardware": hardware, "model_only": model_only, "command": command}
+def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, input_file, command,
+                   values) -> KernelRun:
+    """A streaming kernel's run: its parameters and run options checked here, its functional step (which streams
+    the input through the functional run and the verifier) in its run module."""
+    options: dict[str, Any] = {k: values.pop(k) for k in list(values) if k in spec.run_options}
+    params = spec.run_params(values, options)
+    options |= {"seed": seed, "hardware": hardware, "model_only": model_only, "command": command}
+    if input_file is not None:
+        if spec.family == "gemm":
+            raise ParamError("input", "hgemm takes its matrices as a_file, b_file, c_file")
+        options["input_file"] = input_file
     if spec.name != "scan":
         options["verify"] = verify
     elif not verify:
@@ -206,12 +206,12 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
         unknown = set(arrays) - names
         if unknown or spec.family == "gemm":
             raise ParamError("input", f"{spec.name} takes its matrices as .npy files, not arrays: "
-                                      "ascendbench.runner.run_hgemm(a_file=..., b_file=..., c_file=...)"
+                                      "ascendbench.run(\"hgemm\", a_file=..., b_file=..., c_file=...)"
                              if spec.family == "gemm" else
                              f"{spec.name} takes the arrays {', '.join(sorted(names))}")
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
     if spec.family == "gemm":  # run_hgemm always times every shape; without data there is nothing to verify
-        options["verify"] = verify and not options.pop("model_only")
+        options["verify"] = not options.pop("model_only") and verify
     return spec.run_streaming(params, **options)
 
 

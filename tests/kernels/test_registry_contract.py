@@ -296,24 +296,19 @@ def test_the_python_api_refuses_like_the_cli(call, message):
     assert str(err.value) == message
 
 
-def _runners():
-    from ascendbench.runner_rows import run_batched_scan, run_segmented_scan
-
-    return [(ascendbench.run_scan, {"x": np.ones(10, np.float16)}),
-            (run_batched_scan, {"x": np.ones((2, 10), np.float16)}),
-            (run_segmented_scan, {"values": np.ones(10, np.float16)}),
-            (run_segmented_scan, {"values": np.ones(10, np.float16), "flags": np.zeros(10, bool)})]
+STREAMED_DATA = [("scan", {"x": np.ones(10, np.float16)}), ("batched-scan", {"x": np.ones((2, 10), np.float16)}),
+                 ("segmented-scan", {"values": np.ones(10, np.float16)}),
+                 ("segmented-scan", {"values": np.ones(10, np.float16), "flags": np.zeros(10, bool)})]
 
 
-@pytest.mark.parametrize("index", range(4))
-def test_the_scan_runners_refuse_data_with_model_only_like_ascendbench_run(tmp_path, index):
-    runner, data = _runners()[index]
+@pytest.mark.parametrize("name, data", STREAMED_DATA)
+def test_the_streaming_scans_refuse_data_with_model_only(tmp_path, name, data):
     with pytest.raises(ParamError) as err:
-        runner(model_only=True, **data)
+        ascendbench.run(name, model_only=True, arrays=data)
     assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
     np.save(tmp_path / "x.npy", next(iter(data.values())))
     with pytest.raises(ParamError) as err:
-        runner(model_only=True, input_file=tmp_path / "x.npy")
+        ascendbench.run(name, model_only=True, input_file=tmp_path / "x.npy")
     assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
 
 
