@@ -20,22 +20,19 @@ through the functional run and the verifier and builds their document. Every ker
 from __future__ import annotations
 
 import os
-import platform
-import sys
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityError, ParamError
 from ascendbench.kernels.contract import Check, KernelParams, KernelRun, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
+from ascendbench.kernels.run_steps import RunContext, document_header, host_record
 from ascendbench.sim.result import SimResult
 from ascendbench.store.operators import (
     OperatorProblem,
@@ -43,7 +40,6 @@ from ascendbench.store.operators import (
     OperatorSimulated,
     OperatorVerification,
 )
-from ascendbench.store.schema import Host
 
 __all__ = ["KernelRun", "available_memory", "run"]
 
@@ -122,7 +118,8 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     hardware = spec.default_hardware if hardware is None else hardware
     if spec.streaming:
         return _run_streaming(spec, arrays=arrays, seed=seed, hardware=hardware, verify=verify,
-                              model_only=model_only, input_file=input_file, command=command, values=values)
+                              model_only=model_only, input_file=input_file, command=command, values=values,
+                              wall0=wall0)
     params = spec.params(values)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     notes: list[str] = []
@@ -186,17 +183,21 @@ def _checked(step, *args):
                                      "tiles)") from None
 
 
-def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, input_file, command,
-                   values) -> KernelRun:
-    """A streaming kernel's run: its parameters and run options checked here, its functional step (which streams
-    the input through the functional run and the verifier) in its run module."""
+def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, input_file, command, values,
+                   wall0) -> KernelRun:
+    """A streaming kernel's run: its parameters, run options and data checked here, its functional step (which
+    streams the input through the functional run and the verifier) in its run module."""
     options: dict[str, Any] = {k: values.pop(k) for k in list(values) if k in spec.run_options}
     params = spec.run_params(values, options)
-    options |= {"seed": seed, "hardware": hardware, "model_only": model_only, "command": command}
     if input_file is not None:
         if spec.family == "gemm":
             raise ParamError("input", "hgemm takes its matrices as a_file, b_file, c_file")
+        if arrays is not None:
+            raise ParamError("input", f"give either {', '.join(arrays)} or input_file, not both")
+        if model_only:
+            raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
         options["input_file"] = input_file
+    options |= {"seed": seed, "model_only": model_only}
     if spec.name != "scan":
         options["verify"] = verify
     elif not verify:
@@ -212,7 +213,8 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
     if spec.family == "gemm":  # run_hgemm always times every shape; without data there is nothing to verify
         options["verify"] = not options.pop("model_only") and verify
-    return spec.run_streaming(params, **options)
+    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    return spec.run_streaming(RunContext(spec, params, hw, command, wall0), **options)
 
 
 def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: SimResult, base: SimResult | None,
@@ -230,10 +232,7 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
                     OperatorVerification(performed=True, passed=check.passed, reference=check.reference,
                                          detail=check.detail))
     return OperatorRunResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run", spec.name],
-        hardware=hw.to_dict(),
+        **document_header(spec.name, hw, command),
         problem=OperatorProblem(operator=spec.name, n=n, dtypes=dtypes, params=spec.document_params(params, sim),
                                 data=data, seed=seed,
                                 input_file=str(input_file) if input_file else None, input_sha256=input_sha256,
@@ -248,8 +247,7 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
         ),
         outputs=outputs,
         verification=verification,
-        host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=functional_s, model_time_s=model_s,
-                  machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
+        host=host_record(wall0, functional_s, model_s),
         model={"extrapolated": sim.extrapolated, "note": "long loops are simulated for a few iterations per core "
                                                          "and extrapolated; identical cores simulated once"},
         notes=notes,

@@ -351,8 +351,9 @@ class KernelSpec:
         files give the shape)."""
         return self.params(values)
 
-    def run_streaming(self, params: KernelParams, /, **options: Any) -> KernelRun:
-        """The streaming functional run, timing model, verification and result document (streaming kernels)."""
+    def run_streaming(self, ctx, /, **options: Any) -> KernelRun:
+        """The streaming functional run, timing model, verification and result document (streaming kernels;
+        ctx: kernels/run_steps.RunContext, the checked parameters in ctx.params)."""
         raise NotImplementedError(f"{self.name} runs through the pipeline's own steps")
 
 

@@ -12,17 +12,14 @@ from __future__ import annotations
 import time
 import zipfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ascendbench import __version__
-from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import InputError, ParamError
-from ascendbench.kernels.contract import KernelParams, KernelRun, KernelSpec
-from ascendbench.kernels.run_steps import host_record, sha256, verification_record
+from ascendbench.kernels.contract import KernelRun
+from ascendbench.kernels.run_steps import RunContext, sha256, verification_record
 from ascendbench.processes import imap_in_workers, jobs_error, usable_cores
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Verification
@@ -66,8 +63,7 @@ def _gemm_inputs(shape, seed: int, beta: float, alpha: float):
 
 
 def run_hgemm(
-    spec: KernelSpec,
-    model: KernelParams,
+    ctx: RunContext,
     m: int | None = None,
     n: int | None = None,
     k: int | None = None,
@@ -75,7 +71,6 @@ def run_hgemm(
     batch: int = 1,
     workload: str | None = None,
     params: HgemmParams | None = None,
-    hardware: str | HardwareProfile = "atlas-300t-a2",
     seed: int = 0,
     a_file: Path | None = None,
     b_file: Path | None = None,
@@ -84,13 +79,12 @@ def run_hgemm(
     warm_l2: bool = False,
     every_core: bool = False,
     jobs: int | None = None,
-    command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> KernelRun:
     """Run HGEMM (C = alpha * A @ B + beta * C, fp16) on one shape or a named workload.
 
     Args:
-        spec, model: the registry entry (kernels/streaming.py) and its validated parameters, kept in the run.
+        ctx: the run's context from the pipeline (registry entry, parameters, hardware, command line).
         m, n, k, batch: the shape (elements); or `workload` (see ascendbench.workloads); or the shapes of
             --a (M x K), --b (K x N), --c (M x N) .npy float16 files (2-D, or 3-D with the batch first).
         params: HgemmParams (variant, tiles, split_k, shuffle_k, padding, double_buffer, alpha, beta).
@@ -115,8 +109,7 @@ def run_hgemm(
     from ascendbench.store.schema import GemmProblem, HgemmRunResult
     from ascendbench.workloads import load_workload
 
-    wall0 = time.perf_counter()
-    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    hw = ctx.hw
     params = params or HgemmParams()
     files, hashes = {}, {}
     mats: dict[str, np.ndarray] = {}
@@ -196,10 +189,7 @@ def run_hgemm(
                               data="file" if mats else ("generated" if first.verification.performed else "none"),
                               seed=None if mats else seed, files=files, sha256=hashes)
     result = HgemmRunResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run", "hgemm"],
-        hardware=hw.to_dict(),
+        **ctx.header(),
         params=params.to_dict() | {"warm_l2": warm_l2, "every_core": every_core},
         problem=problem,
         workload=workload,
@@ -208,7 +198,7 @@ def run_hgemm(
         metrics=metrics,
         utilisation=results[0][2] if total == 1 else {},
         counters=counters,
-        host=host_record(wall0, verify_s or None, model_s),
+        host=ctx.host(verify_s or None, model_s),
         model={"extrapolated": any(r[7] for r in results), "worker_processes": jobs,
                "note": "task and K-block loops extrapolated from truncated runs; "
                        + ("every core simulated" if every_core else "identical cores simulated once")},
@@ -216,8 +206,8 @@ def run_hgemm(
     checked = [r.verification for r in records if r.verification.performed]
     verdict = (first.verification if total == 1 else
                Verification(performed=bool(checked), passed=all(v.passed for v in checked) if checked else None))
-    return KernelRun(spec, model, hw, result, sims[0], arrays=None if output is None else {"c": output},
-                     time_s=metrics["time_s"], verification=verdict, trace=sims)
+    return ctx.run(result, sims[0], arrays=None if output is None else {"c": output}, time_s=metrics["time_s"],
+                   verification=verdict, trace=sims)
 
 
 def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed, mats, keep_output, keep_sim=False):

@@ -13,21 +13,17 @@ import math
 import time
 import zipfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from ascendbench import __version__
-from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, InputError, ParamError
-from ascendbench.kernels.contract import KernelParams, KernelRun, KernelSpec
+from ascendbench.kernels.base import InputError, ParamError
+from ascendbench.kernels.contract import KernelRun
 from ascendbench.kernels.run_steps import (
     DTYPES,
+    RunContext,
     bandwidth_metrics,
-    check_int,
     generate_input,
-    host_record,
     load_npy,
     sha256,
     verification_record,
@@ -69,8 +65,7 @@ def _resolve_data(x, input_file, dtype, loader):
 
 
 def run_batched_scan(
-    spec: KernelSpec,
-    model: KernelParams,
+    ctx: RunContext,
     batch: int | None = None,
     length: int | None = None,
     *,
@@ -81,17 +76,15 @@ def run_batched_scan(
     seed: int = 0,
     x: np.ndarray | None = None,
     input_file: Path | None = None,
-    hardware: str | HardwareProfile = "ascend-910b4",
     model_only: bool = False,
     verify: bool = True,
     warm_l2: bool = False,
-    command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> KernelRun:
     """Scan every row of a (batch, length) array on the simulated machine (scan paper appendix B.1).
 
     Args:
-        spec, model: the registry entry (kernels/streaming.py) and its validated parameters, kept in the run.
+        ctx: the run's context from the pipeline (registry entry, parameters, hardware, command line).
         batch, length: the shape (optional with x / input_file; must agree).
         algorithm: "scanu", "scanul1", "auto" (the faster of the two by the timing model) or "vector".
         s: tile side 16/32/64/128. exclusive: exclusive scan of every row. dtype: "fp16" or "int8".
@@ -110,15 +103,7 @@ def run_batched_scan(
     """
     from ascendbench.kernels import batched_scan as bs
 
-    wall0 = time.perf_counter()
-    check_int("batch", batch, 0, optional=True)
-    check_int("length", length, 0, optional=True)
-    check_int("seed", seed, 0)
-    if x is not None and input_file is not None:
-        raise ParamError("input", "give either x or input_file, not both")
-    if model_only and (x is not None or input_file is not None):
-        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
-    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    hw = ctx.hw
     x, dtype, sha = _resolve_data(x, input_file, dtype, load_rows)
     if x is not None:
         if x.ndim != 2:
@@ -182,10 +167,7 @@ def run_batched_scan(
         "rows_per_s": batch / sim.time_s if sim.time_s > 0 else 0.0,
     }
     result = BatchedScanResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run", "batched-scan"],
-        hardware=hw.to_dict(),
+        **ctx.header(),
         kernel=f"batched-{run.algorithm}",
         algorithm=algorithm,
         candidates_time_s=run.candidates,
@@ -206,7 +188,7 @@ def run_batched_scan(
         utilisation=sim.utilisation(),
         counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=host_record(wall0, functional_s, model_s),
+        host=ctx.host(functional_s, model_s),
         model={
             "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
@@ -218,7 +200,7 @@ def run_batched_scan(
             "note": "long loops are simulated for a few iterations per core and extrapolated; every core simulated",
         },
     )
-    return KernelRun(spec, model, hw, result, sim, arrays=None if output is None else {"y": output})
+    return ctx.run(result, sim, arrays=None if output is None else {"y": output})
 
 
 # ----- segmented scan ---------------------------------------------------------------------------------
@@ -287,8 +269,7 @@ def expected_segments(n: int, segment_length: int, heads: str) -> int:
 
 
 def run_segmented_scan(
-    spec: KernelSpec,
-    model: KernelParams,
+    ctx: RunContext,
     n: int | None = None,
     *,
     algorithm: str = "mcscan",
@@ -301,17 +282,15 @@ def run_segmented_scan(
     values: np.ndarray | None = None,
     flags: np.ndarray | None = None,
     input_file: Path | None = None,
-    hardware: str | HardwareProfile = "ascend-910b4",
     model_only: bool = False,
     verify: bool = True,
     warm_l2: bool = False,
-    command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> KernelRun:
     """Segmented scan of values with head flags on the simulated machine (see kernels.segmented_scan).
 
     Args:
-        spec, model: the registry entry (kernels/streaming.py) and its validated parameters, kept in the run.
+        ctx: the run's context from the pipeline (registry entry, parameters, hardware, command line).
         n: elements (optional with values / input_file; must agree).
         algorithm: "mcscan-ul1", "mcscan" (the matrix-scan formulation) or "vector" (vector-only baseline).
         s, exclusive, dtype: as for run scan (fp16 -> fp32, int8 -> int32).
@@ -330,17 +309,7 @@ def run_segmented_scan(
     """
     from ascendbench.kernels import segmented_scan as ss
 
-    wall0 = time.perf_counter()
-    check_int("n", n, 0, optional=True)
-    check_int("segment-length", segment_length, 1)
-    check_int("seed", seed, 0)
-    if heads not in ("random", "regular"):
-        raise ParamError("heads", f"must be random or regular, got {heads!r}")
-    if values is not None and input_file is not None:
-        raise ParamError("input", "give either values or input_file, not both")
-    if model_only and (values is not None or flags is not None or input_file is not None):
-        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
-    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    hw = ctx.hw
     sha = None
     if input_file is not None:
         values, flags, _, sha = load_segmented(input_file)
@@ -408,10 +377,7 @@ def run_segmented_scan(
     moved = n * (vp.in_bytes + 1 + vp.out_bytes)
     metrics = bandwidth_metrics(n, moved, sim, hw) | {"bytes_moved": float(moved)}
     result = SegmentedScanResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run", "segmented-scan"],
-        hardware=hw.to_dict(),
+        **ctx.header(),
         algorithm=algorithm,
         params=params.to_dict() | {"warm_l2": warm_l2},
         problem=SegmentedProblem(
@@ -432,7 +398,7 @@ def run_segmented_scan(
         utilisation=sim.utilisation(),
         counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=host_record(wall0, functional_s, model_s),
+        host=ctx.host(functional_s, model_s),
         model={
             "extrapolated": sim.extrapolated,
             "warm_l2": warm_l2,
@@ -446,4 +412,4 @@ def run_segmented_scan(
             "note": "long loops are simulated for a few iterations per core and extrapolated",
         },
     )
-    return KernelRun(spec, model, hw, result, sim, arrays=None if output is None else {"y": output})
+    return ctx.run(result, sim, arrays=None if output is None else {"y": output})

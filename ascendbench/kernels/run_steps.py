@@ -1,6 +1,7 @@
-"""The steps the streaming kernels' runs share (kernels/scan_run.py, row_scan_run.py, hgemm_run.py): seeded
-input, .npy input files (memory-mapped, their sha256 computed on a background thread), the result document's
-host and verification records, the bandwidth metrics and the integer checks of the Python API.
+"""The steps every kernel's run shares: the run's context (what the pipeline hands a streaming kernel's run:
+kernels/scan_run.py, row_scan_run.py, hgemm_run.py), the result document's header, host and verification
+records, seeded input, .npy input files (memory-mapped, their sha256 computed on a background thread), the
+bandwidth metrics.
 """
 
 from __future__ import annotations
@@ -11,18 +12,53 @@ import sys
 import threading
 import time
 import zipfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import InputError, ParamError
+from ascendbench.kernels.contract import KernelParams, KernelRun, KernelSpec
 from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Verification
 
-__all__ = ["DTYPES", "Background", "FileHash", "bandwidth_metrics", "check_int", "generate_input", "host_record",
-           "load_npy", "sha256", "verification_record"]
+__all__ = ["DTYPES", "Background", "FileHash", "RunContext", "bandwidth_metrics", "check_int", "document_header",
+           "generate_input", "host_record", "load_npy", "sha256", "verification_record"]
+
+
+def document_header(name: str, hw: HardwareProfile, command: list[str] | None) -> dict[str, Any]:
+    """The fields every result document starts with: tool version, creation time (UTC, seconds), the command
+    line (default: the Python API's call) and the hardware profile."""
+    return {"tool_version": __version__, "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": command if command is not None else ["python-api", "run", name], "hardware": hw.to_dict()}
+
+
+@dataclass
+class RunContext:
+    """What the pipeline hands a streaming kernel's run, its arguments checked (the parameter model, the seed,
+    data against model_only): the registry entry, its validated parameters, the hardware profile, the command
+    line to record and the run's start (perf_counter seconds)."""
+
+    spec: KernelSpec
+    params: KernelParams
+    hw: HardwareProfile
+    command: list[str] | None
+    wall0: float
+
+    def header(self) -> dict[str, Any]:
+        return document_header(self.spec.name, self.hw, self.command)
+
+    def host(self, functional_s: float | None, model_s: float) -> Host:
+        return host_record(self.wall0, functional_s, model_s)
+
+    def run(self, result, sim: SimResult, **fields: Any) -> KernelRun:
+        """The KernelRun of result document `result` and simulated run `sim` (fields: KernelRun's others)."""
+        return KernelRun(self.spec, self.params, self.hw, result, sim, **fields)
 
 
 def generate_input(n: int, dtype: str, seed: int) -> np.ndarray:

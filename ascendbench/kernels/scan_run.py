@@ -13,15 +13,13 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from ascendbench import __version__
-from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, InputError, ParamError, get_kernel
-from ascendbench.kernels.contract import KernelParams, KernelRun, KernelSpec
+from ascendbench.hardware import HardwareProfile
+from ascendbench.kernels.base import InputError, ParamError, get_kernel
+from ascendbench.kernels.contract import KernelRun
 from ascendbench.kernels.partition import (
     GENERATORS,
     PARTITION_LIMIT,
@@ -35,9 +33,9 @@ from ascendbench.kernels.partition import (
 from ascendbench.kernels.run_steps import (
     Background,
     FileHash,
+    RunContext,
     bandwidth_metrics,
     check_int,
-    host_record,
     load_npy,
     verification_record,
 )
@@ -84,8 +82,7 @@ def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: 
 
 
 def run_scan(
-    spec: KernelSpec,
-    model: KernelParams,
+    ctx: RunContext,
     n: int | None = None,
     *,
     algorithm: str | None = None,
@@ -98,10 +95,8 @@ def run_scan(
     seed: int = 0,
     x: np.ndarray | None = None,
     input_file: Path | None = None,
-    hardware: str | HardwareProfile = "ascend-910b4",
     model_only: bool = False,
     warm_l2: bool = False,
-    command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     generator: str = "random",
     l2: str | None = None,
@@ -113,7 +108,7 @@ def run_scan(
     """Run scan kernel `algorithm` on n elements through the simulated machine and check it against NumPy.
 
     Args:
-        spec, model: the registry entry (kernels/streaming.py) and its validated parameters, kept in the run.
+        ctx: the run's context from the pipeline (registry entry, parameters, hardware, command line).
         n: number of elements (any non-negative int). Optional when x or input_file is given (must agree).
         algorithm: mcscan-ul1, mcscan, scanu, scanul1, vec-cumsum or memcpy (kernels.KERNELS). None (the
             default): the scan paper's MCScanUL1 where every row's fp16 sum (its C1) fits fp16, else MCScan
@@ -122,7 +117,6 @@ def run_scan(
         s, blocks, chunk, exclusive, dtype, out_dtype: see ScanParams.
         seed: seed of the generated input (ignored with x / input_file).
         x: the user's own (n,) float16 or int8 array; input_file: a .npy file holding one.
-        hardware: profile name or TOML path, or a HardwareProfile.
         model_only: timings and counters only, no data (x and input_file must be None: give n and dtype).
         warm_l2: start with the input resident in L2 (the same as l2="warm").
         l2: what L2 holds when the kernel starts (kernels.scan.L2_STARTS): "flushed" (default: full of the dirty
@@ -148,17 +142,7 @@ def run_scan(
     Raises:
         ParamError, InputError, HardwareError, BufferCapacityError: for invalid arguments (messages name them).
     """
-    wall0 = time.perf_counter()
-    check_int("n", n, 0, optional=True)
-    check_int("s", s, 1)
-    check_int("blocks", blocks, 1, optional=True)
-    check_int("chunk", chunk, 0, optional=True)
-    check_int("seed", seed, 0)
-    if x is not None and input_file is not None:
-        raise ParamError("input", "give either x or input_file, not both")
-    if model_only and (x is not None or input_file is not None):
-        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
-    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    hw = ctx.hw
     requested = algorithm
     kernel = get_kernel(algorithm or "mcscan-ul1")
     if kernel.name not in SCAN_KERNELS:
@@ -336,10 +320,7 @@ def run_scan(
     window = measured_window(hw, scan_wrapper(algorithm, params.chunk), sim.time_s)
     metrics |= {"call_time_s": window.window_s, "host_window_s": window.host_s}
     result = RunResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run", "scan"],
-        hardware=hw.to_dict(),
+        **ctx.header(),
         kernel=algorithm,
         params=params.to_dict() | {"warm_l2": start == "warm", "l2": start},
         problem=Problem(n=n, dtype=dtype, out_dtype=params.out, exclusive=exclusive,
@@ -353,7 +334,7 @@ def run_scan(
         utilisation=sim.utilisation(),
         counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=host_record(wall0, functional_s, model_s),
+        host=ctx.host(functional_s, model_s),
         model={
             "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
@@ -364,5 +345,4 @@ def run_scan(
                      "in proportion, and extrapolated; every core is simulated"),
         },
     )
-    return KernelRun(spec, model, hw, result, sim, arrays=None if output is None else {"y": output},
-                     extras={"memcpy": memcpy})
+    return ctx.run(result, sim, arrays=None if output is None else {"y": output}, extras={"memcpy": memcpy})

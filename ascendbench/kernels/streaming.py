@@ -85,10 +85,10 @@ class ScanKernelEntry(KernelSpec):
 
     run_options = ("warm_l2", "progress", "generator", "out", "keep_output", "partition_limit", "output_path")
 
-    def run_streaming(self, params, /, **options: Any):
+    def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.scan_run import run_scan
 
-        return run_scan(self, params, **params.model_dump(exclude_unset=True), **options)  # its defaults for the rest
+        return run_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)  # its defaults for the rest
 
     @staticmethod
     def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: HardwareProfile) -> float:
@@ -154,10 +154,10 @@ class BatchedScanKernel(KernelSpec):
 
     run_options = ("progress",)
 
-    def run_streaming(self, params, /, **options: Any):
+    def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.row_scan_run import run_batched_scan
 
-        return run_batched_scan(self, params, **params.model_dump(exclude_unset=True), **options)
+        return run_batched_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)
 
 
 class SegmentedRunParams(_RowScanParams):
@@ -206,10 +206,10 @@ class SegmentedScanKernel(KernelSpec):
 
     run_options = ("progress",)
 
-    def run_streaming(self, params, /, **options: Any):
+    def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.row_scan_run import run_segmented_scan
 
-        return run_segmented_scan(self, params, **params.model_dump(exclude_unset=True), **options)
+        return run_segmented_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)
 
 
 MAX_DIM = 2**40  # as kernels.hgemm.MAX_DIM
@@ -314,11 +314,12 @@ class HgemmKernel(KernelSpec):
         checked = self.params({x: 0 for x in ("m", "n", "k")} | given)
         return self.Params.model_construct(_fields_set=checked.model_fields_set & set(given), **dict(checked))
 
-    def run_streaming(self, params, /, **options: Any):
+    def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.hgemm_run import run_hgemm
 
+        params = ctx.params
         given = params.model_fields_set
         m, n, k = (getattr(params, x) if x in given else None for x in ("m", "n", "k"))
         options.setdefault("params", params.hgemm)
-        return run_hgemm(self, params, m, n, k, batch=params.batch, warm_l2=params.warm_l2,
+        return run_hgemm(ctx, m, n, k, batch=params.batch, warm_l2=params.warm_l2,
                          every_core=params.every_core, **options)
