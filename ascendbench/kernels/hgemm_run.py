@@ -10,7 +10,6 @@ workload spread over worker processes. `ascendbench.run("hgemm", ...)` comes her
 from __future__ import annotations
 
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,9 +18,8 @@ import numpy as np
 
 from ascendbench.kernels.base import InputError, ParamError
 from ascendbench.kernels.contract import KernelRun
-from ascendbench.kernels.run_steps import RunContext, sha256, verification_record
+from ascendbench.kernels.run_steps import RunContext, open_npy, sha256, verification_record
 from ascendbench.processes import imap_in_workers, jobs_error, usable_cores
-from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Verification
 
 if TYPE_CHECKING:
@@ -35,12 +33,7 @@ WORKLOAD_VERIFY_LIMIT_MACS = 2**27  # per shape in workload runs (about 512^3), 
 
 def _load_matrix(path: Path, name: str) -> tuple[np.ndarray, str]:
     path = Path(path)
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"--{name}: file not found: {path}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--{name}: {path} {unreadable_npy(path, exc)}") from None
+    arr = open_npy(path, name)
     if not isinstance(arr, np.ndarray) or arr.ndim not in (2, 3):
         raise InputError(f"--{name}: must be a 2-D (or batch x rows x columns 3-D) array, got shape "
                          f"{getattr(arr, 'shape', '?')}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,11 +24,11 @@ from ascendbench.kernels.run_steps import (
     bandwidth_metrics,
     generate_input,
     load_npy,
+    open_npy,
     sha256,
     verification_record,
 )
 from ascendbench.kernels.scan import ul1_overflow_message
-from ascendbench.store.io import unreadable_npy
 from ascendbench.store.rows import BatchedProblem, BatchedScanResult, SegmentedProblem, SegmentedScanResult
 from ascendbench.store.schema import Verification
 
@@ -167,7 +166,7 @@ def run_batched_scan(
         "rows_per_s": batch / sim.time_s if sim.time_s > 0 else 0.0,
     }
     result = BatchedScanResult(
-        **ctx.header(),
+        **ctx.sim_fields(sim, functional_s, model_s),
         kernel=f"batched-{run.algorithm}",
         algorithm=algorithm,
         candidates_time_s=run.candidates,
@@ -185,10 +184,7 @@ def run_batched_scan(
         ),
         metrics=metrics,
         phases_s=phases,
-        utilisation=sim.utilisation(),
-        counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=ctx.host(functional_s, model_s),
         model={
             "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
@@ -215,12 +211,7 @@ def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]
     from ascendbench.kernels.segmented_scan import FLAG_DTYPES
 
     path = Path(path)
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--input: {path} {unreadable_npy(path, exc, '.npy or .npz file')}") from None
+    data = open_npy(path, what=".npy or .npz file")
     flags = None
     if isinstance(data, np.ndarray):
         values = data
@@ -377,7 +368,7 @@ def run_segmented_scan(
     moved = n * (vp.in_bytes + 1 + vp.out_bytes)
     metrics = bandwidth_metrics(n, moved, sim, hw) | {"bytes_moved": float(moved)}
     result = SegmentedScanResult(
-        **ctx.header(),
+        **ctx.sim_fields(sim, functional_s, model_s),
         algorithm=algorithm,
         params=params.to_dict() | {"warm_l2": warm_l2},
         problem=SegmentedProblem(
@@ -395,10 +386,7 @@ def run_segmented_scan(
         ),
         metrics=metrics,
         phases_s=sim.phases_s,
-        utilisation=sim.utilisation(),
-        counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=ctx.host(functional_s, model_s),
         model={
             "extrapolated": sim.extrapolated,
             "warm_l2": warm_l2,

@@ -28,7 +28,7 @@ from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Verification
 
 __all__ = ["DTYPES", "Background", "FileHash", "RunContext", "bandwidth_metrics", "check_int", "document_header",
-           "generate_input", "host_record", "load_npy", "sha256", "verification_record"]
+           "generate_input", "host_record", "load_npy", "open_npy", "sha256", "verification_record"]
 
 
 def document_header(name: str, hw: HardwareProfile, command: list[str] | None) -> dict[str, Any]:
@@ -55,6 +55,13 @@ class RunContext:
 
     def host(self, functional_s: float | None, model_s: float) -> Host:
         return host_record(self.wall0, functional_s, model_s)
+
+    def sim_fields(self, sim: SimResult, functional_s: float | None, model_s: float) -> dict[str, Any]:
+        """The fields a one-run document (the scans') takes as they are: header, the simulated run's pipe
+        utilisation and counters (sorted by name), the host record."""
+        return self.header() | {"utilisation": sim.utilisation(),
+                                "counters": {k: float(v) for k, v in sorted(sim.counters.items())},
+                                "host": self.host(functional_s, model_s)}
 
     def run(self, result, sim: SimResult, **fields: Any) -> KernelRun:
         """The KernelRun of result document `result` and simulated run `sim` (fields: KernelRun's others)."""
@@ -122,17 +129,24 @@ class FileHash(Background):
             raise InputError(f"--input: cannot read {self.path} ({exc.strerror or exc})") from None
 
 
+def open_npy(path: Path, option: str = "input", what: str | None = None, mmap: bool = False):
+    """np.load of a user's .npy (or .npz) file without pickles; raises InputError naming --<option> when it is
+    missing or unreadable (`what`: the kind of file the message asks for, store.io.unreadable_npy's)."""
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--{option}: file not found: {path}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        why = unreadable_npy(path, exc) if what is None else unreadable_npy(path, exc, what)
+        raise InputError(f"--{option}: {path} {why}") from None
+
+
 def load_npy(path: Path, ndim: int, axes: str = "", background_hash: bool = False):
     """Memory-map an --input .npy array of `ndim` dimensions (`axes` names them in messages), float16 or int8.
     Returns (array, dtype name, sha256 of the file, or with background_hash a FileHash computing it); raises
     InputError naming --input."""
     path = Path(path)
-    try:
-        x = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--input: {path} {unreadable_npy(path, exc)}") from None
+    x = open_npy(path, mmap=True)
     if not isinstance(x, np.ndarray):
         raise InputError(f"--input: {path} holds several arrays; give one {ndim}-D .npy array{axes}")
     if x.ndim != ndim:

@@ -320,7 +320,7 @@ def run_scan(
     window = measured_window(hw, scan_wrapper(algorithm, params.chunk), sim.time_s)
     metrics |= {"call_time_s": window.window_s, "host_window_s": window.host_s}
     result = RunResult(
-        **ctx.header(),
+        **ctx.sim_fields(sim, functional_s, model_s),
         kernel=algorithm,
         params=params.to_dict() | {"warm_l2": start == "warm", "l2": start},
         problem=Problem(n=n, dtype=dtype, out_dtype=params.out, exclusive=exclusive,
@@ -331,10 +331,7 @@ def run_scan(
                         output=kept),
         metrics=metrics,
         phases_s=phases,
-        utilisation=sim.utilisation(),
-        counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=ctx.host(functional_s, model_s),
         model={
             "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
