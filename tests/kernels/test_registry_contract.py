@@ -25,7 +25,7 @@ from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import Check, InputSpec, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.programs import copy_pass
 from ascendbench.kernels.registry import REGISTRY, get_spec, get_tunable
-from ascendbench.sim.result import fixed_cost, sequence
+from ascendbench.sim.result import SimResult, fixed_cost, sequence
 from ascendbench.store.operators import OperatorRunResult
 from ascendbench.tuning.space import load_space, space_path
 
@@ -126,6 +126,26 @@ def test_every_streaming_kernel_runs_through_the_same_entry_point(spec):
     run = ascendbench.run(spec.name, **SMALL[spec.name])
     checks = [shape.verification for shape in run.result.shapes] if spec.family == "gemm" else [run.result.verification]
     assert all(v.performed and v.passed for v in checks)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_kernel_returns_one_kernel_run_with_its_time_verdict_outputs_and_trace(spec):
+    run = ascendbench.run(spec.name, seed=2, **SMALL[spec.name])
+    assert type(run) is ascendbench.KernelRun and run.spec is spec and run.hw.name == run.result.hardware["name"]
+    doc = run.result
+    assert run.time_s == (doc.simulated.time_s if isinstance(doc, OperatorRunResult) else doc.metrics["time_s"]) > 0
+    assert run.verification.performed and run.verification.passed
+    assert run.trace and all(isinstance(sim, SimResult) for sim in run.trace) and run.trace[0] is run.sim
+    assert run.arrays and all(isinstance(a, np.ndarray) and a.size for a in run.arrays.values())
+    assert doc.command == ["python-api", "run", spec.name]
+
+
+def test_an_hgemm_workload_run_sums_its_shapes_and_its_verdict():
+    run = ascendbench.run("hgemm", workload="fig6", jobs=1, verify=False)
+    assert run.time_s == sum(s.time_s for s in run.result.shapes) and len(run.result.shapes) > 1
+    assert run.arrays is None and not run.verification.performed and run.verification.passed is None
+    with pytest.raises(ParamError, match="^--input: hgemm takes its matrices as a_file, b_file, c_file$"):
+        ascendbench.run("hgemm", m=4, n=4, k=4, input_file=Path("a.npy"))
 
 
 def test_every_kernel_appears_in_run_and_tune():
