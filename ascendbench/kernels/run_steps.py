@@ -23,12 +23,14 @@ from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import InputError, ParamError
 from ascendbench.kernels.contract import KernelParams, KernelRun, KernelSpec
+from ascendbench.kernels.partition import release_pages
 from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Verification
 
 __all__ = ["DTYPES", "Background", "FileHash", "RunContext", "bandwidth_metrics", "check_int", "document_header",
-           "generate_input", "host_record", "load_npy", "open_npy", "sha256", "verification_record"]
+           "consume_partitions", "generate_input", "host_record", "load_npy", "open_npy", "sha256",
+           "verification_record"]
 
 
 def document_header(name: str, hw: HardwareProfile, command: list[str] | None) -> dict[str, Any]:
@@ -66,6 +68,36 @@ class RunContext:
     def run(self, result, sim: SimResult, **fields: Any) -> KernelRun:
         """The KernelRun of result document `result` and simulated run `sim` (fields: KernelRun's others)."""
         return KernelRun(self.spec, self.params, self.hw, result, sim, **fields)
+
+
+def consume_partitions(pieces, check, total: int, output: np.ndarray | None = None, *, release: bool = False,
+                       progress=None, stage: str = "scanning and verifying"):
+    """The functional and verify stage of a kernel whose functional step streams: take the (offset, input piece,
+    output piece) partitions it yields, write each output piece into `output` when it is kept (with `release`,
+    a memory-mapped file's written pages leave memory every 2**24 items), feed each pair to `check` (a
+    scan_numerics.CheckThread: a piece's check overlaps the next piece's computation) and report
+    progress(stage, done, total) every 2**22 items. An exception from the pieces stops the check and propagates.
+    Returns the verdict (check.close())."""
+    done = released = reported = 0
+    if progress:
+        progress(stage, 0, total)
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN / inf inputs: the verdict explains them
+            for lo, xb, yb in pieces:
+                if output is not None:
+                    output[lo: lo + yb.shape[0]] = yb
+                    if release and lo + yb.shape[0] - released >= 1 << 24:
+                        release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
+                        released = lo + yb.shape[0]
+                check.feed(xb, yb)
+                done += yb.shape[0]
+                if progress and (done - reported >= 1 << 22 or done == total):  # small pieces: report less often
+                    progress(stage, done, total)
+                    reported = done
+    except BaseException:
+        check.stop()
+        raise
+    return check.close()
 
 
 def generate_input(n: int, dtype: str, seed: int) -> np.ndarray:

@@ -28,7 +28,6 @@ from ascendbench.kernels.partition import (
     npy_memmap,
     offset_type,
     partitions,
-    release_pages,
 )
 from ascendbench.kernels.run_steps import (
     Background,
@@ -36,6 +35,7 @@ from ascendbench.kernels.run_steps import (
     RunContext,
     bandwidth_metrics,
     check_int,
+    consume_partitions,
     load_npy,
     verification_record,
 )
@@ -258,25 +258,10 @@ def run_scan(
             kept = "discarded"
         while True:
             check = CheckThread(ScanVerifier(algorithm, n, params, hw))  # a piece's check overlaps the next scan
-            done = released = reported = 0
-            if progress:
-                progress("scanning and verifying", 0, n)
+            pieces = stream_pieces(algorithm, source, params, hw, limit=partition_limit, stop_on_c1_overflow=guard)
             try:
-                with np.errstate(invalid="ignore", over="ignore"):  # NaN / inf inputs: the verdict explains them
-                    for lo, xb, yb in stream_pieces(algorithm, source, params, hw, limit=partition_limit,
-                                                    stop_on_c1_overflow=guard):
-                        if output is not None:
-                            output[lo: lo + yb.shape[0]] = yb
-                            if kept == "file" and lo + yb.shape[0] - released >= 1 << 24:
-                                release_pages(output, released, lo + yb.shape[0])  # written pages leave memory
-                                released = lo + yb.shape[0]
-                        check.feed(xb, yb)
-                        done += yb.shape[0]
-                        if progress and (done - reported >= 1 << 22 or done == n):  # small pieces: report less often
-                            progress("scanning and verifying", done, n)
-                            reported = done
+                v = consume_partitions(pieces, check, n, output, release=kept == "file", progress=progress)
             except C1Overflow as exc:
-                check.stop()
                 why = ul1_overflow_message(algorithm, s, exc.row, exc.total)
                 if requested is not None:
                     raise ParamError("algorithm", f"{why}; use --algorithm mcscan (or scale the input)") from None
@@ -285,11 +270,7 @@ def run_scan(
                 kernel.check(n, params, hw)
                 model = Background(lambda k=kernel: timing_model(k))  # the ScanUL1 model's thread is left
                 continue  # from the start with MCScan: what was written is overwritten
-            except BaseException:
-                check.stop()
-                raise
             break
-        v = check.close()
         if isinstance(output, np.memmap):
             output.flush()
         verification = verification_record(v)
