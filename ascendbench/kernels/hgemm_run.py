@@ -199,7 +199,11 @@ def run_hgemm(
     checked = [r.verification for r in records if r.verification.performed]
     verdict = (first.verification if total == 1 else
                Verification(performed=bool(checked), passed=all(v.passed for v in checked) if checked else None))
-    return ctx.run(result, sims[0], arrays=None if output is None else {"c": output}, time_s=metrics["time_s"],
+    ran = {f: getattr(params, f) for f in ("variant", "m0", "n0", "k0", "split_k", "shuffle_k", "padding",
+                                           "double_buffer", "alpha", "beta")}
+    if workload is None:
+        ran |= {"m": first.m, "n": first.n, "k": first.k, "batch": first.batch}
+    return ctx.run(result, sims[0], ran, arrays=None if output is None else {"c": output}, time_s=metrics["time_s"],
                    verification=verdict, trace=sims)
 
 

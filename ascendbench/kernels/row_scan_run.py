@@ -196,7 +196,8 @@ def run_batched_scan(
             "note": "long loops are simulated for a few iterations per core and extrapolated; every core simulated",
         },
     )
-    return ctx.run(result, sim, arrays=None if output is None else {"y": output})
+    return ctx.run(result, sim, {"batch": batch, "length": length, "dtype": dtype},
+                   arrays=None if output is None else {"y": output})
 
 
 # ----- segmented scan ---------------------------------------------------------------------------------
@@ -400,4 +401,4 @@ def run_segmented_scan(
             "note": "long loops are simulated for a few iterations per core and extrapolated",
         },
     )
-    return ctx.run(result, sim, arrays=None if output is None else {"y": output})
+    return ctx.run(result, sim, {"n": n, "dtype": dtype}, arrays=None if output is None else {"y": output})

@@ -65,9 +65,12 @@ class RunContext:
                                 "counters": {k: float(v) for k, v in sorted(sim.counters.items())},
                                 "host": self.host(functional_s, model_s)}
 
-    def run(self, result, sim: SimResult, **fields: Any) -> KernelRun:
-        """The KernelRun of result document `result` and simulated run `sim` (fields: KernelRun's others)."""
-        return KernelRun(self.spec, self.params, self.hw, result, sim, **fields)
+    def run(self, result, sim: SimResult, ran: dict[str, Any] | None = None, **fields: Any) -> KernelRun:
+        """The KernelRun of result document `result` and simulated run `sim` (fields: KernelRun's others); `ran`:
+        the parameters the run settled (sizes and dtype from the data, the algorithm a default chose), which
+        replace the given ones in KernelRun.params."""
+        params = self.params.model_copy(update=ran) if ran else self.params
+        return KernelRun(self.spec, params, self.hw, result, sim, **fields)
 
 
 def consume_partitions(pieces, check, total: int, output: np.ndarray | None = None, *, release: bool = False,

@@ -323,4 +323,5 @@ def run_scan(
                      "in proportion, and extrapolated; every core is simulated"),
         },
     )
-    return ctx.run(result, sim, arrays=None if output is None else {"y": output}, extras={"memcpy": memcpy})
+    return ctx.run(result, sim, {"n": n, "dtype": dtype, "algorithm": algorithm},
+                   arrays=None if output is None else {"y": output}, extras={"memcpy": memcpy})

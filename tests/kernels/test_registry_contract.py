@@ -140,6 +140,15 @@ def test_every_kernel_returns_one_kernel_run_with_its_time_verdict_outputs_and_t
     assert doc.command == ["python-api", "run", spec.name]
 
 
+def test_a_kernel_run_holds_the_parameters_that_ran():
+    # sizes and dtype from the data, the algorithm the default chose, HGEMM's shape from its files
+    run = ascendbench.run("scan", arrays={"x": np.ones(1000, np.int8)})
+    assert (run.params.n, run.params.dtype, run.params.algorithm) == (1000, "int8", "mcscan")
+    run = ascendbench.run("batched-scan", arrays={"x": np.ones((2, 500), np.int8)})
+    assert (run.params.batch, run.params.length, run.params.dtype) == (2, 500, "int8")
+    assert ascendbench.run("segmented-scan", arrays={"values": np.ones(700, np.float16)}).params.n == 700
+
+
 def test_an_hgemm_workload_run_sums_its_shapes_and_its_verdict():
     run = ascendbench.run("hgemm", workload="fig6", jobs=1, verify=False)
     assert run.time_s == sum(s.time_s for s in run.result.shapes) and len(run.result.shapes) > 1
