@@ -32,7 +32,7 @@ from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityErro
 from ascendbench.kernels.contract import Check, KernelParams, KernelRun, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
-from ascendbench.kernels.run_steps import RunContext, document_header, host_record
+from ascendbench.kernels.run_steps import RunContext
 from ascendbench.sim.result import SimResult
 from ascendbench.store.operators import (
     OperatorProblem,
@@ -165,12 +165,12 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     notes = [*notes, *spec.notes(params, hw)]
     model_s = time.perf_counter() - t0
 
-    doc = _document(spec, params, hw, sim, base, base_params, outcome, check, arrays, facts, notes,
+    ctx = RunContext(spec, params, hw, command, wall0)
+    doc = _document(ctx, sim, base, base_params, outcome, check, arrays, facts, notes,
                     seed=seed if generated or spec.draws else None,
                     data="none" if model_only else ("file" if input_file is not None else "generated"),
-                    input_file=input_file, input_sha256=input_sha256, command=command, wall0=wall0, model_s=model_s,
-                    functional_s=functional_s)
-    return KernelRun(spec, params, hw, doc, sim, base, outcome.arrays if outcome is not None else None, notes)
+                    input_file=input_file, input_sha256=input_sha256, model_s=model_s, functional_s=functional_s)
+    return ctx.run(doc, sim, baseline=base, arrays=outcome.arrays if outcome is not None else None, notes=notes)
 
 
 def _checked(step, *args):
@@ -217,12 +217,12 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
     return spec.run_streaming(RunContext(spec, params, hw, command, wall0), **options)
 
 
-def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: SimResult, base: SimResult | None,
-              base_params: KernelParams | None, outcome: Outcome | None, check: Check | None,
-              arrays: Mapping[str, np.ndarray] | None, facts, notes: list[str], *, seed: int | None, data: str,
-              input_file: Path | None, input_sha256: str | None, command: list[str] | None, wall0: float,
+def _document(ctx: RunContext, sim: SimResult, base: SimResult | None, base_params: KernelParams | None,
+              outcome: Outcome | None, check: Check | None, arrays: Mapping[str, np.ndarray] | None, facts,
+              notes: list[str], *, seed: int | None, data: str, input_file: Path | None, input_sha256: str | None,
               model_s: float, functional_s: float | None) -> OperatorRunResult:
     """The operator result document of one run (store/operators.py)."""
+    spec, params, hw = ctx.spec, ctx.params, ctx.hw
     moved = float(spec.bytes_moved(params, facts))
     n = spec.size(params)
     bw = moved / sim.time_s / 1e9 if sim.time_s > 0 and n else None
@@ -232,7 +232,7 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
                     OperatorVerification(performed=True, passed=check.passed, reference=check.reference,
                                          detail=check.detail))
     return OperatorRunResult(
-        **document_header(spec.name, hw, command),
+        **ctx.header(),
         problem=OperatorProblem(operator=spec.name, n=n, dtypes=dtypes, params=spec.document_params(params, sim),
                                 data=data, seed=seed,
                                 input_file=str(input_file) if input_file else None, input_sha256=input_sha256,
@@ -247,7 +247,7 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
         ),
         outputs=outputs,
         verification=verification,
-        host=host_record(wall0, functional_s, model_s),
+        host=ctx.host(functional_s, model_s),
         model={"extrapolated": sim.extrapolated, "note": "long loops are simulated for a few iterations per core "
                                                          "and extrapolated; identical cores simulated once"},
         notes=notes,
