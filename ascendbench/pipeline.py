@@ -189,30 +189,19 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
     streams the input through the functional run and the verifier) in its run module."""
     options: dict[str, Any] = {k: values.pop(k) for k in list(values) if k in spec.run_options}
     params = spec.run_params(values, options)
+    spec.refuse_data(arrays, input_file)
     if input_file is not None:
-        if spec.family == "gemm":
-            raise ParamError("input", "hgemm takes its matrices as a_file, b_file, c_file")
         if arrays is not None:
             raise ParamError("input", f"give either {', '.join(arrays)} or input_file, not both")
         if model_only:
             raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
         options["input_file"] = input_file
-    options |= {"seed": seed, "model_only": model_only}
-    if spec.name != "scan":
-        options["verify"] = verify
-    elif not verify:
-        raise ParamError("verify", "the streaming scan always verifies on the fly")
+    options |= {"seed": seed, "model_only": model_only, "verify": verify}
     if arrays is not None:
         names = {s.name for s in spec.inputs}
-        unknown = set(arrays) - names
-        if unknown or spec.family == "gemm":
-            raise ParamError("input", f"{spec.name} takes its matrices as .npy files, not arrays: "
-                                      "ascendbench.run(\"hgemm\", a_file=..., b_file=..., c_file=...)"
-                             if spec.family == "gemm" else
-                             f"{spec.name} takes the arrays {', '.join(sorted(names))}")
+        if set(arrays) - names:
+            raise ParamError("input", f"{spec.name} takes the arrays {', '.join(sorted(names))}")
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
-    if spec.family == "gemm":  # run_hgemm always times every shape; without data there is nothing to verify
-        options["verify"] = not options.pop("model_only") and verify
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     return spec.run_streaming(RunContext(spec, params, hw, command, wall0), **options)
 

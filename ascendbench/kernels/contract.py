@@ -351,6 +351,9 @@ class KernelSpec:
         files give the shape)."""
         return self.params(values)
 
+    def refuse_data(self, arrays: Mapping[str, np.ndarray] | None, input_file) -> None:
+        """Raise ParamError for input data this streaming kernel does not take that way (HGEMM: its .npy files)."""
+
     def run_streaming(self, ctx, /, **options: Any) -> KernelRun:
         """The streaming functional run, timing model, verification and result document (streaming kernels;
         ctx: kernels/run_steps.RunContext, the checked parameters in ctx.params)."""

@@ -88,6 +88,8 @@ class ScanKernelEntry(KernelSpec):
     def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.scan_run import run_scan
 
+        if not options.pop("verify"):
+            raise ParamError("verify", "the streaming scan always verifies on the fly")
         return run_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)  # its defaults for the rest
 
     @staticmethod
@@ -314,6 +316,13 @@ class HgemmKernel(KernelSpec):
         checked = self.params({x: 0 for x in ("m", "n", "k")} | given)
         return self.Params.model_construct(_fields_set=checked.model_fields_set & set(given), **dict(checked))
 
+    def refuse_data(self, arrays, input_file):
+        if input_file is not None:
+            raise ParamError("input", "hgemm takes its matrices as a_file, b_file, c_file")
+        if arrays is not None:
+            raise ParamError("input", "hgemm takes its matrices as .npy files, not arrays: "
+                                      'ascendbench.run("hgemm", a_file=..., b_file=..., c_file=...)')
+
     def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.hgemm_run import run_hgemm
 
@@ -321,5 +330,7 @@ class HgemmKernel(KernelSpec):
         given = params.model_fields_set
         m, n, k = (getattr(params, x) if x in given else None for x in ("m", "n", "k"))
         options.setdefault("params", params.hgemm)
+        # every shape is always timed; without data (model_only) there is nothing to verify
+        options["verify"] = not options.pop("model_only") and options["verify"]
         return run_hgemm(ctx, m, n, k, batch=params.batch, warm_l2=params.warm_l2,
                          every_core=params.every_core, **options)
