@@ -1,7 +1,7 @@
 """ascendbench: benchmark and autotune scan kernels on a simulated Huawei Ascend NPU.
 
 Public API: `run(name, **params)` (run any kernel of the registry on real data, verified, with simulated
-timings; `list_kernels()` names them), `run_scan` (the 1-D scans' runner with every streaming option), `get_kernel` /
+timings, streaming options included; returns a `KernelRun`; `list_kernels()` names them), `get_kernel` /
 `KERNELS` (the scan algorithms by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
 
@@ -18,8 +18,7 @@ _LAZY = {
     "ParamError": "ascendbench.kernels",
     "ScanParams": "ascendbench.kernels",
     "get_kernel": "ascendbench.kernels",
-    "ScanRun": "ascendbench.runner",
-    "run_scan": "ascendbench.runner",
+    "KernelRun": "ascendbench.kernels.contract",
 }
 
 
@@ -40,16 +39,15 @@ def list_kernels() -> list[str]:
 __all__ = [
     "KERNELS",
     "HardwareProfile",
+    "KernelRun",
     "ParamError",
     "ScanParams",
-    "ScanRun",
     "__version__",
     "get_kernel",
     "list_kernels",
     "list_profiles",
     "load_profile",
     "run",
-    "run_scan",
 ]
 
 

@@ -12,29 +12,27 @@ paper's baseline -> verification against NumPy -> the result document. Writing t
 arrays, trace) is the caller's: the CLI writes them all or nothing (commands/operator_common.finish).
 
 Kernels whose functional run streams through partitions (the 1-D scans, the row scans, HGEMM: `streaming`)
-run through their runner modules (ascendbench/runner.py, runner_rows.py), which take the same steps.
+take the same entry and the same argument checks; their functional step (`KernelSpec.run_streaming`, in their
+run modules kernels/scan_run.py, row_scan_run.py, hgemm_run.py) streams the input partition by partition
+through the functional run and the verifier and builds their document. Every kernel's run is a KernelRun.
 """
 
 from __future__ import annotations
 
 import os
-import platform
-import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
 from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityError, ParamError
-from ascendbench.kernels.contract import Check, KernelParams, KernelSpec, Outcome
+from ascendbench.kernels.contract import Check, KernelParams, KernelRun, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
+from ascendbench.kernels.run_steps import RunContext
 from ascendbench.sim.result import SimResult
 from ascendbench.store.operators import (
     OperatorProblem,
@@ -42,24 +40,8 @@ from ascendbench.store.operators import (
     OperatorSimulated,
     OperatorVerification,
 )
-from ascendbench.store.schema import Host
 
 __all__ = ["KernelRun", "available_memory", "run"]
-
-
-@dataclass
-class KernelRun:
-    """One run of a registry kernel: the result document, the simulated run and its baseline (None where the
-    baseline cannot run the problem), the output arrays (None with model_only) and the report's notes."""
-
-    spec: KernelSpec
-    params: KernelParams
-    hw: HardwareProfile
-    result: OperatorRunResult
-    sim: SimResult
-    baseline: SimResult | None
-    arrays: dict[str, np.ndarray] | None
-    notes: list[str] = field(default_factory=list)
 
 
 def available_memory() -> int | None:
@@ -92,7 +74,7 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         hardware: str | HardwareProfile | None = None, verify: bool = True, model_only: bool = False,
         input_file: Path | None = None, input_sha256: str | None = None, command: list[str] | None = None,
         **values: Any) -> KernelRun:
-    """Run registry kernel `name` (kernels/registry.py; e.g. "sort", "topk", "split") through the pipeline.
+    """Run registry kernel `name` (kernels/registry.py; e.g. "sort", "topk", "scan", "hgemm") through the pipeline.
 
     Args:
         name: the kernel's registry name.
@@ -105,15 +87,22 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         model_only: timings and counters only, no data (arrays must be None).
         input_file, input_sha256: recorded in the document when the arrays came from a file.
         command: the command line recorded in the document (default: the Python API).
-        values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...).
+        values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...) and, for a streaming
+            kernel, its run options (`spec.run_options`): scan: warm_l2, progress, generator, out, keep_output,
+            partition_limit, output_path (see kernels/scan_run.run_scan); batched-scan, segmented-scan:
+            progress; hgemm: workload, a_file, b_file, c_file (.npy matrices), jobs, progress, params (an
+            HgemmParams; see kernels/hgemm_run.run_hgemm). input_file: scan a 1-D .npy, batched-scan a 2-D one,
+            segmented-scan a .npz of values and flags (or a .npy of values).
 
     Returns:
-        KernelRun (times in seconds, bandwidth in GB/s = 1e9 B/s of `bytes_moved`). Streaming kernels (scan,
-        batched-scan, segmented-scan, hgemm) return their runner's run instead (ScanRun, BatchedRun,
-        SegmentedRun, HgemmRun; each with the document in `.result`).
+        KernelRun: `time_s` (simulated seconds), `verification`, `arrays` (the outputs, None with model_only),
+        `result` (the document: store/operators.py OperatorRunResult; scan RunResult, batched-scan
+        BatchedScanResult, segmented-scan SegmentedScanResult, hgemm HgemmRunResult), `trace` (the SimResults a
+        Chrome trace draws). Bandwidth in GB/s = 1e9 B/s of `bytes_moved`.
 
     Raises:
-        ParamError: a bad parameter, input array or seed (the message names the option); HardwareError.
+        ParamError: a bad parameter, input array or seed (the message names the option); InputError: an
+        unusable input file (streaming kernels); HardwareError.
     """
     wall0 = time.perf_counter()
     spec = get_spec(name)
@@ -129,7 +118,8 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     hardware = spec.default_hardware if hardware is None else hardware
     if spec.streaming:
         return _run_streaming(spec, arrays=arrays, seed=seed, hardware=hardware, verify=verify,
-                              model_only=model_only, command=command, values=values)
+                              model_only=model_only, input_file=input_file, command=command, values=values,
+                              wall0=wall0)
     params = spec.params(values)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     notes: list[str] = []
@@ -175,12 +165,12 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     notes = [*notes, *spec.notes(params, hw)]
     model_s = time.perf_counter() - t0
 
-    doc = _document(spec, params, hw, sim, base, base_params, outcome, check, arrays, facts, notes,
+    ctx = RunContext(spec, params, hw, command, wall0)
+    doc = _document(ctx, sim, base, base_params, outcome, check, arrays, facts, notes,
                     seed=seed if generated or spec.draws else None,
                     data="none" if model_only else ("file" if input_file is not None else "generated"),
-                    input_file=input_file, input_sha256=input_sha256, command=command, wall0=wall0, model_s=model_s,
-                    functional_s=functional_s)
-    return KernelRun(spec, params, hw, doc, sim, base, outcome.arrays if outcome is not None else None, notes)
+                    input_file=input_file, input_sha256=input_sha256, model_s=model_s, functional_s=functional_s)
+    return ctx.run(doc, sim, baseline=base, arrays=outcome.arrays if outcome is not None else None, notes=notes)
 
 
 def _checked(step, *args):
@@ -193,34 +183,35 @@ def _checked(step, *args):
                                      "tiles)") from None
 
 
-def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, command, values):
-    """A streaming kernel's run through its runner module (its own result document and run object)."""
-    params = spec.params(values)
-    options: dict[str, Any] = {"seed": seed, "hardware": hardware, "model_only": model_only, "command": command}
-    if spec.name != "scan":
-        options["verify"] = verify
-    elif not verify:
-        raise ParamError("verify", "the streaming scan always verifies on the fly")
+def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_only, input_file, command, values,
+                   wall0) -> KernelRun:
+    """A streaming kernel's run: its parameters, run options and data checked here, its functional step (which
+    streams the input through the functional run and the verifier) in its run module."""
+    options: dict[str, Any] = {k: values.pop(k) for k in list(values) if k in spec.run_options}
+    params = spec.run_params(values, options)
+    spec.refuse_data(arrays, input_file)
+    if input_file is not None:
+        if arrays is not None:
+            raise ParamError("input", f"give either {', '.join(arrays)} or input_file, not both")
+        if model_only:
+            raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
+        options["input_file"] = input_file
+    options |= {"seed": seed, "model_only": model_only, "verify": verify}
     if arrays is not None:
         names = {s.name for s in spec.inputs}
-        unknown = set(arrays) - names
-        if unknown or spec.family == "gemm":
-            raise ParamError("input", f"{spec.name} takes its matrices as .npy files, not arrays: "
-                                      "ascendbench.runner.run_hgemm(a_file=..., b_file=..., c_file=...)"
-                             if spec.family == "gemm" else
-                             f"{spec.name} takes the arrays {', '.join(sorted(names))}")
+        if set(arrays) - names:
+            raise ParamError("input", f"{spec.name} takes the arrays {', '.join(sorted(names))}")
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
-    if spec.family == "gemm":  # run_hgemm always times every shape; without data there is nothing to verify
-        options["verify"] = verify and not options.pop("model_only")
-    return spec.run_streaming(params, **options)
+    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    return spec.run_streaming(RunContext(spec, params, hw, command, wall0), **options)
 
 
-def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: SimResult, base: SimResult | None,
-              base_params: KernelParams | None, outcome: Outcome | None, check: Check | None,
-              arrays: Mapping[str, np.ndarray] | None, facts, notes: list[str], *, seed: int | None, data: str,
-              input_file: Path | None, input_sha256: str | None, command: list[str] | None, wall0: float,
+def _document(ctx: RunContext, sim: SimResult, base: SimResult | None, base_params: KernelParams | None,
+              outcome: Outcome | None, check: Check | None, arrays: Mapping[str, np.ndarray] | None, facts,
+              notes: list[str], *, seed: int | None, data: str, input_file: Path | None, input_sha256: str | None,
               model_s: float, functional_s: float | None) -> OperatorRunResult:
     """The operator result document of one run (store/operators.py)."""
+    spec, params, hw = ctx.spec, ctx.params, ctx.hw
     moved = float(spec.bytes_moved(params, facts))
     n = spec.size(params)
     bw = moved / sim.time_s / 1e9 if sim.time_s > 0 and n else None
@@ -230,10 +221,7 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
                     OperatorVerification(performed=True, passed=check.passed, reference=check.reference,
                                          detail=check.detail))
     return OperatorRunResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run", spec.name],
-        hardware=hw.to_dict(),
+        **ctx.header(),
         problem=OperatorProblem(operator=spec.name, n=n, dtypes=dtypes, params=spec.document_params(params, sim),
                                 data=data, seed=seed,
                                 input_file=str(input_file) if input_file else None, input_sha256=input_sha256,
@@ -248,8 +236,7 @@ def _document(spec: KernelSpec, params: KernelParams, hw: HardwareProfile, sim: 
         ),
         outputs=outputs,
         verification=verification,
-        host=Host(wall_time_s=time.perf_counter() - wall0, functional_time_s=functional_s, model_time_s=model_s,
-                  machine=platform.machine() or "unknown", python=sys.version.split()[0], numpy=np.__version__),
+        host=ctx.host(functional_s, model_s),
         model={"extrapolated": sim.extrapolated, "note": "long loops are simulated for a few iterations per core "
                                                          "and extrapolated; identical cores simulated once"},
         notes=notes,

@@ -38,7 +38,7 @@ from ascendbench.commands.common import argparse_count
 from ascendbench.hardware import load_profile
 from ascendbench.interrupts import run_script
 from ascendbench.kernels import SCAN_KERNELS, ScanParams
-from ascendbench.runner import generate_input
+from ascendbench.kernels.run_steps import generate_input
 
 RUNS = 3  # fresh processes per end-to-end figure (the median is printed)
 

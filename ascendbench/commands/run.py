@@ -35,9 +35,10 @@ from ascendbench.commands.common import (
     progress_bar,
 )
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError, load_profile
-from ascendbench.kernels.base import BufferCapacityError, ParamError
+from ascendbench.kernels.base import BufferCapacityError, InputError, ParamError
+from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
 from ascendbench.kernels.registry import choices, get_spec
-from ascendbench.runner import GENERATORS, PARTITION_LIMIT, InputError, estimate_functional_seconds, run_scan
+from ascendbench.pipeline import run as run_kernel
 from ascendbench.store.io import partial_path
 
 app = typer.Typer(help="Run a kernel on real data through the simulated NPU and verify it.", no_args_is_help=True)
@@ -70,7 +71,7 @@ def _announce_functional_time(count, option, algorithm, s, blocks, chunk, exclus
         params = spec.params(n=count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk, exclusive=exclusive,
                              dtype=dtype or "fp16", out_dtype=out_dtype)
         spec.check(params, hw)
-        seconds = estimate_functional_seconds(count, algorithm, params.scan, hw)
+        seconds = spec.estimate_functional_seconds(count, algorithm, params.scan, hw)
     except (ParamError, HardwareError, BufferCapacityError):
         return  # the run itself reports bad arguments
     if seconds > REFUSE_ABOVE_S:
@@ -188,11 +189,13 @@ def scan(
 
     try:
         with progress:
-            run = run_scan(count, algorithm=algorithm, s=s, blocks=blocks, chunk=chunk_elems, exclusive=exclusive,
-                           dtype=dtype, out_dtype=out_dtype, seed=seed, input_file=input_file, hardware=hardware,
-                           model_only=model_only, warm_l2=warm_l2, l2=l2, command=command_line(), progress=report,
-                           generator=generator, partition_limit=limit, output_path=tmp_output,
-                           keep_output=False)  # the command never reads the array: verified on the fly
+            sizes = given(n=count, algorithm=algorithm, blocks=blocks, chunk=chunk_elems, dtype=dtype,
+                          out_dtype=out_dtype, l2=l2)
+            run = run_kernel("scan", **sizes, s=s, exclusive=exclusive, seed=seed,
+                             input_file=input_file, hardware=hardware, model_only=model_only, warm_l2=warm_l2,
+                             command=command_line(), progress=report, generator=generator, partition_limit=limit,
+                             output_path=tmp_output,
+                             keep_output=False)  # the command never reads the array: verified on the fly
     except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
         _drop(tmp_output)
         fail(str(exc))
@@ -218,7 +221,7 @@ def scan(
     saved_to = None if no_save else (out or default_result_path("runs", algorithm))
     with Outputs() as outputs:
         if output_file is not None and tmp_output is not None and tmp_output.exists():
-            del run.output  # close the memory map before moving its file into place
+            run.arrays = None  # close the memory map before moving its file into place
             outputs.write("output-file", output_file, lambda path: os.replace(tmp_output, path))
         if trace is not None:
             outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=algorithm))

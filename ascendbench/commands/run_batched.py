@@ -36,9 +36,8 @@ from ascendbench.commands.common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareError
-from ascendbench.kernels.base import BufferCapacityError, ParamError
+from ascendbench.kernels.base import BufferCapacityError, InputError, ParamError
 from ascendbench.kernels.registry import choices, get_spec
-from ascendbench.runner import InputError
 
 
 def check_memory(elements: int | None, option: str, bytes_per_element: int = 16) -> None:
@@ -121,7 +120,7 @@ def batched_scan(
 ) -> None:
     """Scan every row of a (batch, length) array (scan paper appendix B.1): simulated time, bandwidth,
     the algorithm auto chose, phases, pipe utilisation and counters, checked against NumPy row by row."""
-    from ascendbench.runner_rows import run_batched_scan
+    from ascendbench.pipeline import run
 
     wall0 = time.perf_counter()
     try:
@@ -140,13 +139,12 @@ def batched_scan(
             check_memory(rows * cols, "length")
 
     run_and_finish(
-        lambda report: run_batched_scan(
-            rows,
-            cols,
+        lambda report: run(
+            "batched-scan",
+            **given(batch=rows, length=cols, dtype=dtype),
             algorithm=algorithm,
             s=s,
             exclusive=exclusive,
-            dtype=dtype,
             seed=seed,
             input_file=input_file,
             hardware=hardware,
@@ -190,7 +188,7 @@ def run_and_finish(
     no_save: bool,
     json_out: bool,
 ) -> None:
-    """Run a row-scan runner (`start(progress)`) under the progress bar, turn its errors into one-line failures,
+    """Run a row scan through the pipeline (`start(progress)`) under the progress bar, turn its errors into one-line failures,
     write the outputs, print the report (or the JSON) and exit 1 when verification failed."""
     progress, report = progress_bar(json_out)
     try:
@@ -202,7 +200,8 @@ def run_and_finish(
         fail(f"--{memory_option}: not enough memory for the functional run at this size; use --model-only")
     result = run.result
     result.host.wall_time_s = time.perf_counter() - wall0
-    saved_to = write_outputs(result, run.sim, run.output, output_file, trace, out, no_save, json_out)
+    saved_to = write_outputs(result, run.sim, run.arrays and run.arrays["y"], output_file, trace, out, no_save,
+                             json_out)
     if not json_out:
         print_report(result)
         print_paths(saved_to, output_file, trace)

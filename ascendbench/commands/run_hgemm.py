@@ -31,11 +31,12 @@ from ascendbench.commands.common import (
 )
 from ascendbench.commands.run import app
 from ascendbench.hardware import HardwareError
-from ascendbench.kernels.base import BufferCapacityError, ParamError
+from ascendbench.kernels.base import BufferCapacityError, InputError, ParamError
 from ascendbench.kernels.hgemm import MAX_DIM, GemmShape, HgemmParams, row_rates
 from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.processes import jobs_error
-from ascendbench.runner import WORKLOAD_VERIFY_LIMIT_MACS, InputError, run_hgemm
+from ascendbench.kernels.hgemm_run import WORKLOAD_VERIFY_LIMIT_MACS
+from ascendbench.pipeline import run as run_kernel
 from ascendbench.workloads import WorkloadError, list_workloads
 
 _MANY = 12  # workloads with more shapes print a summary instead of one row per shape
@@ -126,9 +127,10 @@ def hgemm(
 
     try:
         with progress:
-            run = run_hgemm(m, n, k, batch=batch, workload=workload, params=params, hardware=hardware, seed=seed,
-                            a_file=a_file, b_file=b_file, c_file=c_file, verify=verify, warm_l2=warm_l2,
-                            every_core=every_core, jobs=jobs, command=command_line(), progress=report)
+            run = run_kernel("hgemm", m=m, n=n, k=k, batch=batch, workload=workload, params=params,
+                             hardware=hardware, seed=seed, a_file=a_file, b_file=b_file, c_file=c_file, verify=verify,
+                             warm_l2=warm_l2, every_core=every_core, jobs=jobs, command=command_line(),
+                             progress=report)
     except (ParamError, InputError, HardwareError, BufferCapacityError, WorkloadError) as exc:
         fail(str(exc))
     except ValueError as exc:  # the selector's argument checks
@@ -141,17 +143,18 @@ def hgemm(
     doc = result.model_dump(mode="json")
     saved_to = None if no_save else (out or default_result_path("runs", "hgemm"))
     with Outputs() as outputs:
-        if output_file is not None and run.output is not None:
-            out_array = run.output[0] if run.output.shape[0] == 1 else run.output
+        output = run.arrays and run.arrays["c"]
+        if output_file is not None and output is not None:
+            out_array = output[0] if output.shape[0] == 1 else output
             outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, out_array))
         if trace is not None:
-            outputs.write("trace", trace, lambda path: write_chrome_trace(run.sims[0], path, name="hgemm"))
+            outputs.write("trace", trace, lambda path: write_chrome_trace(run.trace[0], path, name="hgemm"))
         if saved_to is not None:
             outputs.write_json("out", saved_to, doc)
     if json_out:
         out_console.file.write(dump_json(doc) + "\n")
     else:
-        _print(run, saved_to, output_file, trace, output_file is not None and run.output is None)
+        _print(run, saved_to, output_file, trace, output_file is not None and run.arrays is None)
     if any(s.verification.performed and not s.verification.passed for s in result.shapes):
         raise typer.Exit(1)
 

@@ -21,6 +21,7 @@ from ascendbench.commands.common import (
     count_option,
     fail,
     format_time,
+    given,
     out_console,
     parse_count,
     print_utilisation,
@@ -110,7 +111,7 @@ def segmented_scan(
 ) -> None:
     """Segmented scan (values and head flags) built on the matrix scans: simulated time, bandwidth, the time of
     each kernel of the sequence, pipe utilisation and counters, checked against NumPy."""
-    from ascendbench.runner_rows import run_segmented_scan
+    from ascendbench.pipeline import run
 
     wall0 = time.perf_counter()
     try:
@@ -136,12 +137,12 @@ def segmented_scan(
             check_memory(count, "n", 64)  # values, flags, the two scans and float64 references
 
     run_and_finish(
-        lambda report: run_segmented_scan(
-            count,
+        lambda report: run(
+            "segmented-scan",
+            **given(n=count, dtype=dtype),
             algorithm=algorithm,
             s=s,
             exclusive=exclusive,
-            dtype=dtype,
             segment_length=seg_len,
             heads=heads,
             seed=seed,

@@ -12,7 +12,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import BufferCapacityError
 from ascendbench.sim.result import SimResult
 
-__all__ = ["KERNELS", "BufferCapacityError", "Kernel", "ParamError", "Verification", "get_kernel", "kernel_names",
+__all__ = ["KERNELS", "BufferCapacityError", "InputError", "Kernel", "ParamError", "Verification", "get_kernel", "kernel_names",
            "register"]
 
 
@@ -29,6 +29,10 @@ class ParamError(ValueError):
     def __init__(self, param: str, message: str):
         super().__init__(f"--{param}: {message}")
         self.param = param
+
+
+class InputError(ValueError):
+    """An input file or array is unusable; the message names the argument and what is allowed."""
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ A kernel is one object with:
 The run pipeline (ascendbench/pipeline.py) drives these steps in one order for every kernel:
 input -> check -> functional run -> timing model (the chosen variant and its baseline) -> verify -> result
 document -> files. Kernels whose functional run streams through partitions (the 1-D scans, HGEMM, the row
-scans) declare `streaming = True` and run their whole pipeline in their own runner module, behind the same
-entry point.
+scans) declare `streaming = True`: their `run_streaming` step streams the input partition by partition through
+the functional run and the verifier (their run modules: kernels/scan_run.py, row_scan_run.py, hgemm_run.py)
+and builds their result document; every kernel's run is a `KernelRun`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareProfile
 from ascendbench.kernels.base import ParamError
 from ascendbench.sim.result import SimResult
 
-__all__ = ["MAX_ELEMENTS", "Check", "InputSpec", "KernelParams", "KernelSpec", "OptionalCount", "Outcome", "TileSide",
+__all__ = ["MAX_ELEMENTS", "Check", "InputSpec", "KernelParams", "KernelRun", "KernelSpec", "OptionalCount", "Outcome",
+           "TileSide",
            "WarmL2", "param_error", "values_input"]
 
 MAX_ELEMENTS = 2**60  # the largest count any option takes (the count parser's bound)
@@ -123,6 +125,40 @@ class Check:
     detail: str | None = None
 
 
+@dataclass
+class KernelRun:
+    """One run of a registry kernel, whichever it is (ascendbench.run returns it).
+
+    time_s: the simulated time in seconds (HGEMM workloads: the sum over the shapes); `result`: the result
+    document (store/: OperatorRunResult, RunResult for scan, BatchedScanResult, SegmentedScanResult,
+    HgemmRunResult); `verification`: its verdict (defaults to `result.verification`; HGEMM: the one shape's, or
+    over a workload's shapes whether all that were checked passed); `sim` / `baseline`: the simulated run and its
+    baseline's (None where there is none); `trace`: the SimResults the Chrome trace writer draws (default
+    [sim]); `arrays`: the outputs by name (None with model_only, or when not kept); `notes`: the report's
+    notes; `extras`: what only one kernel has (scan: "memcpy", the memcpy reference run)."""
+
+    spec: KernelSpec
+    params: KernelParams
+    hw: HardwareProfile
+    result: Any
+    sim: SimResult
+    baseline: SimResult | None = None
+    arrays: dict[str, np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)
+    time_s: float | None = None
+    verification: Any = None
+    trace: list[SimResult] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.time_s is None:
+            self.time_s = self.sim.time_s
+        if self.verification is None:
+            self.verification = self.result.verification
+        if self.trace is None:
+            self.trace = [self.sim]
+
+
 class KernelSpec:
     """Base class of the kernels in the registry (see the module docstring). Subclasses set the class attributes
     and override the methods their kernel needs; the defaults suit a 1-D kernel on `n` elements of `dtype`."""
@@ -136,7 +172,8 @@ class KernelSpec:
     variants: ClassVar[tuple[str, ...]] = ()  # the paper's variant first, then its baseline
     space: ClassVar[str | None] = None  # search space file stem under tuning_spaces/
     unit: ClassVar[str] = "GB/s"  # the tuner's throughput unit
-    streaming: ClassVar[bool] = False  # the whole run lives in a runner module (see the module docstring)
+    streaming: ClassVar[bool] = False  # its functional run streams (run_streaming; see the module docstring)
+    run_options: ClassVar[tuple[str, ...]] = ()  # a streaming kernel's run options beyond Params (progress, ...)
     size_field: ClassVar[str] = "n"  # the parameter that is the problem size
     command: ClassVar[str | None] = None  # the `run` command that runs it, when not `run <name>`
     false_flags: ClassVar[dict[str, str]] = {}  # bool field -> its option for False, when not --no-<field>
@@ -307,6 +344,20 @@ class KernelSpec:
         """The `params` of the result document: every field but the size, the dtype and the variant (recorded
         apart)."""
         return params.model_dump(mode="json", exclude={self.size_field, "dtype", "variant"})
+
+    # ----- streaming kernels ----------------------------------------------------------------------------------
+    def run_params(self, values: Mapping[str, Any], options: Mapping[str, Any]) -> KernelParams:
+        """A streaming kernel's validated parameters, given its run options too (HGEMM: a workload or input
+        files give the shape)."""
+        return self.params(values)
+
+    def refuse_data(self, arrays: Mapping[str, np.ndarray] | None, input_file) -> None:
+        """Raise ParamError for input data this streaming kernel does not take that way (HGEMM: its .npy files)."""
+
+    def run_streaming(self, ctx, /, **options: Any) -> KernelRun:
+        """The streaming functional run, timing model, verification and result document (streaming kernels;
+        ctx: kernels/run_steps.RunContext, the checked parameters in ctx.params)."""
+        raise NotImplementedError(f"{self.name} runs through the pipeline's own steps")
 
 
 DTYPE_NAMES = {

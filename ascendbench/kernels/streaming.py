@@ -1,8 +1,8 @@
 """Registry entries of the kernels whose functional run streams through partitions: the 1-D scans (ScanU,
 ScanUL1, MCScan, MCScanUL1, the vector-only CumSum and memcpy), the batched and segmented scans and HGEMM with
 its GemmExample baseline. Their parameters, checks and timing models follow the contract (kernels/contract.py);
-their runs go through ascendbench/runner.py and runner_rows.py (`run_streaming`), which stream the input
-partition by partition and verify on the fly.
+their functional step (`run_streaming`, called by the pipeline: ascendbench.run) streams the input partition by
+partition and verifies on the fly, in their run modules: kernels/scan_run.py, row_scan_run.py, hgemm_run.py.
 """
 
 from __future__ import annotations
@@ -83,10 +83,21 @@ class ScanKernelEntry(KernelSpec):
     def bytes_moved(self, params, facts=None):
         return params.n * (params.scan.in_bytes + params.scan.out_bytes)
 
-    def run_streaming(self, params, **options: Any):
-        from ascendbench.runner import run_scan
+    run_options = ("warm_l2", "progress", "generator", "out", "keep_output", "partition_limit", "output_path")
 
-        return run_scan(**params.model_dump(exclude_unset=True), **options)  # run_scan's defaults for the rest
+    def run_streaming(self, ctx, /, **options: Any):
+        from ascendbench.kernels.scan_run import run_scan
+
+        if not options.pop("verify"):
+            raise ParamError("verify", "the streaming scan always verifies on the fly")
+        return run_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)  # its defaults for the rest
+
+    @staticmethod
+    def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: HardwareProfile) -> float:
+        """Host seconds the streaming functional run of n elements would take (kernels/scan_run.py)."""
+        from ascendbench.kernels.scan_run import estimate_functional_seconds
+
+        return estimate_functional_seconds(n, algorithm, params, hw)
 
 
 class _RowScanParams(KernelParams):
@@ -143,10 +154,12 @@ class BatchedScanKernel(KernelSpec):
         p = self._params(params).scan
         return self.size(params) * (p.in_bytes + p.out_bytes)
 
-    def run_streaming(self, params, **options: Any):
-        from ascendbench.runner_rows import run_batched_scan
+    run_options = ("progress",)
 
-        return run_batched_scan(**params.model_dump(exclude_unset=True), **options)
+    def run_streaming(self, ctx, /, **options: Any):
+        from ascendbench.kernels.row_scan_run import run_batched_scan
+
+        return run_batched_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)
 
 
 class SegmentedRunParams(_RowScanParams):
@@ -184,7 +197,7 @@ class SegmentedScanKernel(KernelSpec):
 
     def simulate(self, params, hw, facts=None):
         from ascendbench.kernels.segmented_scan import simulate_segmented
-        from ascendbench.runner_rows import expected_segments
+        from ascendbench.kernels.row_scan_run import expected_segments
 
         segments = (facts or {}).get("segments", expected_segments(params.n, params.segment_length, params.heads))
         return simulate_segmented(params.n, segments, self._params(params), hw, warm_l2=params.warm_l2)
@@ -193,10 +206,12 @@ class SegmentedScanKernel(KernelSpec):
         p = self._params(params).scan
         return params.n * (p.in_bytes + 1 + p.out_bytes)
 
-    def run_streaming(self, params, **options: Any):
-        from ascendbench.runner_rows import run_segmented_scan
+    run_options = ("progress",)
 
-        return run_segmented_scan(**params.model_dump(exclude_unset=True), **options)
+    def run_streaming(self, ctx, /, **options: Any):
+        from ascendbench.kernels.row_scan_run import run_segmented_scan
+
+        return run_segmented_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)
 
 
 MAX_DIM = 2**40  # as kernels.hgemm.MAX_DIM
@@ -290,11 +305,32 @@ class HgemmKernel(KernelSpec):
         b = params.batch
         return 2 * b * (params.m * params.k + params.k * params.n + params.m * params.n * (2 if params.beta else 1))
 
-    def run_streaming(self, params, **options: Any):
-        from ascendbench.runner import run_hgemm
+    # a workload or the --a/--b/--c files give the shape; `params` (an HgemmParams, the CLI's) replaces the
+    # model's variant, tile and scalar fields
+    run_options = ("workload", "a_file", "b_file", "c_file", "jobs", "progress", "params")
 
-        fields = params.model_dump()
-        m, n, k, batch = (fields.pop(x) for x in ("m", "n", "k", "batch"))
-        warm_l2, every_core = fields.pop("warm_l2"), fields.pop("every_core")
-        return run_hgemm(m, n, k, batch=batch, params=params.hgemm, warm_l2=warm_l2, every_core=every_core,
-                         **options)
+    def run_params(self, values, options):
+        """The model with the shape fields left out (None) validated as 0: run_hgemm takes them from the
+        workload or the input files, or says which is missing."""
+        given = {k: v for k, v in values.items() if v is not None}
+        checked = self.params({x: 0 for x in ("m", "n", "k")} | given)
+        return self.Params.model_construct(_fields_set=checked.model_fields_set & set(given), **dict(checked))
+
+    def refuse_data(self, arrays, input_file):
+        if input_file is not None:
+            raise ParamError("input", "hgemm takes its matrices as a_file, b_file, c_file")
+        if arrays is not None:
+            raise ParamError("input", "hgemm takes its matrices as .npy files, not arrays: "
+                                      'ascendbench.run("hgemm", a_file=..., b_file=..., c_file=...)')
+
+    def run_streaming(self, ctx, /, **options: Any):
+        from ascendbench.kernels.hgemm_run import run_hgemm
+
+        params = ctx.params
+        given = params.model_fields_set
+        m, n, k = (getattr(params, x) if x in given else None for x in ("m", "n", "k"))
+        options.setdefault("params", params.hgemm)
+        # every shape is always timed; without data (model_only) there is nothing to verify
+        options["verify"] = not options.pop("model_only") and options["verify"]
+        return run_hgemm(ctx, m, n, k, batch=params.batch, warm_l2=params.warm_l2,
+                         every_core=params.every_core, **options)

@@ -141,9 +141,9 @@ def test_disagreeing_files(tmp_path, cli):
 
 
 def test_workload_on_worker_processes_gives_the_same_result():
-    from ascendbench.runner import run_hgemm
+    import ascendbench
 
-    one = run_hgemm(workload="fig6", jobs=1, verify=False).result
-    two = run_hgemm(workload="fig6", jobs=2, verify=False).result
+    one = ascendbench.run("hgemm", workload="fig6", jobs=1, verify=False).result
+    two = ascendbench.run("hgemm", workload="fig6", jobs=2, verify=False).result
     assert [s.time_s for s in one.shapes] == [s.time_s for s in two.shapes]
     assert one.counters == two.counters and two.model["worker_processes"] == 2

@@ -283,9 +283,9 @@ def test_run_cache_does_not_change_results():
 def test_rows_of_one_element_are_padded_in_small_pieces(m, n, k):
     # Padding a row of 1 fp16 element to 512 bytes widens it 256 times: the pad pass must take UB pieces of
     # fewer than 256 elements (it overflowed the UB before).
-    from ascendbench.runner import run_hgemm
+    import ascendbench
 
-    run = run_hgemm(m, n, k, params=HgemmParams(alpha=0.5, beta=0.5))
+    run = ascendbench.run("hgemm", m=m, n=n, k=k, alpha=0.5, beta=0.5)
     shape = run.result.shapes[0]
     assert shape.verification.passed and shape.time_s > 0
 

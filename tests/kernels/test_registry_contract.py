@@ -25,7 +25,7 @@ from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import Check, InputSpec, KernelParams, KernelSpec, Outcome
 from ascendbench.kernels.programs import copy_pass
 from ascendbench.kernels.registry import REGISTRY, get_spec, get_tunable
-from ascendbench.sim.result import fixed_cost, sequence
+from ascendbench.sim.result import SimResult, fixed_cost, sequence
 from ascendbench.store.operators import OperatorRunResult
 from ascendbench.tuning.space import load_space, space_path
 
@@ -126,6 +126,35 @@ def test_every_streaming_kernel_runs_through_the_same_entry_point(spec):
     run = ascendbench.run(spec.name, **SMALL[spec.name])
     checks = [shape.verification for shape in run.result.shapes] if spec.family == "gemm" else [run.result.verification]
     assert all(v.performed and v.passed for v in checks)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_kernel_returns_one_kernel_run_with_its_time_verdict_outputs_and_trace(spec):
+    run = ascendbench.run(spec.name, seed=2, **SMALL[spec.name])
+    assert type(run) is ascendbench.KernelRun and run.spec is spec and run.hw.name == run.result.hardware["name"]
+    doc = run.result
+    assert run.time_s == (doc.simulated.time_s if isinstance(doc, OperatorRunResult) else doc.metrics["time_s"]) > 0
+    assert run.verification.performed and run.verification.passed
+    assert run.trace and all(isinstance(sim, SimResult) for sim in run.trace) and run.trace[0] is run.sim
+    assert run.arrays and all(isinstance(a, np.ndarray) and a.size for a in run.arrays.values())
+    assert doc.command == ["python-api", "run", spec.name]
+
+
+def test_a_kernel_run_holds_the_parameters_that_ran():
+    # sizes and dtype from the data, the algorithm the default chose, HGEMM's shape from its files
+    run = ascendbench.run("scan", arrays={"x": np.ones(1000, np.int8)})
+    assert (run.params.n, run.params.dtype, run.params.algorithm) == (1000, "int8", "mcscan")
+    run = ascendbench.run("batched-scan", arrays={"x": np.ones((2, 500), np.int8)})
+    assert (run.params.batch, run.params.length, run.params.dtype) == (2, 500, "int8")
+    assert ascendbench.run("segmented-scan", arrays={"values": np.ones(700, np.float16)}).params.n == 700
+
+
+def test_an_hgemm_workload_run_sums_its_shapes_and_its_verdict():
+    run = ascendbench.run("hgemm", workload="fig6", jobs=1, verify=False)
+    assert run.time_s == sum(s.time_s for s in run.result.shapes) and len(run.result.shapes) > 1
+    assert run.arrays is None and not run.verification.performed and run.verification.passed is None
+    with pytest.raises(ParamError, match="^--input: hgemm takes its matrices as a_file, b_file, c_file$"):
+        ascendbench.run("hgemm", m=4, n=4, k=4, input_file=Path("a.npy"))
 
 
 def test_every_kernel_appears_in_run_and_tune():
@@ -296,24 +325,19 @@ def test_the_python_api_refuses_like_the_cli(call, message):
     assert str(err.value) == message
 
 
-def _runners():
-    from ascendbench.runner_rows import run_batched_scan, run_segmented_scan
-
-    return [(ascendbench.run_scan, {"x": np.ones(10, np.float16)}),
-            (run_batched_scan, {"x": np.ones((2, 10), np.float16)}),
-            (run_segmented_scan, {"values": np.ones(10, np.float16)}),
-            (run_segmented_scan, {"values": np.ones(10, np.float16), "flags": np.zeros(10, bool)})]
+STREAMED_DATA = [("scan", {"x": np.ones(10, np.float16)}), ("batched-scan", {"x": np.ones((2, 10), np.float16)}),
+                 ("segmented-scan", {"values": np.ones(10, np.float16)}),
+                 ("segmented-scan", {"values": np.ones(10, np.float16), "flags": np.zeros(10, bool)})]
 
 
-@pytest.mark.parametrize("index", range(4))
-def test_the_scan_runners_refuse_data_with_model_only_like_ascendbench_run(tmp_path, index):
-    runner, data = _runners()[index]
+@pytest.mark.parametrize("name, data", STREAMED_DATA)
+def test_the_streaming_scans_refuse_data_with_model_only(tmp_path, name, data):
     with pytest.raises(ParamError) as err:
-        runner(model_only=True, **data)
+        ascendbench.run(name, model_only=True, arrays=data)
     assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
     np.save(tmp_path / "x.npy", next(iter(data.values())))
     with pytest.raises(ParamError) as err:
-        runner(model_only=True, input_file=tmp_path / "x.npy")
+        ascendbench.run(name, model_only=True, input_file=tmp_path / "x.npy")
     assert str(err.value) == "--input: there is no data with --model-only; drop one of them"
 
 

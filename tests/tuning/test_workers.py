@@ -74,13 +74,13 @@ def test_more_workers_than_four_per_usable_core_are_refused_in_one_line(tmp_path
                                       f"use, {cores} here), got {jobs:,}"), out.output
     assert not (tmp_path / "results").exists()  # refused before anything was stored or written
 
+    import ascendbench
     from ascendbench.kernels import ParamError
-    from ascendbench.runner import run_hgemm
     from ascendbench.tuning.space import space_path
     from ascendbench.tuning.study import TuneError, TuneRequest, tune_problem
 
     with pytest.raises(ParamError, match=f"--jobs: must be at most {most} "):
-        run_hgemm(256, 256, 256, jobs=most + 1)
+        ascendbench.run("hgemm", m=256, n=256, k=256, jobs=most + 1)
     request = TuneRequest("hgemm", space_path("hgemm"), "atlas-300t-a2", jobs=most + 1,
                           storage=str(tmp_path / "s.journal"))
     with pytest.raises(TuneError, match=f"--jobs: must be at most {most} "):

@@ -1,52 +1,40 @@
-"""The public Python API behind `ascendbench run batched-scan` and `run segmented-scan`: run the scan on real
-data through the simulated machine, verify it against NumPy, and build the result document.
+"""The row scans' runs (registry entries batched-scan and segmented-scan, kernels/streaming.py): load or
+generate the input, check it, time it, scan it on real data, verify it against NumPy and build the result
+document (store/rows.py). `ascendbench.run("batched-scan", ...)` and `run("segmented-scan", ...)` come here.
 
-    >>> from ascendbench.runner_rows import run_batched_scan
-    >>> run = run_batched_scan(40, 65536, algorithm="auto", s=128)
-    >>> run.result.kernel, run.result.metrics["bandwidth_gbps"], run.result.verification.passed
+    >>> import ascendbench
+    >>> run = ascendbench.run("batched-scan", batch=40, length=65536, algorithm="auto", s=128)
+    >>> run.result.kernel, run.result.metrics["bandwidth_gbps"], run.verification.passed
 """
 
 from __future__ import annotations
 
 import math
 import time
-import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from ascendbench import __version__
-from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, ParamError
-from ascendbench.kernels.scan import ul1_overflow_message
-from ascendbench.runner import (
-    _DTYPES,
-    InputError,
-    _bandwidth_metrics,
-    _check_int,
-    _host,
-    _load_npy,
-    _sha256,
-    _verification,
+from ascendbench.kernels.base import InputError, ParamError
+from ascendbench.kernels.contract import KernelRun
+from ascendbench.kernels.run_steps import (
+    DTYPES,
+    RunContext,
+    bandwidth_metrics,
     generate_input,
+    load_npy,
+    open_npy,
+    sha256,
+    verification_record,
 )
-from ascendbench.sim.result import SimResult
-from ascendbench.store.io import unreadable_npy
+from ascendbench.kernels.scan import ul1_overflow_message
 from ascendbench.store.rows import BatchedProblem, BatchedScanResult, SegmentedProblem, SegmentedScanResult
 from ascendbench.store.schema import Verification
 
-__all__ = [
-    "BatchedRun",
-    "SegmentedRun",
-    "generate_flags",
-    "load_rows",
-    "load_segmented",
-    "run_batched_scan",
-    "run_segmented_scan",
-]
+__all__ = ["expected_segments", "generate_flags", "load_rows", "load_segmented", "run_batched_scan",
+           "run_segmented_scan"]
+
 
 def load_rows(path: Path) -> tuple[np.ndarray, str, str]:
     """Load a (batch, length) .npy array of float16 or int8. Returns (array, dtype name, sha256 of the file).
@@ -54,18 +42,8 @@ def load_rows(path: Path) -> tuple[np.ndarray, str, str]:
     Raises:
         InputError: unreadable, not one .npy array, not 2-D, or another dtype (the message says which).
     """
-    x, name, sha = _load_npy(path, 2, " (batch, length)")
+    x, name, sha = load_npy(path, 2, " (batch, length)")
     return np.ascontiguousarray(x), name, sha
-
-
-@dataclass
-class BatchedRun:
-    """A batched scan run: the result document, the simulated run of the chosen algorithm, the output (None
-    for model-only runs)."""
-
-    result: BatchedScanResult
-    sim: SimResult
-    output: np.ndarray | None
 
 
 def _resolve_data(x, input_file, dtype, loader):
@@ -75,10 +53,10 @@ def _resolve_data(x, input_file, dtype, loader):
         x, data_dtype, sha = loader(input_file)
     elif x is not None:
         x = np.asarray(x)
-        if x.dtype not in _DTYPES:
+        if x.dtype not in DTYPES:
             raise InputError("x: must be a float16 or int8 array")
     if x is not None:
-        data_dtype = _DTYPES[x.dtype]
+        data_dtype = DTYPES[x.dtype]
         if dtype is not None and dtype != data_dtype:
             raise ParamError("dtype", f"{dtype} disagrees with the input array's {data_dtype}; drop --dtype")
         dtype = data_dtype
@@ -86,6 +64,7 @@ def _resolve_data(x, input_file, dtype, loader):
 
 
 def run_batched_scan(
+    ctx: RunContext,
     batch: int | None = None,
     length: int | None = None,
     *,
@@ -96,16 +75,15 @@ def run_batched_scan(
     seed: int = 0,
     x: np.ndarray | None = None,
     input_file: Path | None = None,
-    hardware: str | HardwareProfile = "ascend-910b4",
     model_only: bool = False,
     verify: bool = True,
     warm_l2: bool = False,
-    command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
-) -> BatchedRun:
+) -> KernelRun:
     """Scan every row of a (batch, length) array on the simulated machine (scan paper appendix B.1).
 
     Args:
+        ctx: the run's context from the pipeline (registry entry, parameters, hardware, command line).
         batch, length: the shape (optional with x / input_file; must agree).
         algorithm: "scanu", "scanul1", "auto" (the faster of the two by the timing model) or "vector".
         s: tile side 16/32/64/128. exclusive: exclusive scan of every row. dtype: "fp16" or "int8".
@@ -116,22 +94,15 @@ def run_batched_scan(
         progress: called as progress(stage, done, total).
 
     Returns:
-        BatchedRun: bandwidth in GB/s (1e9 B/s) counts the input read once and the output written once.
+        KernelRun (arrays: {"y": the scanned rows}); bandwidth in GB/s (1e9 B/s) counts the input read once and
+        the output written once.
 
     Raises:
         ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
     """
     from ascendbench.kernels import batched_scan as bs
 
-    wall0 = time.perf_counter()
-    _check_int("batch", batch, 0, optional=True)
-    _check_int("length", length, 0, optional=True)
-    _check_int("seed", seed, 0)
-    if x is not None and input_file is not None:
-        raise ParamError("input", "give either x or input_file, not both")
-    if model_only and (x is not None or input_file is not None):
-        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
-    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    hw = ctx.hw
     x, dtype, sha = _resolve_data(x, input_file, dtype, load_rows)
     if x is not None:
         if x.ndim != 2:
@@ -184,21 +155,18 @@ def run_batched_scan(
                 if progress:
                     progress("verifying", n, n)
                 v = bs.verify_batched(x, output, params, run.algorithm)
-                verification = _verification(v)
+                verification = verification_record(v)
         functional_s = time.perf_counter() - t1
     sim = run.sim
     p = params.scan
     moved = n * (p.in_bytes + p.out_bytes)
     phases = sim.phases_s
-    metrics = _bandwidth_metrics(n, moved, sim, hw) | {
+    metrics = bandwidth_metrics(n, moved, sim, hw) | {
         "bytes_moved": float(moved),
         "rows_per_s": batch / sim.time_s if sim.time_s > 0 else 0.0,
     }
     result = BatchedScanResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run_batched_scan"],
-        hardware=hw.to_dict(),
+        **ctx.sim_fields(sim, functional_s, model_s),
         kernel=f"batched-{run.algorithm}",
         algorithm=algorithm,
         candidates_time_s=run.candidates,
@@ -216,10 +184,7 @@ def run_batched_scan(
         ),
         metrics=metrics,
         phases_s=phases,
-        utilisation=sim.utilisation(),
-        counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=_host(wall0, functional_s, model_s),
         model={
             "algorithm_choice": choice,
             "extrapolated": sim.extrapolated,
@@ -231,19 +196,11 @@ def run_batched_scan(
             "note": "long loops are simulated for a few iterations per core and extrapolated; every core simulated",
         },
     )
-    return BatchedRun(result, sim, output)
+    return ctx.run(result, sim, {"batch": batch, "length": length, "dtype": dtype},
+                   arrays=None if output is None else {"y": output})
 
 
 # ----- segmented scan ---------------------------------------------------------------------------------
-@dataclass
-class SegmentedRun:
-    """A segmented scan run: the result document, the simulated run, the output (None for model-only runs)."""
-
-    result: SegmentedScanResult
-    sim: SimResult
-    output: np.ndarray | None
-
-
 def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]:
     """Load the input of a segmented scan: a .npz with 1-D arrays `values` (float16/int8) and `flags` (bool, int8
     or uint8, same length), or a single 1-D .npy taken as `values` (flags then generated). Returns (values,
@@ -255,12 +212,7 @@ def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]
     from ascendbench.kernels.segmented_scan import FLAG_DTYPES
 
     path = Path(path)
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"--input: file not found: {path}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--input: {path} {unreadable_npy(path, exc, '.npy or .npz file')}") from None
+    data = open_npy(path, what=".npy or .npz file")
     flags = None
     if isinstance(data, np.ndarray):
         values = data
@@ -275,7 +227,7 @@ def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]
             values, flags = data["values"], data["flags"]
     if values.ndim != 1:
         raise InputError(f"--input: values must be 1-D, got shape {tuple(values.shape)}")
-    if values.dtype not in _DTYPES:
+    if values.dtype not in DTYPES:
         raise InputError(f"--input: values dtype must be float16 or int8, got {values.dtype}")
     if flags is not None:
         if flags.shape != values.shape:
@@ -284,7 +236,7 @@ def load_segmented(path: Path) -> tuple[np.ndarray, np.ndarray | None, str, str]
             )
         if flags.dtype not in FLAG_DTYPES:
             raise InputError(f"--input: flags dtype must be bool, int8 or uint8, got {flags.dtype}")
-    return np.ascontiguousarray(values), flags, _DTYPES[values.dtype], _sha256(path)
+    return np.ascontiguousarray(values), flags, DTYPES[values.dtype], sha256(path)
 
 
 def generate_flags(n: int, segment_length: int, heads: str, seed: int) -> np.ndarray:
@@ -309,6 +261,7 @@ def expected_segments(n: int, segment_length: int, heads: str) -> int:
 
 
 def run_segmented_scan(
+    ctx: RunContext,
     n: int | None = None,
     *,
     algorithm: str = "mcscan",
@@ -321,16 +274,15 @@ def run_segmented_scan(
     values: np.ndarray | None = None,
     flags: np.ndarray | None = None,
     input_file: Path | None = None,
-    hardware: str | HardwareProfile = "ascend-910b4",
     model_only: bool = False,
     verify: bool = True,
     warm_l2: bool = False,
-    command: list[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
-) -> SegmentedRun:
+) -> KernelRun:
     """Segmented scan of values with head flags on the simulated machine (see kernels.segmented_scan).
 
     Args:
+        ctx: the run's context from the pipeline (registry entry, parameters, hardware, command line).
         n: elements (optional with values / input_file; must agree).
         algorithm: "mcscan-ul1", "mcscan" (the matrix-scan formulation) or "vector" (vector-only baseline).
         s, exclusive, dtype: as for run scan (fp16 -> fp32, int8 -> int32).
@@ -341,24 +293,15 @@ def run_segmented_scan(
             input_file must be None).
 
     Returns:
-        SegmentedRun; bandwidth_gbps counts the values and flags read once and the output written once.
+        KernelRun (arrays: {"y": the output}); bandwidth_gbps counts the values and flags read once and the
+        output written once.
 
     Raises:
         ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
     """
     from ascendbench.kernels import segmented_scan as ss
 
-    wall0 = time.perf_counter()
-    _check_int("n", n, 0, optional=True)
-    _check_int("segment-length", segment_length, 1)
-    _check_int("seed", seed, 0)
-    if heads not in ("random", "regular"):
-        raise ParamError("heads", f"must be random or regular, got {heads!r}")
-    if values is not None and input_file is not None:
-        raise ParamError("input", "give either values or input_file, not both")
-    if model_only and (values is not None or flags is not None or input_file is not None):
-        raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
-    hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
+    hw = ctx.hw
     sha = None
     if input_file is not None:
         values, flags, _, sha = load_segmented(input_file)
@@ -420,16 +363,13 @@ def run_segmented_scan(
             if progress:
                 progress("verifying", n, n)
             v = ss.verify_segmented(values, flags, output, params, hw)
-            verification = _verification(v)
+            verification = verification_record(v)
         functional_s = time.perf_counter() - t1
     vp = params.values_scan
     moved = n * (vp.in_bytes + 1 + vp.out_bytes)
-    metrics = _bandwidth_metrics(n, moved, sim, hw) | {"bytes_moved": float(moved)}
+    metrics = bandwidth_metrics(n, moved, sim, hw) | {"bytes_moved": float(moved)}
     result = SegmentedScanResult(
-        tool_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        command=command if command is not None else ["python-api", "run_segmented_scan"],
-        hardware=hw.to_dict(),
+        **ctx.sim_fields(sim, functional_s, model_s),
         algorithm=algorithm,
         params=params.to_dict() | {"warm_l2": warm_l2},
         problem=SegmentedProblem(
@@ -447,10 +387,7 @@ def run_segmented_scan(
         ),
         metrics=metrics,
         phases_s=sim.phases_s,
-        utilisation=sim.utilisation(),
-        counters={k: float(v) for k, v in sorted(sim.counters.items())},
         verification=verification,
-        host=_host(wall0, functional_s, model_s),
         model={
             "extrapolated": sim.extrapolated,
             "warm_l2": warm_l2,
@@ -464,4 +401,4 @@ def run_segmented_scan(
             "note": "long loops are simulated for a few iterations per core and extrapolated",
         },
     )
-    return SegmentedRun(result, sim, output)
+    return ctx.run(result, sim, {"n": n, "dtype": dtype}, arrays=None if output is None else {"y": output})
