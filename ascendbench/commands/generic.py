@@ -308,5 +308,5 @@ def registry_app(group: str) -> typer.Typer:
     app.registered_commands = list(base.registered_commands)
     add_registry_commands(app, group)
     if group == "run":  # `run scan` first, then the others by name (as `run --help` has listed them)
-        app.registered_commands[1:] = sorted(app.registered_commands[1:], key=lambda c: c.name)
+        app.registered_commands.sort(key=lambda c: (c.name != "scan", c.name))
     return app
