@@ -285,11 +285,12 @@ def add_registry_commands(app: typer.Typer, group: str) -> None:
 
 def run_commands(name: str) -> list:
     """The command info (typer's) of `run <name>` made for registry kernel `name` ([] when the registry has no
-    such kernel or it has a command of its own)."""
+    such kernel or it runs as another command, `command`; the caller asks only for names without a hand-written
+    command)."""
     from ascendbench.kernels.registry import REGISTRY
 
     spec = REGISTRY.get(name)
-    if spec is None or spec.streaming or spec.command is not None:
+    if spec is None or spec.command is not None:
         return []
     app = typer.Typer()
     add_run_commands(app, [spec])
