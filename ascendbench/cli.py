@@ -35,11 +35,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 ("List every kernel of the registry: its family, variants (or algorithms), tuned parameters and "
                  "source.")),
 }
-# `run`'s subcommands and the modules that add them to its app (they register themselves on import); `run
-# <name>` imports only its own module, a listing imports them all (and the registry's other kernels').
-RUN_SUBCOMMANDS = {"scan": "run", "batched-scan": "run_batched", "compress": "run_compress", "hgemm": "run_hgemm",
-                   "sample": "run_sample", "segmented-scan": "run_segmented", "sort": "run_sort", "split": "run_split",
-                   "topk": "run_topk", "topp": "run_topp"}
+# `run`'s hand-written subcommands and the modules that add them to its app (they register themselves on import);
+# `run <name>` imports only its own module, a listing imports them all. The registry's other kernels' commands are
+# made from their models (commands/generic.py), anew each time the group is built.
+RUN_SUBCOMMANDS = {"scan": "run", "batched-scan": "run_batched", "hgemm": "run_hgemm",
+                   "segmented-scan": "run_segmented"}
 RUN_MODULES = tuple(sorted(set(RUN_SUBCOMMANDS.values()) - {"run"}))
 
 
@@ -63,13 +63,11 @@ class LazyRunGroup(TyperGroup):
     def _load_all(self) -> None:
         if self.complete:
             return
-        from ascendbench.commands import run
-        from ascendbench.commands.generic import add_registry_commands
+        from ascendbench.commands.generic import registry_app
 
         for extra in RUN_MODULES:
             importlib.import_module(f"ascendbench.commands.{extra}")
-        add_registry_commands(run.app, "run")  # `run <kernel>` for the registry's other kernels
-        for name, command in _converted(run.app, "run").commands.items():
+        for name, command in _converted(registry_app("run"), "run").commands.items():
             self.commands.setdefault(name, command)
         self.complete = True
 
@@ -79,14 +77,16 @@ class LazyRunGroup(TyperGroup):
 
     def get_command(self, ctx, cmd_name: str):
         if cmd_name not in self.commands:
+            from ascendbench.commands import generic, run
+
             module = RUN_SUBCOMMANDS.get(cmd_name)
-            if module is None:
+            made = [] if module else generic.run_commands(cmd_name)  # the registry kernel's made command
+            if module is None and not made:
                 self._load_all()
             else:
-                from ascendbench.commands import run
-
-                importlib.import_module(f"ascendbench.commands.{module}")
-                info = next(c for c in run.app.registered_commands if c.name == cmd_name)
+                if module is not None:
+                    importlib.import_module(f"ascendbench.commands.{module}")
+                info = next(c for c in made or run.app.registered_commands if c.name == cmd_name)
                 single = typer.Typer(add_completion=False)
                 single.registered_commands.append(info)
                 single.callback()(lambda: None)
@@ -98,11 +98,12 @@ def load_command(name: str):
     """The click command of `name` (a key of COMMANDS), importing its module (`run`: only the subcommand's)."""
     module_name, attribute, _ = COMMANDS[name]
     module = importlib.import_module(module_name)
+    target = getattr(module, attribute)
     if name == "tune":  # and `tune <kernel>` for the registry's other kernels with a search space
-        from ascendbench.commands.generic import add_registry_commands
+        from ascendbench.commands.generic import registry_app
 
-        add_registry_commands(module.app, name)
-    command = _converted(getattr(module, attribute), name)
+        target = registry_app(name)
+    command = _converted(target, name)
     if name == "run":
         command.__class__ = LazyRunGroup  # run.app holds `run scan` until another subcommand is asked for
     return command

@@ -1,5 +1,7 @@
-"""`run <kernel>` and `tune <kernel>` for every registry kernel without a command of its own: the options are
-made from the kernel's Params model (one option per field, its description as help), so a kernel added to the
+"""The one command builder: `run <kernel>` and `tune <kernel>` for every registry kernel without a hand-written
+command (those are the streaming kernels': `run scan`'s --input streaming, `run hgemm`'s workloads). The options
+are made from the kernel's Params model (one option per field, its description as help) and, for `run`, what its
+KernelSpec.run_command adds (help texts, --model-only, the output file's suffix), so a kernel added to the
 registry appears in both without further edits.
 
 Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag, or the
@@ -24,7 +26,7 @@ from ascendbench.commands.common import choice_option, count_option, fail, parse
 from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import KernelSpec
 
-__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands"]
+__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "registry_app", "run_parameters"]
 
 
 def _base(annotation: Any) -> tuple[Any, bool]:
@@ -41,29 +43,36 @@ def _parameter(name: str, kind: Any, option: Any, default: Any) -> inspect.Param
                              default=inspect.Parameter.empty if default is ... else default)
 
 
-def _option(spec: KernelSpec, name: str, field: FieldInfo) -> inspect.Parameter:
+def _option(spec: KernelSpec, name: str, field: FieldInfo, help_text: str | None = None,
+            from_input: bool = False) -> inspect.Parameter:
     """A typer option for one field of spec's Params model (int fields with the count parser, count_option;
-    bool fields spelled by spec.flag, as the hand-written commands spell them)."""
+    bool fields spelled by spec.flag). help_text: `run`'s own help of the field (RunCommand.help), shown with
+    typer's [default: ...]; else the field's description with its default. from_input: the option's default is
+    None (the input array may set the field; the model's default applies when neither does)."""
     annotation, optional = _base(field.annotation)
     flag, *aliases = spec.options(name)
-    help_text = (field.description or "").rstrip(".")
     required = field.is_required()
-    default = None if required or optional else field.default
+    default = None if required or optional or from_input else field.default
     kind: Any = annotation
     choices = typing.get_args(annotation) if typing.get_origin(annotation) is Literal else ()
     if choices:
-        listed = ", ".join(map(str, choices))
-        help_text = f"{help_text}: {listed}" if help_text else listed
         kind = int if all(isinstance(c, int) for c in choices) else str
-    if default is not None and annotation is not bool:
-        help_text += f" (default: {default})"
-    help_text = help_text[:1].upper() + help_text[1:] + "."
+    shown: dict[str, Any] = {}
+    if help_text is None:
+        help_text = (field.description or "").rstrip(".")
+        if choices:
+            listed = ", ".join(map(str, choices))
+            help_text = f"{help_text}: {listed}" if help_text else listed
+        if default is not None and annotation is not bool:
+            help_text += f" (default: {default})"
+        help_text = help_text[:1].upper() + help_text[1:] + "."
+        shown = {"show_default": False}
     if choices:
-        option = choice_option(flag, *aliases, choices=choices, help=help_text, show_default=False)
+        option = choice_option(flag, *aliases, choices=choices, help=help_text, **shown)
     elif annotation is int:
-        option = count_option(flag, *aliases, help=help_text, show_default=False)
+        option = count_option(flag, *aliases, help=help_text, **shown)
     else:
-        option = typer.Option(flag, *aliases, help=help_text, show_default=False)
+        option = typer.Option(flag, *aliases, help=help_text, **shown)
     if not (required or annotation is bool or default is not None):
         kind = kind | None
     return _parameter(name, kind, option, ... if required else default)
@@ -90,52 +99,102 @@ def _values(spec: KernelSpec, names: list[str], given: dict[str, Any]) -> dict[s
     return out
 
 
-def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
-    """A `run <name>` command for each kernel in specs (kernels without a hand-written command)."""
+_LAST_FIELDS = ("warm_l2",)  # fields every kernel shares: listed after the shared options, before --hardware
+
+
+def _switches(spec: KernelSpec) -> dict[str, KernelSpec]:
+    """Option -> registry kernel of the kernels run as `run <spec.name> --no-<option>` (split-values: `run split
+    --no-indices`)."""
+    from ascendbench.kernels.registry import REGISTRY
+
+    prefix = f"{spec.name} --no-"
+    return {other.command.removeprefix(prefix): other for other in REGISTRY.values()
+            if other.command and other.command.startswith(prefix) and " " not in other.command.removeprefix(prefix)}
+
+
+def run_parameters(spec: KernelSpec) -> tuple[list[inspect.Parameter], dict[str, KernelSpec]]:
+    """The options of `run <spec.name>` in their --help order: the kernel's fields (those RunCommand.help lists
+    first, in its order), then the shared options, a --<option>/--no-<option> switch to another kernel
+    (_switches), --model-only, warm_l2, --hardware, --trace, --out, --no-save, --json. Returns them and the
+    switches."""
     from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
-    from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
 
+    cmd = spec.run_command
+    helps = cmd.help
+    fields = spec.Params.model_fields
+    from_input = {spec.size_field, "dtype", *cmd.from_input}
+    order = [n for n in helps if n in fields] + [n for n in fields if n not in helps]
+    first = [n for n in order if n not in _LAST_FIELDS]
+    last = [n for n in order if n in _LAST_FIELDS]
+
+    def field(name: str) -> inspect.Parameter:
+        return _option(spec, name, fields[name], helps.get(name), from_input=name in from_input)
+
+    def shared(name: str, kind: Any, default: Any) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+
+    inputs = ", ".join(repr(i.name) for i in spec.inputs)
+    params = [field(n) for n in first] + [
+        shared("seed", Annotated[int, count_option("--seed", help=helps.get("seed", "Seed of the generated "
+                                                                                   "inputs."))], 0),
+        shared("input_file", Annotated[Path | None, typer.Option("--input", help=helps.get(
+            "input_file", f"Inputs: a 1-D .npy (the first input) or a .npz with arrays {inputs}."))], None),
+        shared("output_file", Annotated[Path | None, typer.Option("--output-file", help=helps.get(
+            "output_file", "Save the outputs as .npz."))], None),
+        shared("verify", Annotated[bool, typer.Option("--verify/--no-verify", help=helps.get(
+            "verify", "Compare with the NumPy reference."))], True)]
+    switches = _switches(spec)
+    for option, other in switches.items():
+        params.append(shared(option.replace("-", "_"), Annotated[bool, typer.Option(
+            f"--{option}/--no-{option}", help=helps.get(option, f"--no-{option}: {other.title}."))], True))
+    if cmd.model_only:
+        params.append(shared("model_only", Annotated[bool, typer.Option(
+            "--model-only", help="Timings and counters only, no data.")], False))
+    params += [field(n) for n in last] + [
+        shared("hardware", HardwareOption, spec.default_hardware),
+        shared("trace", Annotated[Path | None, typer.Option("--trace", help=helps["trace"])] if "trace" in helps
+               else TraceOption, None),
+        shared("out", Annotated[Path | None, typer.Option("--out", help=f"Result JSON path (default: results/runs/"
+                                                                        f"{spec.name}/<time>-<id>.json).")], None),
+        shared("no_save", NoSaveOption, False), shared("json_out", JsonOption, False)]
+    return params, switches
+
+
+def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
+    """A `run <name>` command for each kernel in specs, made from its Params model and its run_command: the
+    options of run_parameters; the run goes through the pipeline (operator_common.execute) and writes and prints
+    as every operator does (operator_common.finish)."""
     for spec in specs:
+        params, switches = run_parameters(spec)
         fields = list(spec.Params.model_fields)
-        common = {
-            "seed": (Annotated[int, count_option("--seed", help="Seed of the generated inputs.")], 0),
-            "input_file": (Annotated[Path | None, typer.Option(
-                "--input", help="Inputs: a 1-D .npy (the first input) or a .npz with arrays "
-                + ", ".join(repr(i.name) for i in spec.inputs) + ".")], None),
-            "output_file": (Annotated[Path | None, typer.Option("--output-file", help="Save the outputs as .npz.")],
-                            None),
-            "verify": (Annotated[bool, typer.Option("--verify/--no-verify", help="Compare with the NumPy "
-                                                                                "reference.")], True),
-            "model_only": (Annotated[bool, typer.Option("--model-only", help="Timings and counters only, no "
-                                                                             "data.")], False),
-            "hardware": (HardwareOption, DEFAULT_SCAN_HARDWARE if spec.family != "gemm" else "atlas-300t-a2"),
-            "trace": (TraceOption, None),
-            "out": (Annotated[Path | None, typer.Option("--out", help=f"Result JSON path (default: results/runs/"
-                                                                      f"{spec.name}/<time>-<id>.json).")], None),
-            "no_save": (NoSaveOption, False),
-            "json_out": (JsonOption, False),
-        }
-        params = [_option(spec, name, spec.Params.model_fields[name]) for name in fields]
-        params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
-                   for name, (kind, default) in common.items()]
 
-        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
-            from ascendbench.commands.operator_common import execute, finish, load_arrays, prepare
+        def command(_spec: KernelSpec = spec, _fields: list[str] = fields,
+                    _switches: dict[str, KernelSpec] = switches, **options: Any) -> None:
+            from ascendbench.commands.operator_common import (execute, finish, load_arrays, load_array,
+                                                              output_suffix, prepare)
 
             wall0 = time.perf_counter()
+            cmd = _spec.run_command
             input_file, output_file = options["input_file"], options["output_file"]
-            hw = prepare(input_file=input_file, output_file=output_file, output_suffix=".npz", trace=options["trace"],
-                         out=options["out"], no_save=options["no_save"], seed=options["seed"],
-                         hardware=options["hardware"])
-            names = tuple(i.name for i in _spec.inputs)
-            arrays, sha = load_arrays(input_file, names, names[0]) if input_file else (None, None)
-            run = execute(_spec.name, arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=options["seed"],
-                          verify=options["verify"], model_only=options["model_only"],
-                          **_values(_spec, _fields, options))
+            model_only = options.get("model_only", False)
+            suffix = output_suffix(output_file, model_only) if cmd.output == ".npy/.npz" else cmd.output
+            hw = prepare(input_file=input_file, output_file=output_file, output_suffix=suffix,
+                         trace=options["trace"], out=options["out"], no_save=options["no_save"], seed=options["seed"],
+                         hardware=options["hardware"], model_only=model_only)
+            main = _spec.inputs[0]
+            arrays, sha = None, None
+            if input_file is not None and main.shape == "(n,)":
+                arrays, sha = load_arrays(input_file, tuple(i.name for i in _spec.inputs), main.name)
+            elif input_file is not None:
+                arrays, sha = load_array(input_file, main.name)
+            name = next((other.name for option, other in _switches.items()
+                         if not options[option.replace("-", "_")]), _spec.name)
+            run = execute(name, arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=options["seed"],
+                          verify=options["verify"], model_only=model_only, **_values(_spec, _fields, options))
             finish(run, wall0, output_file=output_file, trace=options["trace"], out=options["out"],
                    no_save=options["no_save"], json_out=options["json_out"])
 
-        _register(app, spec, command, params, f"{spec.title} ({spec.source}).")
+        _register(app, spec, command, params, spec.run_command.doc or f"{spec.title} ({spec.source}).")
 
 
 def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
@@ -213,7 +272,8 @@ def _register(app: typer.Typer, spec: KernelSpec, command, params: list[inspect.
 
 def add_registry_commands(app: typer.Typer, group: str) -> None:
     """Add to the `run` (group "run") or `tune` (group "tune") app a command for every registry kernel that has
-    none there yet (for tune: every kernel with a search space). Adding again adds nothing."""
+    none there yet (run: every kernel without a `command` of its own; tune: every kernel with a search space).
+    Adding again adds nothing."""
     from ascendbench.kernels.registry import REGISTRY
 
     have = {c.name or c.callback.__name__ for c in app.registered_commands}
@@ -221,3 +281,33 @@ def add_registry_commands(app: typer.Typer, group: str) -> None:
         add_run_commands(app, [s for s in REGISTRY.values() if s.name not in have and s.command is None])
     else:
         add_tune_commands(app, [s for s in REGISTRY.values() if s.space is not None and s.space not in have])
+
+
+def run_commands(name: str) -> list:
+    """The command info (typer's) of `run <name>` made for registry kernel `name` ([] when the registry has no
+    such kernel or it runs as another command, `command`; the caller asks only for names without a hand-written
+    command)."""
+    from ascendbench.kernels.registry import REGISTRY
+
+    spec = REGISTRY.get(name)
+    if spec is None or spec.command is not None:
+        return []
+    app = typer.Typer()
+    add_run_commands(app, [spec])
+    return app.registered_commands
+
+
+def registry_app(group: str) -> typer.Typer:
+    """The `run` or `tune` app as the registry stands now: the hand-written commands of commands/<group>.py (and
+    of the modules that add to its app) first, then one made by this module for every other registry kernel,
+    by name. Made anew at each call (cli.py calls it when the group is listed), so a kernel registered at run
+    time (registry.register_spec) is in it."""
+    import importlib
+
+    base = importlib.import_module(f"ascendbench.commands.{group}").app
+    app = typer.Typer(help=base.info.help, no_args_is_help=True)
+    app.registered_commands = list(base.registered_commands)
+    add_registry_commands(app, group)
+    if group == "run":  # `run scan` first, then the others by name (as `run --help` has listed them)
+        app.registered_commands.sort(key=lambda c: (c.name != "scan", c.name))
+    return app

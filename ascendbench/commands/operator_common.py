@@ -1,5 +1,5 @@
-"""Shared pieces of the operator subcommands (`run split`, `run compress`, `run sort`, `run topk`): the common
-options, named-array inputs, generated data, the result document, output files and the printed report.
+"""What every `run <kernel>` made by the command builder (commands/generic.py) does at run time: input files
+(named arrays), the checks before any work, the pipeline call, output files and the printed report.
 
 Conventions follow `run scan` (commands/run.py): one-line errors with exit status 2, outputs written all or
 nothing, --json prints only the document."""
@@ -11,7 +11,7 @@ import io
 import time
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import typer
@@ -21,39 +21,22 @@ from ascendbench.commands.common import (
     Outputs,
     check_files,
     command_line,
-    count_option,
     default_result_path,
     dump_json,
     fail,
     format_bytes,
     format_time,
-    given,
     out_console,
     print_utilisation,
 )
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import DTYPE_NAMES, dtype_name
 from ascendbench.store.io import unreadable_npy
 
 if TYPE_CHECKING:
     from ascendbench.pipeline import KernelRun
 
-__all__ = [
-    "DTYPE_NAMES",
-    "NOption",
-    "dtype_name",
-    "execute",
-    "finish",
-    "given",
-    "load_arrays",
-    "output_suffix",
-    "prepare",
-    "read_input",
-]
-
-NOption = Annotated[int | None, count_option("--n", help="Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional "
-                                                         "with --input.")]
+__all__ = ["execute", "finish", "load_array", "load_arrays", "output_suffix", "prepare", "read_input"]
 
 
 def output_suffix(output_file: Path | None, model_only: bool) -> str:
@@ -105,6 +88,22 @@ def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict
     if len(lengths) > 1:
         fail(f"--input: arrays must have one length, got {', '.join(f'{k}: {v.shape[0]}' for k, v in arrays.items())}")
     return arrays, hashlib.sha256(data).hexdigest()
+
+
+def load_array(path: Path, name: str) -> tuple[dict[str, np.ndarray], str]:
+    """The one input array of an --input file: a .npy array, or a .npz with one array named `name` (topp's
+    'probs'). Returns ({name: array}, sha256 of the file); shape and dtype are the kernel's to check. Bad files
+    fail with exit status 2."""
+    loaded, data = read_input(path)
+    if not isinstance(loaded, np.ndarray):
+        with loaded:
+            if loaded.files != [name]:
+                fail(f"--input: a .npz must hold one array named {name!r}, found {', '.join(loaded.files) or 'none'}")
+            try:
+                loaded = loaded[name]
+            except (OSError, ValueError) as exc:
+                fail(f"--input: cannot read {path}: {exc}")
+    return {name: loaded}, hashlib.sha256(data).hexdigest()
 
 
 def prepare(*, input_file: Path | None, output_file: Path | None, output_suffix: str, trace: Path | None,

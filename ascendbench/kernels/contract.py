@@ -36,9 +36,8 @@ from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareProfile
 from ascendbench.kernels.base import ParamError
 from ascendbench.sim.result import SimResult
 
-__all__ = ["MAX_ELEMENTS", "Check", "InputSpec", "KernelParams", "KernelRun", "KernelSpec", "OptionalCount", "Outcome",
-           "TileSide",
-           "WarmL2", "param_error", "values_input"]
+__all__ = ["MAX_ELEMENTS", "N_HELP", "Check", "InputSpec", "KernelParams", "KernelRun", "KernelSpec", "OptionalCount",
+           "Outcome", "RunCommand", "TileSide", "WarmL2", "param_error", "values_input"]
 
 MAX_ELEMENTS = 2**60  # the largest count any option takes (the count parser's bound)
 
@@ -47,6 +46,7 @@ OptionalCount = Annotated[int | None, Field(ge=0, le=MAX_ELEMENTS, description="
                                                                                 "arrays)")]
 TileSide = Annotated[Literal[16, 32, 64, 128], Field(description="tile side (tiles are s x s)")]
 WarmL2 = Annotated[bool, Field(description="start with the input in L2")]
+N_HELP = "Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional with --input."  # `run`'s --n of a 1-D kernel
 
 
 class KernelParams(BaseModel):
@@ -159,6 +159,23 @@ class KernelRun:
             self.trace = [self.sim]
 
 
+@dataclass(frozen=True)
+class RunCommand:
+    """What `run <kernel>` says beyond the kernel's model (commands/generic.py makes the command from both).
+
+    doc: the command's help (default: the title and source). help: an option's help by parameter name, for
+    the kernel's fields (listed ones first, in this order; the rest keep their description) and the shared
+    options seed, input_file, output_file, verify, trace. model_only: the command offers --model-only. output:
+    the suffix --output-file takes (".npz", ".npy", or ".npy/.npz" for either). from_input: further fields an
+    input array sets (like the size and dtype): passed only when given on the command line."""
+
+    doc: str | None = None
+    help: Mapping[str, str] = field(default_factory=dict)
+    model_only: bool = True
+    output: str = ".npz"
+    from_input: tuple[str, ...] = ()
+
+
 class KernelSpec:
     """Base class of the kernels in the registry (see the module docstring). Subclasses set the class attributes
     and override the methods their kernel needs; the defaults suit a 1-D kernel on `n` elements of `dtype`."""
@@ -181,6 +198,7 @@ class KernelSpec:
     tunable_class: ClassVar[type | None] = None  # the tuner's view when not derived from the contract (tunable.py)
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
     default_hardware: ClassVar[str] = DEFAULT_SCAN_HARDWARE  # the scan paper's chip (the CLI's default too)
+    run_command: ClassVar[RunCommand] = RunCommand()  # the help and options `run <name>` adds to the model's
 
     # ----- parameters -----------------------------------------------------------------------------------------
     def params(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> KernelParams:

@@ -286,6 +286,19 @@ class RadixSortKernel(KeysKernel):
     Params = SortParams
     variants = ("mcscan", "vector")
     space = "sort"
+    run_command = contract.RunCommand(
+        doc="Sort keys with their indices like torch.sort(stable=True): LSB radix sort, one SplitInd per key bit\n"
+            "(the scan paper §5.3).",
+        help={"n": contract.N_HELP,
+              "descending": "Stable descending order (ties in input order, NaNs first) or ascending (NaNs last).",
+              "dtype": f"Key dtype: {', '.join(KEY_NAMES)} (default fp16, or the --input array's).",
+              "variant": "mcscan (SplitInd with the int8 MCScan, the paper's) or vector (vector-only scan, the "
+                         "baseline).",
+              "seed": "Seed of the generated keys.", "input_file": "Keys as a 1-D .npy, or a .npz with an array "
+                                                                   "'values'.",
+              "output_file": "Save 'values' and 'indices' as .npz.", "verify": "Compare with NumPy's stable sort.",
+              "warm_l2": "Start with the keys in L2."},
+        model_only=False)
 
     def compute(self, arrays, params, seed=0):
         values, indices = radix_sort(arrays["values"], params.descending)

@@ -355,6 +355,22 @@ class WeightedSampleKernel(contract.KernelSpec):
     variants = ("scan", "baseline")
     draws = True
     space = "sample"
+    run_command = contract.RunCommand(
+        doc="Draw indices with probability proportional to the weights: an inclusive scan of the weights, then the\n"
+            "first index whose running sum exceeds u * total (SplitInd with the predicate > u * total). A zero-weight\n"
+            "category is never returned.",
+        help={"samples": "Indices to draw (with replacement), e.g. 1 or 1e6.", "n": contract.N_HELP,
+              "variant": "scan (MCScan + SplitInd per sample, the paper's) or baseline (vector-only cumsum + binary "
+                         "search, torch.multinomial; at most 2**24 categories).",
+              "s": "Tile side of the MCScan: 16, 32, 64 or 128.",
+              "seed": "Seed of the draws (numpy default_rng(seed), as weighted_sample(seed=...)); generated weights "
+                      "use default_rng([seed, 1]).",
+              "input_file": "Weights: a 1-D float16 .npy, or a .npz with an array 'weights'.",
+              "output_file": "Save the indices as .npy, or as 'indices' in a .npz.",
+              "verify": "Check every index has positive weight and, where float64 sums are exact, equals one "
+                        "running sum's rule.",
+              "warm_l2": "Start with the weights in L2."},
+        output=".npy/.npz")
 
     def bind(self, params, arrays):
         weights = arrays["weights"]

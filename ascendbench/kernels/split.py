@@ -571,6 +571,18 @@ class CompressParams(_ValuesParams):
                                                  "gather (the paper's); scalar: scalar-only masked_select")
 
 
+def _values_and_flags_command(doc: str, flag_name: str, *, variant: str, input_file: str, output_file: str,
+                              verify: str, output: str = ".npz", **more: str) -> contract.RunCommand:
+    """`run`'s help of a kernel on values and flags (split, compress): the lines they share and their own (more:
+    further options, before warm_l2)."""
+    return contract.RunCommand(doc=doc, help={
+        "n": contract.N_HELP, "variant": variant,
+        "dtype": f"Values dtype of generated data: {', '.join(contract.DTYPE_NAMES)} (default fp16).",
+        "seed": f"Seed of the generated values and {flag_name}.", "input_file": input_file,
+        "output_file": output_file, "verify": verify, **more, "warm_l2": "Start with the values in L2."},
+        model_only=False, output=output)
+
+
 class _FlagKernel(contract.KernelSpec):
     """Shared by split, SplitInd and compress: values and a flag array, the flags generated when only the values
     are given (said in the report)."""
@@ -615,6 +627,15 @@ class SplitKernel(_FlagKernel):
     Params = SplitParams
     flag_name = "flags"
     variants = ("splitind", "vector")
+    run_command = _values_and_flags_command(
+        "Stable split: elements whose flag is true first, then the rest, with their original indices and the\n"
+        "number of true flags (SplitInd, the scan paper §5.1).", "flags",
+        variant="splitind (int8 MCScan of the flags, the paper's) or vector (vector-only scan, the baseline).",
+        input_file="A .npy of values (flags generated) or a .npz with arrays 'values' and 'flags' (bool/int8/uint8, "
+                   "non-zero is true).",
+        output_file="Save 'values', 'indices' (with --indices) and 'n_true' as .npz.",
+        verify="Compare with NumPy's stable argsort of the flags.",
+        indices="SplitInd: also the original indices (default), or the values only (split).")
     with_indices: ClassVar[bool] = True
 
     def compute(self, arrays, params, seed=0):
@@ -667,6 +688,13 @@ class CompressKernel(_FlagKernel):
     Params = CompressParams
     flag_name = "mask"
     variants = ("mcscan", "scalar")
+    run_command = _values_and_flags_command(
+        "The values whose mask entry is true, in order: x[mask] / torch.masked_select on 1-D input (compress,\n"
+        "the scan paper §5.2).", "mask",
+        variant="mcscan (int8 MCScan of the mask + gather, the paper's) or scalar (scalar-only masked_select, the "
+                "baseline).",
+        input_file="A .npy of values (mask generated) or a .npz with arrays 'values' and 'mask' (bool/int8/uint8).",
+        output_file="Save the selected values as .npy.", verify="Compare with values[mask != 0].", output=".npy")
 
     def compute(self, arrays, params, seed=0):
         selected = compress(arrays["values"], arrays["mask"])

@@ -40,6 +40,7 @@ from ascendbench.kernels.partition import index_bytes
 from ascendbench.kernels.programs import Ring, aiv_groups, copy_pass, loop, split_front
 from ascendbench.kernels.radix_sort import (
     KEY_DTYPES,
+    KEY_NAMES,
     KeyDtype,
     KeysKernel,
     encode_keys,
@@ -277,6 +278,19 @@ class TopkKernel(KeysKernel):
     Params = TopkParams
     variants = ("bisection", "vector")
     space = "topk"
+    run_command = contract.RunCommand(
+        doc="The k largest (or smallest) values and their indices, sorted, ties in input order, like\n"
+            "torch.topk(sorted=True) with stable ties (the scan paper §5.4).",
+        help={"k": "How many elements: 0 ... n (e.g. 2048 or 2**11).", "n": contract.N_HELP,
+              "largest": "The k largest (sorted descending, NaNs largest) or smallest (ascending).",
+              "dtype": f"Key dtype: {', '.join(KEY_NAMES)} (default fp16, or the --input array's).",
+              "variant": "bisection (SplitInd rounds, the paper's) or vector (vector-only sort-based top-k, the "
+                         "baseline).",
+              "seed": "Seed of the generated values.",
+              "input_file": "Values as a 1-D .npy, or a .npz with an array 'values'.",
+              "output_file": "Save 'values' and 'indices' as .npz.",
+              "verify": "Compare with the first k of NumPy's stable sort.", "warm_l2": "Start with the values in L2."},
+        model_only=False)
 
     def params(self, values=None, **kwargs):
         merged = {**(values or {}), **kwargs}

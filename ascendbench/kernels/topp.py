@@ -389,6 +389,26 @@ class TopPKernel(contract.KernelSpec):
     draws = True
     space = "topp"
     size_field = "vocab"
+    run_command = contract.RunCommand(
+        doc="Draw one token per row by Llama 3's sample_top_p (sort descending, cumsum, mask cumsum - prob > p,\n"
+            "renormalise, sample, map back), timed on the simulated NPU: 17 scans per fp16 row (claim S-16).",
+        help={"p": "Nucleus threshold in [0, 1] (Llama 3's top_p; the paper measured 0.1).",
+              "vocab": "Tokens per row (vocabulary size), e.g. 128256 or 2**17. Optional with --input.",
+              "batch": "Rows, each sampled independently (default 1, or the --input array's).",
+              "variant": "radix (radix sort + MCScan, the paper's) or baseline (vector-only sort + vector-only "
+                         "cumsum).",
+              "s": "Tile side of the cumsum MCScan: 16, 32, 64 or 128.",
+              "dtype": "Probabilities: fp16 (the paper's kernel) or fp32 (fp32 sort keys, the cumsum by the "
+                       "vector-only CumSum in fp32); default the --input array's (fp32 for float32/float64), else "
+                       "fp16.",
+              "seed": "Seed of the draws (numpy default_rng(seed), as top_p_sample(seed=...)); generated rows use "
+                      "default_rng([seed, 1]).",
+              "input_file": "Probabilities: a .npy of shape (vocab,) or (batch, vocab), or a .npz with 'probs'; "
+                            "float16, float32 (scanned in fp32), or float64 (rounded to float32).",
+              "output_file": "Save the tokens as .npy, or 'tokens' and 'kept' (nucleus sizes) as .npz.",
+              "verify": "Compare with the same rule using the other sort (radix sort vs NumPy's stable argsort).",
+              "warm_l2": "Start with the probabilities in L2.", "trace": "Chrome trace JSON of one row's timeline."},
+        output=".npy/.npz", from_input=("batch",))
 
     def bind(self, params, arrays):
         probs = arrays["probs"]

@@ -1,5 +1,5 @@
-"""The shared contract tests: every kernel of the registry, and a kernel added to it at run time, through the same
-pipeline, CLI and tuner."""
+"""The shared contract tests: every kernel of the registry, and a toy kernel added to it at run time (one module,
+tests/toy_kernel.py, and one registry line), through the same pipeline, CLI and tuner."""
 
 from __future__ import annotations
 
@@ -7,30 +7,26 @@ import json
 import math
 import typing
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pytest
-import typer
-from pydantic import Field
 from typer.testing import CliRunner
 
 import ascendbench
 from ascendbench.cli import app as cli_app
-from ascendbench.commands import run as run_commands
-from ascendbench.commands import tune as tune_commands
-from ascendbench.commands.generic import add_run_commands, add_tune_commands
+from ascendbench.commands.generic import registry_app
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.contract import Check, InputSpec, KernelParams, KernelSpec, Outcome
-from ascendbench.kernels.programs import copy_pass
-from ascendbench.kernels.registry import REGISTRY, get_spec, get_tunable
-from ascendbench.sim.result import SimResult, fixed_cost, sequence
+from ascendbench.kernels.contract import KernelParams
+from ascendbench.kernels.registry import REGISTRY, get_spec, get_tunable, register_spec
+from ascendbench.sim.result import SimResult
 from ascendbench.store.operators import OperatorRunResult
 from ascendbench.tuning.space import load_space, space_path
+from tests.toy_kernel import ToyReverseKernel
 
 HW = load_profile("ascend-910b4")
-SPECS = list(REGISTRY.values())
+TOY = ToyReverseKernel()
+SPECS = [*REGISTRY.values(), TOY]  # the toy is registered for each test of this module (the fixture below)
 OPERATORS = [s for s in SPECS if not s.streaming]
 STREAMING = [s for s in SPECS if s.streaming]
 
@@ -39,12 +35,20 @@ SMALL = {
     "scan": {"n": 40_000, "algorithm": "mcscan"}, "batched-scan": {"batch": 3, "length": 5000},
     "segmented-scan": {"n": 30_000}, "split": {"n": 5000}, "split-values": {"n": 5000}, "compress": {"n": 5000},
     "sort": {"n": 3000, "dtype": "int16"}, "topk": {"n": 5000, "k": 100}, "topp": {"vocab": 1000, "batch": 2},
-    "sample": {"n": 4000, "samples": 7}, "hgemm": {"m": 64, "n": 48, "k": 32},
+    "sample": {"n": 4000, "samples": 7}, "hgemm": {"m": 64, "n": 48, "k": 32}, "toy-reverse": {"n": 5000},
 }
 
 
+@pytest.fixture(autouse=True)
+def toy():
+    """The toy kernel of tests/toy_kernel.py in the registry while a test of this module runs."""
+    register_spec(TOY)  # the one registry line
+    yield TOY
+    del REGISTRY[TOY.name]
+
+
 def test_the_registry_lists_every_kernel_of_the_tool():
-    assert set(REGISTRY) == set(SMALL)
+    assert set(REGISTRY) == set(SMALL)  # the tool's 11 and the toy
     assert ascendbench.list_kernels() == list(REGISTRY)
     from ascendbench.kernels.registry import choices
 
@@ -164,10 +168,10 @@ def test_every_kernel_appears_in_run_and_tune():
     assert set(run_group.list_commands(None)) >= {s.command.split()[0] if s.command else s.name for s in SPECS}
     assert set(tune_group.list_commands(None)) >= {s.space for s in SPECS if s.space}
 
-    def names(app: typer.Typer) -> set[str]:
+    def names(app) -> set[str]:
         return {c.name or c.callback.__name__ for c in app.registered_commands}
 
-    in_run, in_tune = names(run_commands.app), names(tune_commands.app)
+    in_run, in_tune = names(registry_app("run")), names(registry_app("tune"))
     for spec in SPECS:
         assert (spec.command or spec.name).split()[0] in in_run
         if spec.space:
@@ -179,91 +183,58 @@ def test_one_bad_option_is_one_line_exit_2(tmp_path):
     assert out.exit_code == 2 and out.output.strip() == "error: --variant: must be one of mcscan, vector, got 'bitonic'"
 
 
-# ----- a kernel added at run time ------------------------------------------------------------------------
-class ReverseParams(KernelParams):
-    """Reverse n values."""
-
-    n: int | None = Field(None, ge=0, le=2**40, description="elements")
-    dtype: Literal["fp16", "int8"] = Field("fp16", description="values dtype")
-    variant: Literal["copy", "slow"] = Field("copy", description="copy: one pass; slow: two passes")
-    warm_l2: bool = Field(False, description="start with the values in L2")
-
-
-class ReverseKernel(KernelSpec):
-    """x[::-1] on all AIVs: one copy pass (variant "slow": two)."""
-
-    name = "reverse"
-    title = "Reverse"
-    source = "test kernel"
-    Params = ReverseParams
-    inputs = (InputSpec("values", ("fp16", "int8"), "(n,)", "standard normal"),)
-    variants = ("copy", "slow")
-    space = "reverse"
-
-    def __init__(self, space_file):
-        self._space_file = space_file
-
-    def space_file(self):
-        return self._space_file
-
-    def generate(self, params, seed):
-        rng = np.random.default_rng(seed)
-        return {"values": rng.standard_normal(params.n).astype(np.float16 if params.dtype == "fp16" else np.int8)}
-
-    def compute(self, arrays, params, seed=0):
-        return Outcome({"values": arrays["values"][::-1].copy()})
-
-    def verify(self, arrays, outcome, params):
-        ok = np.array_equal(outcome.arrays["values"], np.flip(arrays["values"]))
-        return Check(ok, "np.flip(values)")
-
-    def simulate(self, params, hw, facts=None):
-        launch = fixed_cost(hw, hw.kernel_launch_us * 1e-6 * hw.clock_hz, "launch", kernel_launches=1)
-        b = 2 if params.dtype == "fp16" else 1
-        copy = copy_pass(hw, params.n, b, b, params.warm_l2, "reverse", False)
-        return sequence([(launch, 1), (copy, 2 if params.variant == "slow" else 1)])
-
-    def bytes_moved(self, params, facts=None):
-        return 2 * params.n * (2 if params.dtype == "fp16" else 1)
-
-
-@pytest.fixture
-def reverse(tmp_path, monkeypatch):
-    space = tmp_path / "reverse.toml"
-    space.write_text('kernel = "reverse"\n[parameters.variant]\ntype = "categorical"\nchoices = ["copy", "slow"]\n'
-                     'default = "copy"\n[problems.default]\nparams = [{n = 100000}]\n')
-    spec = ReverseKernel(space)
-    monkeypatch.setitem(REGISTRY, "reverse", spec)
-    return spec
-
-
-def test_a_new_kernel_is_one_class_and_one_registry_entry(reverse, tmp_path, monkeypatch):
+# ----- the toy kernel (tests/toy_kernel.py), added at run time ------------------------------------------------
+def test_a_new_kernel_is_one_module_and_one_registry_line(toy, tmp_path, monkeypatch):
     # the Python API
-    run = ascendbench.run("reverse", n=1000, seed=1)
-    assert run.result.verification.passed and get_spec("reverse") is reverse
+    run = ascendbench.run("toy-reverse", n=1000, seed=1)
+    assert run.result.verification.passed and get_spec("toy-reverse") is toy
+    assert run.arrays["values"].tobytes() == toy.generate(run.params, 1)["values"][::-1].tobytes()
     assert run.result.simulated.baseline["variant"] == "slow" and run.result.simulated.baseline["speedup"] > 1
-    # `run reverse` and `tune reverse`, made from its Params model
-    run_app, tune_app, app = typer.Typer(), typer.Typer(), typer.Typer()
-    add_run_commands(run_app, [reverse])
-    add_tune_commands(tune_app, [reverse])
-    app.add_typer(run_app, name="run")
-    app.add_typer(tune_app, name="tune")
+    # `ascendbench run toy-reverse` and `tune toy-reverse`: the CLI's own app, made from its Params model
     monkeypatch.chdir(tmp_path)
-    out = CliRunner().invoke(app, ["run", "reverse", "--n", "2**12", "--dtype", "int8", "--json", "--no-save"])
+    out = CliRunner().invoke(cli_app, ["run", "toy-reverse", "--n", "2**12", "--dtype", "int8", "--json",
+                                       "--no-save"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert doc["problem"]["n"] == 4096 and doc["problem"]["operator"] == "reverse"
-    assert doc["verification"]["passed"] is True
-    out = CliRunner().invoke(app, ["run", "reverse", "--n", "10", "--variant", "fast", "--no-save"])
-    assert out.exit_code == 2 and "--variant: must be one of copy, slow, got 'fast'" in out.output
-    out = CliRunner().invoke(app, ["tune", "reverse", "--n", "1e5", "--trials", "2", "--json", "--no-save",
-                                   "--storage", str(tmp_path / "s.journal")])
+    assert doc["problem"]["n"] == 4096 and doc["problem"]["operator"] == "toy-reverse"
+    assert doc["problem"]["dtypes"] == {"values": "int8"} and doc["verification"]["passed"] is True
+    out = CliRunner().invoke(cli_app, ["run", "toy-reverse", "--n", "10", "--variant", "fast", "--no-save"])
+    assert out.exit_code == 2 and out.output.strip() == "error: --variant: must be one of copy, slow, got 'fast'"
+    out = CliRunner().invoke(cli_app, ["tune", "toy-reverse", "--n", "1e5", "--trials", "2", "--json", "--no-save",
+                                       "--storage", str(tmp_path / "s.journal")])
     assert out.exit_code == 0, out.output
-    doc = json.loads(out.stdout)
-    problem = doc["problems"][0]
+    problem = json.loads(out.stdout)["problems"][0]
     assert problem["best"]["config"] == {"variant": "copy"}
     assert problem["exhaustive"]["optimum"]["config"] == {"variant": "copy"}
     assert problem["exhaustive"]["points"] == 2 and problem["exhaustive"]["heuristic_rank"] == 1
+    # the listings: `run --help`, `tune --help` and `kernels`
+    for group in ("run", "tune"):
+        out = CliRunner().invoke(cli_app, [group, "--help"], terminal_width=200)
+        assert "toy-reverse" in out.stdout and "Reverse (a toy kernel)" in out.stdout
+    rows = json.loads(CliRunner().invoke(cli_app, ["kernels", "--json"]).stdout)
+    assert rows[-1]["name"] == "toy-reverse" and rows[-1]["run"] == "ascendbench run toy-reverse"
+    assert rows[-1]["tuned"] == ["variant"] and rows[-1]["parameters"] == ["n", "dtype", "variant", "warm_l2"]
+    assert not (tmp_path / "results").exists()  # --no-save: no result file
+
+
+def test_the_toy_runs_options_are_its_fields(toy):
+    from ascendbench.cli import load_command
+
+    command = load_command("run").get_command(None, "toy-reverse")
+    opts = {p.name: (tuple(p.opts), tuple(p.secondary_opts)) for p in command.params}
+    assert list(opts)[:3] == ["n", "dtype", "variant"]  # its fields first, in the model's order
+    assert opts["warm_l2"] == (("--warm-l2",), ("--no-warm-l2",)) and opts["model_only"] == (("--model-only",), ())
+    shared = {"seed", "input_file", "output_file", "verify", "hardware", "trace", "out", "no_save", "json_out"}
+    assert shared < set(opts)
+
+
+def test_a_kernel_taken_out_of_the_registry_leaves_the_cli(toy):
+    del REGISTRY[toy.name]
+    try:
+        out = CliRunner().invoke(cli_app, ["run", "toy-reverse", "--n", "10", "--no-save"])
+        assert out.exit_code == 2 and "No such command 'toy-reverse'" in out.output
+    finally:
+        register_spec(toy)
 
 
 def test_the_kernels_command_lists_the_registry():
