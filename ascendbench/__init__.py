@@ -1,8 +1,9 @@
 """ascendbench: benchmark and autotune scan kernels on a simulated Huawei Ascend NPU.
 
 Public API: `run(name, **params)` (run any kernel of the registry on real data, verified, with simulated
-timings; `list_kernels()` names them), `run_scan` (the 1-D scans' runner with every streaming option), `get_kernel` /
-`KERNELS` (the scan algorithms by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
+timings; `list_kernels()` names them, `kernels.get(name)` gives one with its parameter model `.Params`),
+`run_scan` (the 1-D scans' runner with every streaming option), `get_kernel` / `KERNELS` (the scan algorithms
+by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
 
 import importlib
@@ -24,10 +25,25 @@ _LAZY = {
 
 
 def run(name: str, **options):
-    """Run registry kernel `name` through the pipeline (ascendbench.pipeline.run: arguments, returns, errors)."""
+    """Run registry kernel `name` through the pipeline (ascendbench.pipeline.run: arguments, returns, errors).
+
+    A ParamError names the keyword argument in Python's spelling with the closest one when it was misspelt
+    ("dtyp: is not a parameter of sort; did you mean dtype?")."""
+    from ascendbench.kernels.base import ParamError
     from ascendbench.pipeline import run as _run
 
-    return _run(name, **options)
+    try:
+        return _run(name, **options)
+    except ParamError as exc:
+        if exc.param == "kernel":  # get_spec's name for what is run's first argument
+            exc.param = "name"
+        if exc.suggestion is None and exc.detail.startswith("is not a parameter"):  # run's own keywords too
+            import inspect
+
+            from ascendbench.kernels.base import suggest
+
+            exc.suggestion = suggest(exc.param.replace("-", "_"), inspect.signature(_run).parameters)
+        raise exc.in_python_names()
 
 
 def list_kernels() -> list[str]:
