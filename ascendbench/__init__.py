@@ -2,6 +2,7 @@
 
 Public API: `run(name, **params)` (run any kernel of the registry on real data, verified, with simulated
 timings; `list_kernels()` names them, `kernels.get(name)` gives one with its parameter model `.Params`),
+`tune(kernel, **options)` (search a kernel's configurations as `ascendbench tune --json` does, the same summary),
 `run_scan` (the 1-D scans' runner with every streaming option), `get_kernel` / `KERNELS` (the scan algorithms
 by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
@@ -46,6 +47,14 @@ def run(name: str, **options):
         raise exc.in_python_names()
 
 
+def tune(kernel: str, **options):
+    """Tune registry kernel `kernel` with Optuna on the timing model; the summary `ascendbench tune <kernel>
+    --json` prints (ascendbench.tuning.session.tune: arguments, units, returns, errors)."""
+    from ascendbench.tuning.session import tune as _tune
+
+    return _tune(kernel, **options)
+
+
 def list_kernels() -> list[str]:
     """The registry's kernel names (ascendbench.kernels.registry; `ascendbench.kernels` is the subpackage)."""
     from ascendbench.kernels.registry import spec_names
@@ -66,6 +75,7 @@ __all__ = [
     "load_profile",
     "run",
     "run_scan",
+    "tune",
 ]
 
 

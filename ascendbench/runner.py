@@ -25,7 +25,8 @@ import numpy as np
 
 from ascendbench import __version__
 from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels import ParamError, ScanParams, get_kernel
+from ascendbench.kernels.base import ParamError, get_kernel  # not the package: it reaches the registry
+from ascendbench.kernels.scan import ScanParams
 from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY
 from ascendbench.kernels.partition import (
     GENERATORS,

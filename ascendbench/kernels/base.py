@@ -31,8 +31,9 @@ class ParamError(ValueError):
     str() spells names as the CLI's options ("--dtyp: ...; did you mean --dtype?"); after `in_python_names()`, as
     the Python API's keyword arguments ("dtyp: ...; did you mean dtype?")."""
 
-    def __init__(self, param: str, message: str, *, suggestion: str | None = None):
+    def __init__(self, param: str, message: str, *, suggestion: str | None = None, named: bool = True):
         self.param, self.detail, self.suggestion = param, message, suggestion
+        self.named = named  # False: the CLI's message is the detail alone (it names what is wrong its own way)
         self.python = False
         super().__init__(self._text())
 
@@ -40,7 +41,7 @@ class ParamError(ValueError):
         name = python_name if self.python else _cli_name
         detail = _OPTION.sub(lambda m: python_name(m.group(1)), self.detail) if self.python else self.detail
         hint = f"; did you mean {name(self.suggestion)}?" if self.suggestion else ""
-        return f"{name(self.param)}: {detail}{hint}"
+        return f"{name(self.param)}: {detail}{hint}" if self.named or self.python else f"{detail}{hint}"
 
     def in_python_names(self) -> ParamError:
         """This error, its names (and the options its message mentions) spelt as the Python API's keyword
@@ -50,18 +51,18 @@ class ParamError(ValueError):
         return self
 
     @classmethod
-    def from_message(cls, message: str) -> ParamError:
-        """A ParamError of a message of the form "--option: detail" (TuneError, HardwareError, ... carry the
-        option so); "params" names it when the message names no option."""
+    def from_message(cls, message: str, param: str) -> ParamError:
+        """A ParamError of another error's message (TuneError, HardwareError, SpaceError): "--option: detail"
+        names its option; another message is about `param`, and the CLI's text stays the message as it was."""
         match = _NAMED.match(message)
-        return cls(match.group(1), match.group(2)) if match else cls("params", message)
+        return cls(match.group(1), match.group(2)) if match else cls(param, message, named=False)
 
     def __reduce__(self):  # pickled across --jobs worker processes: rebuilt from its parts, not from args
-        return _rebuild, (self.param, self.detail, self.suggestion, self.python)
+        return _rebuild, (self.param, self.detail, self.suggestion, self.named, self.python)
 
 
-def _rebuild(param: str, detail: str, suggestion: str | None, python: bool) -> ParamError:
-    err = ParamError(param, detail, suggestion=suggestion)
+def _rebuild(param: str, detail: str, suggestion: str | None, named: bool, python: bool) -> ParamError:
+    err = ParamError(param, detail, suggestion=suggestion, named=named)
     return err.in_python_names() if python else err
 
 
