@@ -318,13 +318,6 @@ def _space(kernel: str, path: Path | None) -> SearchSpace:
         fail(str(exc))
 
 
-def _problem_set_entry(space: SearchSpace, name: str | None):
-    try:
-        return session.problem_set_entry(space, name)
-    except ParamError as exc:
-        fail(str(exc))
-
-
 def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardware: str, trials: int,
           timeout: float | None, sampler: str, seed: int, storage: str | None, study_name: str | None, jobs: int,
           exhaustive: bool | None, out: Path | None, no_save: bool, json_out: bool,

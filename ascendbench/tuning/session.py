@@ -211,8 +211,9 @@ def _registry_problems(kernel: str, space: SearchSpace, problems: str | None, gi
         except ParamError as exc:
             if where is None:
                 raise
-            # a problem set's entry: the file's field names as they are, after where the entry is
-            raise ParamError("problems", f"{where}[{index}]: {str(exc).removeprefix('--')}") from None
+            # a problem set's entry: the file's field names (a suggestion too), after where the entry is
+            text = str(exc.in_python_names()) if exc.suggestion else str(exc).removeprefix("--")
+            raise ParamError("problems", f"{where}[{index}]: {text}") from None
         checked.append(spec.problem_of(params))
     return checked
 
