@@ -4,8 +4,6 @@ with a suggestion while the CLI keeps its option spellings."""
 
 from __future__ import annotations
 
-import json
-import os
 import pickle
 import typing
 
@@ -16,6 +14,7 @@ import ascendbench
 from ascendbench.cli import app
 from ascendbench.kernels import ParamError
 from ascendbench.kernels.contract import KernelSpec
+from tests.tuning.test_report import _cli as _cli_json  # the JSON a command prints, run in a folder
 
 # wall-clock fields (and when and how the run was asked for): the only keys that differ between two runs
 _CLOCK = {"created_at", "command", "wall_time_s", "wall_s", "model_s", "replay_s", "sampler_s", "check_s",
@@ -30,17 +29,6 @@ def _without_clock(value):
     return value
 
 
-def _cli_json(args: list[str], cwd) -> dict:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        out = CliRunner().invoke(app, args)
-    finally:
-        os.chdir(old)
-    assert out.exit_code == 0, out.output
-    return json.loads(out.stdout)
-
-
 @pytest.mark.parametrize("kernel, problem, options", [
     ("scan", {"n": 10**6}, ["--n", "1e6"]),
     ("sort", {"n": 1000, "dtype": "int32", "descending": True}, ["--n", "1000", "--dtype", "int32", "--descending"]),
@@ -48,8 +36,8 @@ def _cli_json(args: list[str], cwd) -> dict:
 def test_tune_returns_the_summary_tune_json_prints(tmp_path, monkeypatch, kernel, problem, options):
     (tmp_path / "cli").mkdir()
     (tmp_path / "api").mkdir()
-    cli = _cli_json(["tune", kernel, *options, "--trials", "6", "--seed", "3", "--no-exhaustive", "--storage",
-                     "s.journal", "--no-save", "--json"], tmp_path / "cli")
+    cli = _cli_json(tmp_path / "cli", ["tune", kernel, *options, "--trials", "6", "--seed", "3", "--no-exhaustive",
+                                       "--storage", "s.journal", "--no-save", "--json"])
     monkeypatch.chdir(tmp_path / "api")  # its own storage and evaluation store: both runs simulate every trial
     api = ascendbench.tune(kernel, **problem, trials=6, seed=3, exhaustive=False, storage="s.journal")
     assert api["command"] == ["python-api", "tune", kernel]
