@@ -8,6 +8,10 @@ by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what IDEs and type checkers see of the names imported on first use
+    from ascendbench.tuning.session import tune
 
 __version__ = "0.1.0"
 
@@ -22,7 +26,9 @@ _LAZY = {
     "get_kernel": "ascendbench.kernels",
     "ScanRun": "ascendbench.runner",
     "run_scan": "ascendbench.runner",
+    "tune": "ascendbench.tuning.session",  # its arguments, units, returns and errors: its docstring
 }
+_SUBPACKAGES = ("kernels",)  # of the API: kernels.get(name)
 
 
 def run(name: str, **options):
@@ -45,14 +51,6 @@ def run(name: str, **options):
 
             exc.suggestion = suggest(exc.param.replace("-", "_"), inspect.signature(_run).parameters)
         raise exc.in_python_names()
-
-
-def tune(kernel: str, **options):
-    """Tune registry kernel `kernel` with Optuna on the timing model; the summary `ascendbench tune <kernel>
-    --json` prints (ascendbench.tuning.session.tune: arguments, units, returns, errors)."""
-    from ascendbench.tuning.session import tune as _tune
-
-    return _tune(kernel, **options)
 
 
 def list_kernels() -> list[str]:
@@ -80,6 +78,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:  # `import ascendbench` then `ascendbench.kernels.get("sort")`
+        return importlib.import_module(f"ascendbench.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'ascendbench' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)

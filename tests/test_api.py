@@ -98,3 +98,13 @@ def test_a_param_error_keeps_its_spelling_across_processes():
     python = pickle.loads(pickle.dumps(err.in_python_names()))
     assert str(python) == "model_only: there is no data with model_only; did you mean dtype?"
     assert (python.param, python.detail) == ("model-only", "there is no data with --model-only")
+
+
+def test_a_fresh_import_reaches_kernels_and_tune():
+    import subprocess
+    import sys
+
+    code = ("import ascendbench, inspect; print(ascendbench.kernels.get('sort').Params.__name__, "
+            "'trials' in inspect.signature(ascendbench.tune).parameters)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["SortParams", "True"]
