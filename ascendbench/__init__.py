@@ -1,11 +1,17 @@
 """ascendbench: benchmark and autotune scan kernels on a simulated Huawei Ascend NPU.
 
 Public API: `run(name, **params)` (run any kernel of the registry on real data, verified, with simulated
-timings, streaming options included; returns a `KernelRun`; `list_kernels()` names them), `get_kernel` /
-`KERNELS` (the scan algorithms by name), `ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
+timings, streaming options included; returns a `KernelRun`; `list_kernels()` names them, `kernels.get(name)`
+gives one with its parameter model `.Params`), `tune(kernel, **options)` (search a kernel's configurations as
+`ascendbench tune --json` does, the same summary), `get_kernel` / `KERNELS` (the scan algorithms by name),
+`ScanParams`, `load_profile` / `HardwareProfile` (hardware as data).
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what IDEs and type checkers see of the names imported on first use
+    from ascendbench.tuning.session import tune
 
 __version__ = "0.1.0"
 
@@ -19,14 +25,31 @@ _LAZY = {
     "ScanParams": "ascendbench.kernels",
     "get_kernel": "ascendbench.kernels",
     "KernelRun": "ascendbench.kernels.contract",
+    "tune": "ascendbench.tuning.session",  # its arguments, units, returns and errors: its docstring
 }
+_SUBPACKAGES = ("kernels",)  # of the API: kernels.get(name)
 
 
 def run(name: str, **options):
-    """Run registry kernel `name` through the pipeline (ascendbench.pipeline.run: arguments, returns, errors)."""
+    """Run registry kernel `name` through the pipeline (ascendbench.pipeline.run: arguments, returns, errors).
+
+    A ParamError names the keyword argument in Python's spelling with the closest one when it was misspelt
+    ("dtyp: is not a parameter of sort; did you mean dtype?")."""
+    from ascendbench.kernels.base import ParamError
     from ascendbench.pipeline import run as _run
 
-    return _run(name, **options)
+    try:
+        return _run(name, **options)
+    except ParamError as exc:
+        if exc.param == "kernel":  # get_spec's name for what is run's first argument
+            exc.param = "name"
+        if exc.suggestion is None and exc.detail.startswith("is not a parameter"):  # run's own keywords too
+            import inspect
+
+            from ascendbench.kernels.base import suggest
+
+            exc.suggestion = suggest(exc.param.replace("-", "_"), inspect.signature(_run).parameters)
+        raise exc.in_python_names()
 
 
 def list_kernels() -> list[str]:
@@ -48,10 +71,13 @@ __all__ = [
     "list_profiles",
     "load_profile",
     "run",
+    "tune",
 ]
 
 
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:  # `import ascendbench` then `ascendbench.kernels.get("sort")`
+        return importlib.import_module(f"ascendbench.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'ascendbench' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)

@@ -48,5 +48,5 @@ def test_the_hgemm_arrays_error_points_at_the_real_function():
 
     with pytest.raises(ParamError) as err:
         ascendbench.run("hgemm", m=4, n=4, k=4, arrays={"a": np.ones((4, 4), np.float16)})
-    assert str(err.value) == ("--input: hgemm takes its matrices as .npy files, not arrays: "
+    assert str(err.value) == ("arrays: hgemm takes its matrices as .npy files, not arrays: "
                               'ascendbench.run("hgemm", a_file=..., b_file=..., c_file=...)')

@@ -23,7 +23,6 @@ import typer
 from pydantic.fields import FieldInfo
 
 from ascendbench.commands.common import choice_option, count_option, fail, parse_count
-from ascendbench.kernels.base import ParamError
 from ascendbench.kernels.contract import KernelSpec
 
 __all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "registry_app", "run_parameters"]
@@ -210,25 +209,11 @@ def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
         params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
                    for name, (kind, default) in tune_module.common_options(spec).items()]
 
-        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, _tuned: set[str] = tuned,
-                    **options: Any) -> None:
-            size = _spec.size_field
-            given_options = _values(_spec, _fields, options)
-            space = tune_module._space(_spec.space, options["space"])
-            if given_options and options["problems"] is not None:
-                fail(f"--{size}: give the problem's options or --problems, not both")
-            if given_options:
-                if size not in given_options:
-                    fail(f"--{size}: is required with the other problem options (or give --problems)")
-                problems, where = [given_options], None
-            else:
-                name = options["problems"] or "default"
-                entry = tune_module._problem_set_entry(space, options["problems"])
-                problems, where = [dict(p) for p in entry.params], f"{space.path}: problems.{name}.params"
-                if not problems:
-                    fail(f"--problems: set {name!r} of {space.path} lists no problems (`params`)")
-            checked = [_problem(_spec, values, _tuned, where, i) for i, values in enumerate(problems)]
-            tune_module.run_tune(_spec.space, checked, space, options)
+        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
+            space = tune_module._space(_spec.space, options["space"])  # the problems: tuning/session.py
+            problems, _ = tune_module._problems(_spec.space, space, options["problems"],
+                                                **_values(_spec, _fields, options))
+            tune_module.run_tune(_spec.space, problems, space, options)
 
         _register(app, spec, command, params, f"Tune {spec.title} ({', '.join(sorted(tuned))}) on the timing model "
                                               "and compare with the paper's choice.")
@@ -238,25 +223,6 @@ def _optional(parameter: inspect.Parameter) -> inspect.Parameter:
     """The option with None as its default (a required option made optional)."""
     kind, option = typing.get_args(parameter.annotation)
     return parameter.replace(annotation=Annotated[kind | None, option], default=None)
-
-
-def _problem(spec: KernelSpec, values: dict[str, Any], tuned: set[str], where: str | None, index: int) -> dict:
-    """One problem to tune, checked by the kernel's model (its size at least 1, its problem fields only); a bad
-    one fails naming the option or, for a space file's problem set, the entry."""
-    def refuse(message: str) -> None:
-        fail(f"--problems: {where}[{index}]: {message}" if where else message)
-
-    extra = sorted(set(values) & tuned)
-    if extra:
-        refuse(f"{extra[0]} is a tuned parameter of {spec.name}, not part of a problem")
-    try:
-        params = spec.params(values)
-        if spec.size(params) < 1:
-            raise ParamError(spec.size_field, f"must be at least 1 to tune, got {spec.size(params)}")
-        spec.check_functional(params)
-    except ParamError as exc:
-        refuse(str(exc) if where is None else str(exc).removeprefix("--"))
-    return spec.problem_of(params)
 
 
 def _register(app: typer.Typer, spec: KernelSpec, command, params: list[inspect.Parameter], doc: str) -> None:

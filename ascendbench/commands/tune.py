@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import math
-import statistics
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +10,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ascendbench import __version__
 from ascendbench.commands.common import (
     ExclusiveOption,
     HardwareOption,
@@ -37,38 +31,25 @@ from ascendbench.commands.common import (
     show_progress,
     whole_keys,
 )
-from ascendbench.hardware import HardwareError, load_profile
-from ascendbench.kernels.hgemm import MAX_DIM
-from ascendbench.kernels.registry import choices, get_spec, get_tunable
+from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.plotting import DEFAULT_DPI, FORMATS
-from ascendbench.processes import jobs_error
 from ascendbench.redact import redact
-from ascendbench.tuning.space import SearchSpace, SpaceError, load_space, space_path
+from ascendbench.tuning import session
+from ascendbench.tuning.space import SearchSpace, SpaceError, load_space
 from ascendbench.tuning.study import (
     EMPTY_STORAGE,
-    MAX_GRID_POINTS,
     MAX_IDLE_TRIALS,
     SAMPLERS,
-    ProblemOutcome,
     TuneError,
-    TuneRequest,
-    WorkerError,
-    combine_seeds,
     describe_storage,
-    make_sampler,
     open_result_storage,
-    open_storage,
-    summarise,
-    tune_problem,
 )
-from ascendbench.workloads import WorkloadError, list_workloads, load_workload
+from ascendbench.workloads import list_workloads
 
 app = typer.Typer(help="Search kernel configurations with Optuna on the timing model and compare the best with "
                        "the papers' heuristics. Studies are stored, so a second run resumes the first.",
                   no_args_is_help=True)
-
-MAX_TRIALS = 10**9
-_HEURISTIC_WITHIN = 0.05  # "the heuristic is within 5% of the tuned best" (issue text; claim G-6's tolerance)
 
 TrialsOption = Annotated[int, count_option("--trials", help="Distinct feasible configurations each problem's "
                                            "study should hold (infeasible points and repeats do not count; a "
@@ -127,6 +108,14 @@ def run_tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, op
           replay=o["replay"])
 
 
+def _problems(kernel: str, space: SearchSpace, problems: str | None, **given: Any):
+    """session.problems_of, a bad problem a one-line error."""
+    try:
+        return session.problems_of(kernel, space, problems, given)
+    except ParamError as exc:
+        fail(str(exc))
+
+
 @app.command("hgemm")
 def hgemm(
     m: Annotated[int | None, count_option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
@@ -158,28 +147,9 @@ def hgemm(
 ) -> None:
     """Tune HGEMM tilings (M0, N0, K0, SplitK, ShuffleK, padding, double buffering) for one shape, a workload
     or a problem set (default: the fig6 shapes and llama2-qk) and compare with the paper's tile selector."""
-    given = [v is not None for v in (m, n, k)]
-    if any(given) and not all(given):
-        fail("--m: give --m, --n and --k together (or --workload / --problems)")
-    for name, value in (("m", m), ("n", n), ("k", k)):
-        if value is not None and not 1 <= value <= MAX_DIM:
-            fail(f"--{name}: must be a positive integer up to 2**40, got {value}")
-    if not 1 <= batch <= MAX_DIM:
-        fail(f"--batch: must be from 1 to 2**40, got {batch}")
-    if sum([all(given), workload is not None, problems is not None]) > 1:
-        fail("--workload: give one of --m/--n/--k, --workload or --problems")
     space_obj = _space("hgemm", space)
-    if all(given):
-        shapes = [(m, n, k, batch)]
-    elif workload is not None:
-        try:
-            shapes = list(load_workload(workload).shapes)
-        except WorkloadError as exc:
-            fail(str(exc))
-    else:
-        shapes = _problem_set(space_obj, problems, "hgemm")
-    problem_list = [{"m": s[0], "n": s[1], "k": s[2], "batch": s[3]} | ({"every_core": True} if every_core else {})
-                    for s in shapes]
+    problem_list, shapes = _problems("hgemm", space_obj, problems, m=m, n=n, k=k, batch=batch, workload=workload,
+                                     every_core=every_core)
     _tune("hgemm", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
           exhaustive, out, no_save, json_out, claims_for=shapes, seeds=seeds, replay=replay)
 
@@ -208,20 +178,8 @@ def scan(
 ) -> None:
     """Tune the multi-core scans (algorithm, s, blocks, L2 chunk) for n elements (default: a problem set, 1e8)
     and compare with the scan paper's choices (s = 128, all AI cores, L2 splitting of §6.1.1)."""
-    if n is not None and problems is not None:
-        fail("--n: give --n or --problems, not both")
-    if n is None and (dtype != "fp16" or exclusive):
-        fail("--n: is required with --dtype / --exclusive (a problem set gives its own)")
     space_obj = _space("scan", space)
-    if n is not None:
-        if n < 1:
-            fail(f"--n: must be at least 1, got {n}")
-        problem_list = [{"n": n, "dtype": dtype, "exclusive": exclusive}]
-    else:
-        chosen = _problem_set_entry(space_obj, problems)
-        problem_list = [{"n": size, "dtype": chosen.dtype, "exclusive": chosen.exclusive} for size in chosen.n]
-        if not problem_list:
-            fail(f"--problems: set {problems or 'default'!r} of {space_obj.path} lists no n")
+    problem_list, _ = _problems("scan", space_obj, problems, n=n, dtype=dtype, exclusive=exclusive)
     _tune("scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
           exhaustive, out, no_save, json_out, seeds=seeds, replay=replay)
 
@@ -252,26 +210,9 @@ def batched_scan(
 ) -> None:
     """Tune batched scans (ScanU or ScanUL1, s) for batch x length rows (default: the space's problem set)
     and compare with the scan paper's crossover rule (ScanU for more than 18 rows shorter than 4096)."""
-    if (batch is None) != (length is None):
-        fail("--batch: give --batch and --length together (or --problems)")
-    for name, value in (("batch", batch), ("length", length)):
-        if value is not None and value < 1:
-            fail(f"--{name}: must be a positive integer, got {value}")
-    if batch is not None and problems is not None:
-        fail("--batch: give --batch/--length or --problems, not both")
-    if batch is None and (dtype != "fp16" or exclusive):
-        fail("--batch: is required with --dtype / --exclusive (a problem set gives its own)")
     space_obj = _space("batched-scan", space)
-    if batch is not None:
-        rows = [(batch, length)]
-    else:
-        entry = _problem_set_entry(space_obj, problems)
-        rows = [tuple(shape) for shape in entry.shapes]
-        if not rows or any(len(r) != 2 for r in rows):
-            fail(f"--problems: set {problems or 'default'!r} of {space_obj.path}: shapes must be [batch, length] "
-                 "pairs")
-        dtype, exclusive = entry.dtype, entry.exclusive
-    problem_list = [{"batch": b, "length": n, "dtype": dtype, "exclusive": exclusive} for b, n in rows]
+    problem_list, _ = _problems("batched-scan", space_obj, problems, batch=batch, length=length, dtype=dtype,
+                                exclusive=exclusive)
     _tune("batched-scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name,
           jobs, exhaustive, out, no_save, json_out, seeds=seeds, replay=replay)
 
@@ -371,74 +312,17 @@ def plot(
 
 # ---------------------------------------------------------------------------------------------------------
 def _space(kernel: str, path: Path | None) -> SearchSpace:
-    from ascendbench.kernels.registry import spec_for_space
-
-    spec = spec_for_space(kernel)
     try:
-        loaded = load_space(path or (spec.space_file() if spec is not None else space_path(kernel)))
-    except SpaceError as exc:
-        fail(f"--space: {exc}")
-    if loaded.kernel != kernel:
-        fail(f"--space: {loaded.path} is a space for {loaded.kernel!r}, not {kernel!r}")
-    try:
-        loaded.check(get_tunable(kernel).check_values())
-    except SpaceError as exc:
-        fail(f"--space: {exc}")
-    return loaded
-
-
-def _problem_set_entry(space: SearchSpace, name: str | None):
-    name = name or "default"
-    if name not in space.problem_sets:
-        fail(f"--problems: {space.path} has no problem set {name!r}; choose from "
-             f"{', '.join(space.problem_sets) or '(none)'}")
-    return space.problem_sets[name]
-
-
-def _problem_set(space: SearchSpace, name: str | None, kernel: str) -> list[tuple[int, int, int, int]]:
-    entry = _problem_set_entry(space, name)
-    shapes: list[tuple[int, int, int, int]] = []
-    for wl in entry.workloads:
-        try:
-            shapes.extend(load_workload(wl).shapes)
-        except WorkloadError as exc:
-            fail(f"--problems: {space.path}: problems.{name or 'default'}.workloads: {exc}")
-    for s in entry.shapes:
-        if len(s) not in (3, 4):
-            fail(f"--problems: {space.path}: problems.{name or 'default'}.shapes: each shape is [M, N, K] or "
-                 f"[M, N, K, batch], got {s}")
-        shapes.append((s[0], s[1], s[2], s[3] if len(s) == 4 else 1))
-    if not shapes:
-        fail(f"--problems: set {name or 'default'!r} of {space.path} lists no {kernel} shapes")
-    return shapes
+        return session.load_search_space(kernel, path)
+    except ParamError as exc:
+        fail(str(exc))
 
 
 def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardware: str, trials: int,
           timeout: float | None, sampler: str, seed: int, storage: str | None, study_name: str | None, jobs: int,
           exhaustive: bool | None, out: Path | None, no_save: bool, json_out: bool,
           claims_for: list[tuple[int, int, int, int]] | None = None, seeds: int = 1, replay: bool = True) -> None:
-    wall0 = time.perf_counter()
-    if trials < 1:
-        fail(f"--trials: must be at least 1, got {trials}")
-    if trials > MAX_TRIALS:
-        fail(f"--trials: must be at most {MAX_TRIALS:,}, got {trials}")
-    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
-        fail(f"--timeout: must be a positive number of seconds, got {timeout}")
-    if not 0 <= seed < 2**32:
-        fail(f"--seed: must be an integer from 0 to 2**32 - 1, got {seed}")
-    if not 1 <= seeds <= 100:
-        fail(f"--seeds: must be from 1 to 100, got {seeds}")
-    if seed + seeds > 2**32:
-        fail(f"--seeds: seeds {seed} to {seed + seeds - 1} go past 2**32 - 1")
-    if message := jobs_error(jobs):
-        fail(f"--jobs: {message}")
-    if study_name is not None and not study_name.strip():
-        fail("--study-name: must not be empty")
-    if study_name is not None:
-        try:
-            study_name.encode("utf-8")
-        except UnicodeEncodeError:
-            fail("--study-name: must be valid text (it holds bytes that are not UTF-8)")
+    """The search (tuning/session.py) with a progress display, then the result file and the report."""
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
     taken: dict[Path, str] = {}
@@ -446,88 +330,49 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         taken[Path(storage).resolve()] = "the --storage journal"
     check_target(out, "out", ".json", taken)
     try:
-        hw = load_profile(hardware)
-    except HardwareError as exc:
+        setup = session.prepare(kernel, space, hardware=hardware, trials=trials, timeout=timeout, sampler=sampler,
+                                seed=seed, seeds=seeds, storage=storage, study_name=study_name, jobs=jobs,
+                                exhaustive=exhaustive, replay=replay)
+    except ParamError as exc:
         fail(str(exc))
-    space = space.on(hw)  # block counts end at the profile's cores
-    if exhaustive and space.grid_size > MAX_GRID_POINTS:  # before the storage is opened (which creates it)
-        fail(f"--exhaustive: the grid of {space.path} has {space.grid_size:,} points, more than "
-             f"{MAX_GRID_POINTS:,} can be evaluated; narrow the int ranges")
-    try:
-        make_sampler(sampler, seed, space)
-        opened = open_storage(storage)  # once: every problem's study lives in it
-    except TuneError as exc:
-        fail(str(exc))
-    request = TuneRequest(kernel, space.path, hardware, sampler, seed, trials, timeout, storage, study_name, jobs,
-                          exhaustive, replay=replay)
 
     from rich.progress import MofNCompleteColumn, TextColumn
 
     progress = new_progress(MofNCompleteColumn(), TextColumn("{task.fields[best]}"), json_out=json_out)
-    unit = get_tunable(kernel).unit
-    outcomes: list[ProblemOutcome] = []
-    interrupted = False
-    worker_failed: str | None = None  # how a --jobs worker process died
+    tasks: list = []
+
+    def watch(key: str) -> session.Report:
+        if tasks:  # the problem before is done
+            progress.update(tasks[-1], visible=False)
+        task = progress.add_task(key, total=trials, best="")
+        tasks.append(task)
+        last = [None]  # the stage last shown for this seed: the search (the problem's key), then the grid
+
+        def report(stage: str | None, done: int, total: int, best: float | None) -> None:
+            if stage is None:  # a new seed's search
+                last[0] = None
+                return
+            # each seed's search and the grid after it are timed apart; --timeout bounds the search only
+            show_progress(progress, task, stage, min(done, total), total, new_stretch=stage != last[0],
+                          limit_s=timeout if stage == key else None,
+                          best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
+            last[0] = stage
+        return report
+
     with progress:
-        for problem in problems:
-            key = get_tunable(kernel).problem_key(problem)
-            task = progress.add_task(key, total=trials, best="")
-            last = [None]  # the stage last shown for this seed: the search (the problem's key), then the grid
+        try:
+            searched = session.search(setup, problems, watch)
+        except ParamError as exc:
+            fail(str(exc))
+        except OSError as exc:  # a full disk, a storage gone read-only
+            what = redact(f"the storage or a result file failed: {exc}")
+            err_console.print(f"tune: {what}; the finished trials are kept in {describe_storage(storage)}; "
+                              + resume_hint(), highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        if tasks and not (searched.interrupted or searched.worker_failed):
+            progress.update(tasks[-1], visible=False)
 
-            def report(stage: str, done: int, total: int, best: float | None, task=task, key=key,
-                       last=last) -> None:
-                # each seed's search and the grid after it are timed apart; --timeout bounds the search only
-                show_progress(progress, task, stage, min(done, total), total, new_stretch=stage != last[0],
-                              limit_s=timeout if stage == key else None,
-                              best=f"best {best * 1e6:,.1f} µs" if best is not None else "")
-                last[0] = stage
-
-            # warm start: the best configurations of the shapes tuned before in this command
-            warm = [o.best["config"] for o in outcomes if o.best and o.best.get("source") == "study"]
-            replicas: list[ProblemOutcome] = []
-            try:
-                for replica in range(seeds):
-                    last[0] = None
-                    req = request if seeds == 1 else dataclasses.replace(request, seed=seed + replica,
-                                                                         replica=seed + replica)
-                    replicas.append(tune_problem(req, problem, report, opened, warm_start=warm))
-            except TuneError as exc:
-                fail(str(exc))
-            except OSError as exc:  # a full disk, a storage gone read-only
-                what = redact(f"the storage or a result file failed: {exc}")
-                err_console.print(f"tune: {what}; the finished trials are kept in {describe_storage(storage)}; "
-                                  + resume_hint(), highlight=False, soft_wrap=True)
-                raise typer.Exit(1) from None
-            except (KeyboardInterrupt, WorkerError) as exc:  # report what the study holds, then say why
-                if isinstance(exc, WorkerError):
-                    worker_failed = redact(str(exc))
-                else:
-                    interrupted = True
-                req = request if seeds == 1 else dataclasses.replace(request, seed=seed + len(replicas),
-                                                                     replica=seed + len(replicas))
-                stored = _stored_outcome(req, space, problem, opened,
-                                         "worker_failed" if worker_failed else "interrupted",
-                                         getattr(exc, "search_cost", None))
-                if stored is not None:
-                    replicas.append(stored)
-            if replicas:
-                outcomes.append(combine_seeds(replicas) if seeds > 1 else replicas[0])
-            if interrupted or worker_failed:
-                break
-            progress.update(task, visible=False)
-
-    claims = _g6_claim(outcomes) if kernel == "hgemm" and claims_for else []
-    doc = {
-        "schema_version": 1, "kind": "tuning", "tool_version": __version__,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "command": command_line(),
-        "hardware": hw.to_dict(), "kernel": kernel, "unit": unit, "sampler": sampler, "seed": seed,
-        "storage": describe_storage(storage), "space": {"path": str(space.path), "fingerprint": space.fingerprint()},
-        "interrupted": interrupted, "problems": [_problem_doc(o) for o in outcomes],
-        "summary": _summary(outcomes), "claims": claims, "host": {"wall_time_s": time.perf_counter() - wall0},
-    }
-    from ascendbench.store.schema import TuningResult
-
-    doc = TuningResult.model_validate(doc).model_dump(mode="json")
+    doc = session.document(setup, searched, command_line(), claims_for)
     saved_to = None if no_save else (out or default_result_path("tuning", kernel))
     if saved_to is not None:
         with Outputs() as outputs:
@@ -536,98 +381,14 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
         out_console.file.write(dump_json(doc) + "\n")
     else:
         _print(doc, saved_to)
-    if interrupted:
+    if searched.interrupted:
         err_console.print(f"the finished trials are kept in {describe_storage(storage)}; {resume_hint()}",
                           highlight=False, soft_wrap=True)
         raise typer.Exit(130)
-    if worker_failed:
-        err_console.print(f"tune: {worker_failed}; the finished trials are kept in {describe_storage(storage)}; "
-                          + resume_hint(), highlight=False, soft_wrap=True)
+    if searched.worker_failed:
+        err_console.print(f"tune: {searched.worker_failed}; the finished trials are kept in "
+                          f"{describe_storage(storage)}; " + resume_hint(), highlight=False, soft_wrap=True)
         raise typer.Exit(1)
-
-
-def _stored_outcome(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], storage,
-                    stopped: str = "interrupted", cost=None) -> ProblemOutcome | None:
-    """The outcome of a problem whose search was cut short (stopped: "interrupted", or "worker_failed") from
-    what its study holds (no exhaustive evaluation), with what the search cost until then (a SearchCost, or
-    None); None when that came before its study was made."""
-    import optuna
-
-    from ascendbench.tuning.study import study_name_for
-
-    key = get_tunable(request.kernel).problem_key(problem)
-    try:
-        study = optuna.load_study(study_name=study_name_for(request, key), storage=storage)
-    except KeyError:
-        return None
-    quick = TuneRequest(**{**request.__dict__, "exhaustive": False})
-    return summarise(quick, space, problem, key, study, stopped=stopped, cost=cost)
-
-
-def _problem_doc(o: ProblemOutcome) -> dict[str, Any]:
-    return {"problem": o.problem, "key": o.key, "study_name": o.study_name, "trials": o.trials, "best": o.best,
-            "heuristic": o.heuristic, "speedup": o.speedup, "infeasible_reasons": o.infeasible_reasons,
-            "exhaustive": o.exhaustive, "importance": o.importance, "history": o.history, "seeds": o.seeds,
-            "exhaustive_skipped": o.exhaustive_skipped, "importance_source": o.importance_source, "cost": o.cost,
-            "deploy": o.deploy}
-
-
-def _summary(outcomes: list[ProblemOutcome]) -> dict[str, int | float | None]:
-    speedups = [o.speedup for o in outcomes if o.speedup is not None]
-    within = [s <= 1 + _HEURISTIC_WITHIN for s in speedups]
-    timed = [o for o in outcomes if o.best and o.heuristic.get("time_s")]
-    tuned_s = sum(o.best["time_s"] for o in timed)
-    heuristic_s = sum(o.heuristic["time_s"] for o in timed)
-    regrets = [o.exhaustive["regret"] for o in outcomes if o.exhaustive and o.exhaustive.get("regret") is not None]
-    # every search (a problem, or each of its --seeds): did it find a configuration faster than the heuristic?
-    searched = [r["speedup"] for o in outcomes for r in ((o.seeds or {}).get("runs") or [{"speedup": o.speedup}])
-                if r["speedup"] is not None]  # (the seed runs carry their speed-ups; a single study its own)
-    gains = [x for x in searched if x > 1 + _BEAT]
-    costs = [o.cost for o in outcomes if o.cost]
-    return {"problems": len(outcomes),
-            "searches": len(searched),
-            "searches_beat_heuristic": len(gains),
-            "beat_rate": len(gains) / len(searched) if searched else None,
-            "median_gain_when_beaten": statistics.median(gains) if gains else None,
-            "max_gain": max(gains) if gains else None,
-            "evaluations_replayed": sum(c["replayed"] for c in costs) if costs else None,
-            "evaluations_simulated": sum(c["simulated"] for c in costs) if costs else None,
-            "search_wall_s": sum(c["wall_s"] for c in costs) if costs else None,
-            "model_s": sum(c["model_s"] for c in costs) if costs else None,
-            # every search of every problem (with --seeds, each seed's study)
-            "trials_finished": sum(r["finished"] for o in outcomes for r in _searches(o)),
-            "trials_evaluated": sum(r["evaluated"] for o in outcomes for r in _searches(o)),
-            "workload_time_tuned_s": tuned_s if timed else None,
-            "workload_time_heuristic_s": heuristic_s if timed else None,
-            "workload_speedup": heuristic_s / tuned_s if timed and tuned_s > 0 else None,
-            "max_regret": max(regrets) if regrets else None,
-            "fraction_heuristic_within_5pct": sum(within) / len(within) if within else None,
-            "mean_speedup": sum(speedups) / len(speedups) if speedups else None,
-            "max_speedup": max(speedups) if speedups else None,
-            "min_speedup": min(speedups) if speedups else None}
-
-
-def _searches(o: ProblemOutcome) -> list[dict[str, Any]]:
-    """The searches of a problem: each --seeds run (combine_seeds), or the one study's counts."""
-    runs = (o.seeds or {}).get("runs") or []
-    return runs if runs and all("finished" in r for r in runs) else [o.trials]
-
-
-_BEAT = 1e-6  # a search beat the heuristic when the heuristic is this much slower than its best (not a tie)
-
-
-def _g6_claim(outcomes: list[ProblemOutcome]) -> list[dict[str, Any]]:
-    """Claim G-6 on the fig6 shapes: the selector's tiling is within 5% of the best the tuner found (a wider
-    search than the paper's candidates, so a miss here says the selector leaves speed on the table)."""
-    fig6 = {(m, n, k, b) for m, n, k, b in load_workload("fig6").shapes}
-    rows = [o for o in outcomes if (o.problem["m"], o.problem["n"], o.problem["k"], o.problem["batch"]) in fig6]
-    if len(rows) != len(fig6) or any(o.speedup is None for o in rows):
-        return []
-    ratios = {o.key: 1 / o.speedup for o in rows}
-    return [{"id": "G-6", "statement": "fig6 shapes: the selector's tiling is within 5% of the best tuned one",
-             "paper": "selector best of the candidates", "simulated": ratios,
-             "holds": all(r >= 1 - _HEURISTIC_WITHIN for r in ratios.values()),
-             "tolerance": "heuristic throughput >= 0.95 x tuned best"}]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ and builds their result document; every kernel's run is a `KernelRun`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareProfile
-from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.base import ParamError, suggest
 from ascendbench.sim.result import SimResult
 
 __all__ = ["MAX_ELEMENTS", "N_HELP", "Check", "InputSpec", "KernelParams", "KernelRun", "KernelSpec", "OptionalCount",
@@ -69,8 +69,10 @@ def _python_scalars(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.item() if isinstance(v, np.generic) else v for k, v in values.items()}
 
 
-def param_error(exc: ValidationError) -> ParamError:
-    """The first error of a parameter model's validation as a ParamError naming the option (--field-name)."""
+def param_error(exc: ValidationError, kernel: str | None = None, fields: Iterable[str] = ()) -> ParamError:
+    """The first error of a parameter model's validation as a ParamError naming the option (--field-name);
+    kernel and fields: the kernel's name and its parameters, for a name it does not have (the closest of fields
+    is suggested)."""
     err = exc.errors()[0]
     name = str(err["loc"][0]).replace("_", "-") if err.get("loc") else "params"
     kind, ctx = err.get("type", ""), err.get("ctx", {})
@@ -85,7 +87,9 @@ def param_error(exc: ValidationError) -> ParamError:
     elif kind == "missing":
         return ParamError(name, "is required")
     elif kind == "extra_forbidden":
-        return ParamError(name, "is not a parameter of this kernel")
+        typed = str(err["loc"][0])
+        return ParamError(name, f"is not a parameter of {kernel or 'this kernel'}",
+                          suggestion=suggest(typed, fields) if typed.isidentifier() else None)
     else:
         msg = err["msg"].removeprefix("Value error, ")
         msg = msg[:1].lower() + msg[1:]
@@ -207,7 +211,7 @@ class KernelSpec:
         try:
             return self.Params.model_validate(_python_scalars({**(values or {}), **kwargs}))
         except ValidationError as exc:
-            raise param_error(exc) from None
+            raise param_error(exc, self.name, self.Params.model_fields) from None
 
     def replace(self, params: KernelParams, **changes: Any) -> KernelParams:
         """A copy of params with fields changed, validated again."""

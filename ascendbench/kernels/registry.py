@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 from typing import Literal
 
-from ascendbench.kernels.base import ParamError
+from ascendbench.kernels.base import ParamError, did_you_mean
 from ascendbench.kernels.contract import KernelSpec
 from ascendbench.kernels.radix_sort import RadixSortKernel
 from ascendbench.kernels.sampling import WeightedSampleKernel
@@ -79,7 +79,8 @@ def get_spec(name: str) -> KernelSpec:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise ParamError("kernel", f"unknown kernel {name!r}; choose from {', '.join(REGISTRY)}") from None
+        raise ParamError("kernel", f"unknown kernel {name!r}{did_you_mean(name, REGISTRY)}; choose from "
+                                   f"{', '.join(REGISTRY)}") from None
 
 
 def _tunable(spec: KernelSpec) -> Tunable:
@@ -96,5 +97,7 @@ def get_tunable(name: str) -> Tunable:
     ParamError (param "kernel") naming the tunable ones."""
     spec = spec_for_space(name)
     if spec is None:
-        raise ParamError("kernel", f"unknown tunable kernel {name!r}; choose from {', '.join(tunables())}")
+        names = list(tunables())
+        raise ParamError("kernel", f"unknown tunable kernel {name!r}{did_you_mean(name, names)}; choose from "
+                                   f"{', '.join(names)}")
     return _tunable(spec)

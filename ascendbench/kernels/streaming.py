@@ -318,7 +318,7 @@ class HgemmKernel(KernelSpec):
 
     def refuse_data(self, arrays, input_file):
         if input_file is not None:
-            raise ParamError("input", "hgemm takes its matrices as a_file, b_file, c_file")
+            raise ParamError("input-file", "hgemm takes its matrices as a_file, b_file, c_file")
         if arrays is not None:
             raise ParamError("input", "hgemm takes its matrices as .npy files, not arrays: "
                                       'ascendbench.run("hgemm", a_file=..., b_file=..., c_file=...)')

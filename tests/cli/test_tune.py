@@ -328,12 +328,12 @@ def test_a_search_that_saw_the_whole_grid_says_how_much_of_it_fits(tmp_path, cli
 
 
 def test_a_storage_failure_during_tuning_is_one_line_and_keeps_the_trials(tmp_path, cli, monkeypatch):
-    from ascendbench.commands import tune as tune_command
+    from ascendbench.tuning import session  # where the command's search runs
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tune_command, "tune_problem", full)
+    monkeypatch.setattr(session, "tune_problem", full)
     out = cli(["tune", "hgemm", *SHAPE, "--trials", "5", "--no-exhaustive"], tmp_path)
     assert out.exit_code == 1 and "Traceback" not in out.output
     line = " ".join(out.output.split())

@@ -21,7 +21,7 @@ import pytest
 
 from ascendbench import interrupts
 from ascendbench.cli import main
-from ascendbench.commands import tune as tune_command
+from ascendbench.tuning import session
 from ascendbench.tuning import study as study_module
 
 PASSWORD = "Hunter2-S3cret"
@@ -86,9 +86,9 @@ def test_a_usage_error_quoting_the_url_masks_its_password(tmp_path, ascendbench_
 
 def test_a_whole_tune_on_a_password_url_writes_and_prints_no_password(tmp_path, ascendbench_main, monkeypatch):
     url = f"postgresql://tuner:{PASSWORD}@db.example:5432/studies"
-    real_open = tune_command.open_storage
+    real_open = session.open_storage  # the storage is opened by tuning/session.py
     journal = tmp_path / "served.journal"  # the database's stand-in: what reaches it is the tool's doing
-    monkeypatch.setattr(tune_command, "open_storage", lambda storage: real_open(str(journal) if storage == url
+    monkeypatch.setattr(session, "open_storage", lambda storage: real_open(str(journal) if storage == url
                                                                                 else storage))
     (tmp_path / "out").mkdir()
     code, out, err = ascendbench_main(["tune", "sort", "--n", "1000", "--trials", "3", "--storage", url,
