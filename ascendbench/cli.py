@@ -35,14 +35,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 ("List every kernel of the registry: its family, variants (or algorithms), tuned parameters and "
                  "source.")),
 }
-# `run`'s hand-written subcommands and the modules that add them to its app (they register themselves on import);
-# `run <name>` imports only its own module, a listing imports them all. The registry's other kernels' commands are
-# made from their models (commands/generic.py), anew each time the group is built.
-RUN_SUBCOMMANDS = {"scan": "run", "batched-scan": "run_batched", "hgemm": "run_hgemm",
-                   "segmented-scan": "run_segmented"}
-RUN_MODULES = tuple(sorted(set(RUN_SUBCOMMANDS.values()) - {"run"}))
-
-
 def _converted(target, name: str):
     """The click command of a typer app or command function, mounted on a wrapper as add_typer would mount it on
     the top-level app (a typer app converted on its own would get completion options of its own)."""
@@ -56,7 +48,7 @@ def _converted(target, name: str):
 
 
 class LazyRunGroup(TyperGroup):
-    """`run`: a subcommand's module is imported when the subcommand is resolved; listings load them all."""
+    """`run`: a subcommand is made (commands/generic.py) when it is resolved; listings make them all."""
 
     complete = False
 
@@ -65,8 +57,6 @@ class LazyRunGroup(TyperGroup):
             return
         from ascendbench.commands.generic import registry_app
 
-        for extra in RUN_MODULES:
-            importlib.import_module(f"ascendbench.commands.{extra}")
         for name, command in _converted(registry_app("run"), "run").commands.items():
             self.commands.setdefault(name, command)
         self.complete = True
@@ -77,18 +67,14 @@ class LazyRunGroup(TyperGroup):
 
     def get_command(self, ctx, cmd_name: str):
         if cmd_name not in self.commands:
-            from ascendbench.commands import generic, run
+            from ascendbench.commands import generic
 
-            module = RUN_SUBCOMMANDS.get(cmd_name)
-            made = [] if module else generic.run_commands(cmd_name)  # the registry kernel's made command
-            if module is None and not made:
+            made = generic.run_commands(cmd_name)  # the registry kernel's command, made from its model
+            if not made:
                 self._load_all()
             else:
-                if module is not None:
-                    importlib.import_module(f"ascendbench.commands.{module}")
-                info = next(c for c in made or run.app.registered_commands if c.name == cmd_name)
                 single = typer.Typer(add_completion=False)
-                single.registered_commands.append(info)
+                single.registered_commands.append(made[0])
                 single.callback()(lambda: None)
                 self.commands[cmd_name] = typer.main.get_command(single).commands[cmd_name]
         return super().get_command(ctx, cmd_name)
@@ -105,7 +91,7 @@ def load_command(name: str):
         target = registry_app(name)
     command = _converted(target, name)
     if name == "run":
-        command.__class__ = LazyRunGroup  # run.app holds `run scan` until another subcommand is asked for
+        command.__class__ = LazyRunGroup  # run.app holds no command: each is made when it is asked for
     return command
 
 

@@ -1,8 +1,11 @@
-"""The one command builder: `run <kernel>` and `tune <kernel>` for every registry kernel without a hand-written
-command (those are the streaming kernels': `run scan`'s --input streaming, `run hgemm`'s workloads). The options
-are made from the kernel's Params model (one option per field, its description as help) and, for `run`, what its
-KernelSpec.run_command adds (help texts, --model-only, the output file's suffix), so a kernel added to the
-registry appears in both without further edits.
+"""The one command builder: `run <kernel>` for every registry kernel and `tune <kernel>` for every kernel with a
+search space and no hand-written `tune` command. The options are made from the kernel's Params model (one
+option per field, its description as help) and, for `run`, what its KernelSpec.run_command adds (help texts,
+--model-only, the output file's suffix, the kernel's own options as ExtraOption data: scan's --generator, HGEMM's
+--workload), so a kernel added to the registry appears in both without further edits. Every `run` takes the same
+steps (add_run_commands); what a kernel does of its own before and after the pipeline (checks, its output array,
+its report) is in its command steps module (RunCommand.steps: operator_common, run_scan, run_batched,
+run_segmented, run_hgemm).
 
 Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag, or the
 kernel's own False spelling (KernelSpec.flag: --largest/--smallest); a field with choices (a Literal) is a
@@ -23,7 +26,7 @@ import typer
 from pydantic.fields import FieldInfo
 
 from ascendbench.commands.common import choice_option, count_option, fail, parse_count
-from ascendbench.kernels.contract import KernelSpec
+from ascendbench.kernels.contract import ExtraOption, KernelSpec
 
 __all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "registry_app", "run_parameters"]
 
@@ -46,11 +49,11 @@ def _option(spec: KernelSpec, name: str, field: FieldInfo, help_text: str | None
             from_input: bool = False) -> inspect.Parameter:
     """A typer option for one field of spec's Params model (int fields with the count parser, count_option;
     bool fields spelled by spec.flag). help_text: `run`'s own help of the field (RunCommand.help), shown with
-    typer's [default: ...]; else the field's description with its default. from_input: the option's default is
-    None (the input array may set the field; the model's default applies when neither does)."""
+    typer's [default: ...]; else the field's description with its default. from_input: the option has no default
+    and is optional (the input array, or the kernel's default, sets the field when it is not given)."""
     annotation, optional = _base(field.annotation)
     flag, *aliases = spec.options(name)
-    required = field.is_required()
+    required = field.is_required() and not from_input
     default = None if required or optional or from_input else field.default
     kind: Any = annotation
     choices = typing.get_args(annotation) if typing.get_origin(annotation) is Literal else ()
@@ -75,6 +78,27 @@ def _option(spec: KernelSpec, name: str, field: FieldInfo, help_text: str | None
     if not (required or annotation is bool or default is not None):
         kind = kind | None
     return _parameter(name, kind, option, ... if required else default)
+
+
+_KINDS = {"count": int, "float": float, "path": Path, "bool": bool, "text": str}
+
+
+def _extra(extra: ExtraOption) -> inspect.Parameter:
+    """The typer option of a kernel's ExtraOption."""
+    kind: Any = _KINDS[extra.kind]
+    shown = {} if extra.metavar is None else {"metavar": extra.metavar}
+    help_text = extra.help
+    if extra.choices is not None:
+        if callable(extra.choices):
+            help_text = help_text.replace("{choices}", ", ".join(map(str, extra.choices())))
+        option = choice_option(*extra.decls, choices=extra.choices, closed=extra.closed, help=help_text, **shown)
+    elif extra.kind == "count":
+        option = count_option(*extra.decls, help=help_text, **shown)
+    else:
+        option = typer.Option(*extra.decls, help=help_text, **shown)
+    if extra.default is None and kind is not bool:
+        kind = kind | None
+    return _parameter(extra.name, kind, option, extra.default)
 
 
 def _values(spec: KernelSpec, names: list[str], given: dict[str, Any]) -> dict[str, Any]:
@@ -112,21 +136,25 @@ def _switches(spec: KernelSpec) -> dict[str, KernelSpec]:
 
 
 def run_parameters(spec: KernelSpec) -> tuple[list[inspect.Parameter], dict[str, KernelSpec]]:
-    """The options of `run <spec.name>` in their --help order: the kernel's fields (those RunCommand.help lists
-    first, in its order), then the shared options, a --<option>/--no-<option> switch to another kernel
-    (_switches), --model-only, warm_l2, --hardware, --trace, --out, --no-save, --json. Returns them and the
-    switches."""
+    """The options of `run <spec.name>`: the kernel's fields (those RunCommand.help lists first, in its order;
+    an ExtraOption of a field's name in its place), then the shared options, a --<option>/--no-<option> switch
+    to another kernel (_switches), --model-only, the kernel's other extras, warm_l2, --hardware, --trace, --out,
+    --no-save, --json; without those RunCommand.omit names, in RunCommand.order when it gives one. Returns them
+    and the switches."""
     from ascendbench.commands.common import HardwareOption, JsonOption, NoSaveOption, TraceOption
 
     cmd = spec.run_command
     helps = cmd.help
     fields = spec.Params.model_fields
+    extras = {extra.name: extra for extra in cmd.extras}
     from_input = {spec.size_field, "dtype", *cmd.from_input}
     order = [n for n in helps if n in fields] + [n for n in fields if n not in helps]
     first = [n for n in order if n not in _LAST_FIELDS]
     last = [n for n in order if n in _LAST_FIELDS]
 
     def field(name: str) -> inspect.Parameter:
+        if name in extras:
+            return _extra(extras[name])
         return _option(spec, name, fields[name], helps.get(name), from_input=name in from_input)
 
     def shared(name: str, kind: Any, default: Any) -> inspect.Parameter:
@@ -147,53 +175,129 @@ def run_parameters(spec: KernelSpec) -> tuple[list[inspect.Parameter], dict[str,
         params.append(shared(option.replace("-", "_"), Annotated[bool, typer.Option(
             f"--{option}/--no-{option}", help=helps.get(option, f"--no-{option}: {other.title}."))], True))
     if cmd.model_only:
-        params.append(shared("model_only", Annotated[bool, typer.Option(
-            "--model-only", help="Timings and counters only, no data.")], False))
+        params.append(shared("model_only", Annotated[bool, typer.Option("--model-only", help=helps.get(
+            "model_only", "Timings and counters only, no data."))], False))
+    params += [_extra(extra) for name, extra in extras.items() if name not in fields]
     params += [field(n) for n in last] + [
         shared("hardware", HardwareOption, spec.default_hardware),
         shared("trace", Annotated[Path | None, typer.Option("--trace", help=helps["trace"])] if "trace" in helps
                else TraceOption, None),
-        shared("out", Annotated[Path | None, typer.Option("--out", help=f"Result JSON path (default: results/runs/"
-                                                                        f"{spec.name}/<time>-<id>.json).")], None),
+        shared("out", Annotated[Path | None, typer.Option("--out", help=helps.get(
+            "out", f"Result JSON path (default: results/runs/{spec.name}/<time>-<id>.json)."))], None),
         shared("no_save", NoSaveOption, False), shared("json_out", JsonOption, False)]
+    params = [p for p in params if p.name not in cmd.omit]
+    if cmd.order:
+        missing = {p.name for p in params} ^ set(cmd.order)
+        assert not missing, f"{spec.name}: RunCommand.order must name every option once: {sorted(missing)}"
+        params.sort(key=lambda p: cmd.order.index(p.name))
     return params, switches
 
 
 def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
     """A `run <name>` command for each kernel in specs, made from its Params model and its run_command: the
-    options of run_parameters; the run goes through the pipeline (operator_common.execute) and writes and prints
-    as every operator does (operator_common.finish)."""
+    options of run_parameters. The run takes the same steps for every kernel: the kernel's command steps
+    (RunCommand.steps: a module under ascendbench.commands) check the options and the files before any work and
+    give the pipeline's arguments (`prepare(spec, options, values)`), the pipeline runs it (under a progress bar
+    for a streaming kernel), then the outputs are written all or nothing (the steps' `output(run, options)`:
+    the --output-file writer, the result JSON, the trace), and the steps' `report(run, saved_to, output_file,
+    trace)` prints it (or --json the document); exit status 1 when verification failed."""
     for spec in specs:
         params, switches = run_parameters(spec)
-        fields = list(spec.Params.model_fields)
+        fields = [n for n in spec.Params.model_fields if n not in {e.name for e in spec.run_command.extras}]
 
         def command(_spec: KernelSpec = spec, _fields: list[str] = fields,
                     _switches: dict[str, KernelSpec] = switches, **options: Any) -> None:
-            from ascendbench.commands.operator_common import (execute, finish, load_arrays, load_array,
-                                                              output_suffix, prepare)
-
-            wall0 = time.perf_counter()
-            cmd = _spec.run_command
-            input_file, output_file = options["input_file"], options["output_file"]
-            model_only = options.get("model_only", False)
-            suffix = output_suffix(output_file, model_only) if cmd.output == ".npy/.npz" else cmd.output
-            hw = prepare(input_file=input_file, output_file=output_file, output_suffix=suffix,
-                         trace=options["trace"], out=options["out"], no_save=options["no_save"], seed=options["seed"],
-                         hardware=options["hardware"], model_only=model_only)
-            main = _spec.inputs[0]
-            arrays, sha = None, None
-            if input_file is not None and main.shape == "(n,)":
-                arrays, sha = load_arrays(input_file, tuple(i.name for i in _spec.inputs), main.name)
-            elif input_file is not None:
-                arrays, sha = load_array(input_file, main.name)
             name = next((other.name for option, other in _switches.items()
                          if not options[option.replace("-", "_")]), _spec.name)
-            run = execute(name, arrays=arrays, sha=sha, input_file=input_file, hw=hw, seed=options["seed"],
-                          verify=options["verify"], model_only=model_only, **_values(_spec, _fields, options))
-            finish(run, wall0, output_file=output_file, trace=options["trace"], out=options["out"],
-                   no_save=options["no_save"], json_out=options["json_out"])
+            _run(_spec, name, options, _values(_spec, _fields, options))
 
         _register(app, spec, command, params, spec.run_command.doc or f"{spec.title} ({spec.source}).")
+
+
+def _run(spec: KernelSpec, name: str, options: dict[str, Any], values: dict[str, Any]) -> None:
+    """One `run <kernel>` (add_run_commands says the steps); `name`: the registry kernel that runs."""
+    import importlib
+
+    from ascendbench.commands.common import (Outputs, command_line, default_result_path, dump_json, out_console,
+                                             progress_bar)
+    from ascendbench.hardware import HardwareError
+    from ascendbench.kernels.base import BufferCapacityError, InputError, ParamError
+    from ascendbench.pipeline import run as run_kernel
+    from ascendbench.sim.trace import write_chrome_trace
+
+    wall0 = time.perf_counter()
+    steps = importlib.import_module(f"ascendbench.commands.{spec.run_command.steps}")
+    arguments = {"seed": options["seed"], "hardware": options["hardware"], "verify": options.get("verify", True),
+                 "model_only": options.get("model_only", False)}
+    arguments |= steps.prepare(spec, options, values)
+    partial: Path | None = arguments.get("output_path")  # a file the run writes itself, moved into place after
+    progress, report = progress_bar(options["json_out"])
+    if spec.streaming:
+        arguments["progress"] = report
+    try:
+        with progress:
+            run = run_kernel(name, command=command_line(), **arguments)
+    except (ParamError, InputError, HardwareError, BufferCapacityError) as exc:
+        _drop(partial)
+        fail(str(exc))
+    except getattr(steps, "ERRORS", ()) as exc:  # the kernel's own (HGEMM's workloads, its tile selector's checks)
+        _drop(partial)
+        fail(steps.error_message(exc))
+    except MemoryError:
+        _drop(partial)
+        if not hasattr(steps, "MEMORY_OPTION"):
+            raise
+        fail(f"--{steps.MEMORY_OPTION}: not enough memory for the functional run at this size; use --model-only")
+    except OSError as exc:
+        _drop(partial)
+        if partial is None or exc.filename != str(partial):
+            raise
+        # a full disk or a file-size limit met while reserving the output (partition.npy_memmap)
+        fail(f"--output-file: cannot write {options['output_file']}: {exc.strerror}", code=1)
+    except BaseException:
+        _drop(partial)
+        raise
+
+    result = run.result
+    result.host.wall_time_s = time.perf_counter() - wall0
+    doc = result.model_dump(mode="json")
+    kernel = getattr(result, "kernel", None) or name  # a scan's folder is its algorithm's
+    output_file, trace = options["output_file"], options["trace"]
+    saved_to = None if options["no_save"] else (options["out"] or default_result_path("runs", kernel))
+    with Outputs() as outputs:
+        write = None if output_file is None else _move(run, partial) if partial is not None else steps.output(run,
+                                                                                                       options)
+        if write is not None:
+            outputs.write("output-file", output_file, write)
+        if trace is not None:
+            outputs.write("trace", trace, lambda path: write_chrome_trace(run.trace[0], path, name=kernel))
+        if saved_to is not None:
+            outputs.write_json("out", saved_to, doc)
+    if options["json_out"]:
+        out_console.file.write(dump_json(doc) + "\n")
+    else:
+        steps.report(run, saved_to, output_file, trace)
+    if run.verification.performed and not run.verification.passed:
+        raise typer.Exit(1)
+
+
+def _move(run, partial: Path):
+    """The --output-file writer of an output the run wrote itself (partial): the file moved into place (None: the
+    run wrote none)."""
+    import os
+
+    if not partial.exists():
+        return None
+    run.arrays = None  # close the memory map before moving its file into place
+    return lambda path: os.replace(partial, path)
+
+
+def _drop(path: Path | None) -> None:
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
@@ -251,8 +355,7 @@ def add_registry_commands(app: typer.Typer, group: str) -> None:
 
 def run_commands(name: str) -> list:
     """The command info (typer's) of `run <name>` made for registry kernel `name` ([] when the registry has no
-    such kernel or it runs as another command, `command`; the caller asks only for names without a hand-written
-    command)."""
+    such kernel or it runs as another command, `command`)."""
     from ascendbench.kernels.registry import REGISTRY
 
     spec = REGISTRY.get(name)
@@ -264,9 +367,9 @@ def run_commands(name: str) -> list:
 
 
 def registry_app(group: str) -> typer.Typer:
-    """The `run` or `tune` app as the registry stands now: the hand-written commands of commands/<group>.py (and
-    of the modules that add to its app) first, then one made by this module for every other registry kernel,
-    by name. Made anew at each call (cli.py calls it when the group is listed), so a kernel registered at run
+    """The `run` or `tune` app as the registry stands now: the hand-written commands of commands/<group>.py (`tune`:
+    scan, batched-scan, hgemm, plot; `run`: none) first, then one made by this module for every other registry
+    kernel, by name. Made anew at each call (cli.py calls it when the group is listed), so a kernel registered at run
     time (registry.register_spec) is in it."""
     import importlib
 

@@ -1,42 +1,33 @@
-"""What every `run <kernel>` made by the command builder (commands/generic.py) does at run time: input files
-(named arrays), the checks before any work, the pipeline call, output files and the printed report.
-
-Conventions follow `run scan` (commands/run.py): one-line errors with exit status 2, outputs written all or
-nothing, --json prints only the document."""
+"""The command steps of the operators' `run <kernel>` (commands/generic.py makes the commands and runs the
+steps): input files (named arrays), the checks before any work, the output arrays and the printed report.
+One-line errors with exit status 2, as every command's."""
 
 from __future__ import annotations
 
 import hashlib
 import io
-import time
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import typer
 from rich.table import Table
 
 from ascendbench.commands.common import (
-    Outputs,
     check_files,
-    command_line,
-    default_result_path,
-    dump_json,
     fail,
     format_bytes,
     format_time,
     out_console,
     print_utilisation,
 )
-from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
-from ascendbench.kernels.base import ParamError
+from ascendbench.hardware import HardwareError, load_profile
 from ascendbench.store.io import unreadable_npy
 
 if TYPE_CHECKING:
     from ascendbench.pipeline import KernelRun
 
-__all__ = ["execute", "finish", "load_array", "load_arrays", "output_suffix", "prepare", "read_input"]
+__all__ = ["load_array", "load_arrays", "output", "output_suffix", "prepare", "read_input", "report"]
 
 
 def output_suffix(output_file: Path | None, model_only: bool) -> str:
@@ -106,18 +97,35 @@ def load_array(path: Path, name: str) -> tuple[dict[str, np.ndarray], str]:
     return {name: loaded}, hashlib.sha256(data).hexdigest()
 
 
-def prepare(*, input_file: Path | None, output_file: Path | None, output_suffix: str, trace: Path | None,
-            out: Path | None, no_save: bool, seed: int, hardware: str,
-            model_only: bool = False) -> HardwareProfile:
-    """Checks shared by every operator command before any work (an --input with --model-only is refused
-    before the file is read); returns the hardware profile."""
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
-    check_files(input_file, output_file, trace, out, no_save, model_only, output_suffix)
+def prepare(spec, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The operators' checks before any work (an --input with --model-only is refused before the file is read)
+    and the pipeline's arguments: the field values, the hardware profile, the --input file's arrays (named
+    arrays of a .npz, or the first input's .npy) and its sha256."""
+    input_file, output_file = options["input_file"], options["output_file"]
+    model_only = options.get("model_only", False)
+    cmd = spec.run_command
+    suffix = output_suffix(output_file, model_only) if cmd.output == ".npy/.npz" else cmd.output
+    if options["seed"] < 0:
+        fail(f"--seed: must be a non-negative integer, got {options['seed']}")
+    check_files(input_file, output_file, options["trace"], options["out"], options["no_save"], model_only, suffix)
     try:
-        return load_profile(hardware)
+        hw = load_profile(options["hardware"])
     except HardwareError as exc:
         fail(str(exc))
+    arrays, sha = None, None
+    main = spec.inputs[0]
+    if input_file is not None and main.shape == "(n,)":
+        arrays, sha = load_arrays(input_file, tuple(i.name for i in spec.inputs), main.name)
+    elif input_file is not None:
+        arrays, sha = load_array(input_file, main.name)
+    return values | {"arrays": arrays, "input_file": input_file, "input_sha256": sha, "hardware": hw}
+
+
+def output(run: KernelRun, options: dict[str, Any]):
+    """The --output-file writer: the output arrays as .npy (the first) or .npz (None: no arrays)."""
+    if run.arrays is None:
+        return None
+    return lambda path: _save_arrays(path, run.arrays)
 
 
 def _save_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -131,45 +139,9 @@ def _save_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
         atomic_write_bytes(path, buf.getvalue())
 
 
-def execute(name: str, *, arrays: dict[str, np.ndarray] | None, sha: str | None, input_file: Path | None,
-            hw: HardwareProfile, seed: int, verify: bool = True, model_only: bool = False, **params) -> KernelRun:
-    """Run registry kernel `name` through the pipeline (ascendbench/pipeline.py) with the command's options;
-    a bad parameter or input fails with its one-line message (exit 2)."""
-    from ascendbench.pipeline import run
-
-    try:
-        return run(name, arrays=arrays, seed=seed, hardware=hw, verify=verify, model_only=model_only,
-                   input_file=input_file, input_sha256=sha, command=command_line(), **params)
-    except ParamError as exc:
-        fail(str(exc))
-
-
-def finish(run: KernelRun, wall0: float, *, output_file: Path | None, trace: Path | None, out: Path | None,
-           no_save: bool, json_out: bool) -> None:
-    """Write the outputs (all or nothing), print the report or the JSON; exit 1 if verification failed."""
-    from ascendbench.sim.trace import write_chrome_trace
-
-    result = run.result
-    result.host.wall_time_s = time.perf_counter() - wall0
-    doc = result.model_dump(mode="json")
-    name = run.spec.name
-    saved_to = None if no_save else (out or default_result_path("runs", name))
-    with Outputs() as outputs:
-        if output_file is not None and run.arrays is not None:
-            outputs.write("output-file", output_file, lambda path: _save_arrays(path, run.arrays))
-        if trace is not None:
-            outputs.write("trace", trace, lambda path: write_chrome_trace(run.sim, path, name=name))
-        if saved_to is not None:
-            outputs.write_json("out", saved_to, doc)
-    if json_out:
-        out_console.file.write(dump_json(doc) + "\n")
-    else:
-        _print(run, saved_to, output_file, trace)
-    if result.verification.performed and not result.verification.passed:
-        raise typer.Exit(1)
-
-
-def _print(run: KernelRun, saved_to, output_file, trace) -> None:
+def report(run: KernelRun, saved_to, output_file, trace) -> None:
+    """The operators' report: parameters, simulated time, bandwidth, the other variant, phases, counters,
+    outputs, verification, pipe utilisation, notes and the files written."""
     c = out_console
     r = run.result
     s = r.simulated

@@ -1,112 +1,58 @@
-"""`ascendbench run hgemm`: C = alpha * A @ B + beta * C on the simulated NPU, one shape or a named workload."""
+"""The steps of `ascendbench run hgemm` that are HGEMM's own (commands/generic.py makes the command from the
+kernel's model and its RunCommand, kernels/streaming.py): the shape from --m/--n/--k, a named workload or the
+--a/--b/--c files, the checks before any work, C as the output, the report of one shape or of a workload."""
 
 from __future__ import annotations
 
 import math
-import time
-from pathlib import Path
-from typing import Annotated
+from typing import Any
 
-import typer
 from rich.table import Table
 
 from ascendbench.commands.common import (
-    HardwareOption,
-    JsonOption,
-    NoSaveOption,
-    Outputs,
     check_target,
-    choice_option,
-    command_line,
-    count_option,
-    default_result_path,
-    dump_json,
     fail,
     format_bytes,
     format_time,
     out_console,
     print_utilisation,
-    progress_bar,
     whole_keys,
 )
-from ascendbench.commands.run import app
-from ascendbench.hardware import HardwareError
-from ascendbench.kernels.base import BufferCapacityError, InputError, ParamError
 from ascendbench.kernels.hgemm import MAX_DIM, GemmShape, HgemmParams, row_rates
-from ascendbench.kernels.registry import choices, get_spec
-from ascendbench.processes import jobs_error
 from ascendbench.kernels.hgemm_run import WORKLOAD_VERIFY_LIMIT_MACS
-from ascendbench.pipeline import run as run_kernel
-from ascendbench.workloads import WorkloadError, list_workloads
+from ascendbench.processes import jobs_error
+from ascendbench.workloads import WorkloadError
 
 _MANY = 12  # workloads with more shapes print a summary instead of one row per shape
+ERRORS = (ValueError,)  # a workload's (WorkloadError) and the tile selector's argument checks: one-line failures
 
 
-@app.command("hgemm")
-def hgemm(
-    m: Annotated[int | None, count_option("--m", help="Rows of A and C (required unless --a/--b/--c or "
-                                          "--workload give the shape).")] = None,
-    n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B (the reduction).")] = None,
-    batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()), closed=False,
-                                                  help="A named workload instead of one shape: "
-                                                       + ", ".join(list_workloads()) + ".")] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="alpha of C = alpha A B + beta C.")] = 1.0,
-    beta: Annotated[float, typer.Option("--beta", help="beta (0: C is not read).")] = 0.0,
-    m0: Annotated[int | None, count_option("--m0", help="Tile M0 (multiple of 16; default: the selector's).")] = None,
-    n0: Annotated[int | None, count_option("--n0", help="Tile N0 (multiple of 16).")] = None,
-    k0: Annotated[int | None, count_option("--k0", help="Tile K0 (multiple of 8).")] = None,
-    split_k: Annotated[int, count_option("--split-k", help="Split each block's K over this many cores (SplitK).")] = 1,
-    shuffle_k: Annotated[bool, typer.Option("--shuffle-k/--no-shuffle-k", help="ShuffleK (§4.3.2).")] = True,
-    padding: Annotated[bool, typer.Option("--padding/--no-padding", help="Pad A and B to 512-byte aligned rows.")] = True,
-    double_buffer: Annotated[bool, typer.Option("--double-buffer/--no-double-buffer", help="Two slots per buffer "
-                                                "where they fit.")] = True,
-    variant: Annotated[str, choice_option("--variant", choices=choices("hgemm", "variant"),
-                                          help="proposed (the HGEMM paper) or gemm-example "
-                                               "(CATLASS basic matmul, the paper's baseline).")] = "proposed",
-    seed: Annotated[int, count_option("--seed", help="Seed of the generated A, B, C (uniform in [-1, 1)).")] = 0,
-    a_file: Annotated[Path | None, typer.Option("--a", help="A as a float16 .npy (M x K, or batch x M x K).")] = None,
-    b_file: Annotated[Path | None, typer.Option("--b", help="B as a float16 .npy (K x N).")] = None,
-    c_file: Annotated[Path | None, typer.Option("--c", help="C as a float16 .npy (M x N).")] = None,
-    output_file: Annotated[Path | None, typer.Option("--output-file", help="Save C as .npy (single shape).")] = None,
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Check against NumPy (up to "
-                                         "M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes are "
-                                         "timed only).")] = True,
-    warm_l2: Annotated[bool, typer.Option("--warm-l2/--no-warm-l2", help="Start with A, B (and C, when all three fit) in L2: "
-                                          "the state after back-to-back runs, as the HGEMM paper timed them "
-                                          "(default: cold).")] = False,
-    every_core: Annotated[bool, typer.Option(get_spec("hgemm").flag("every_core"), help="Simulate every AI core, not one per group "
-                                             "of cores with the same task count: slower, and without the "
-                                             "grouping's error (up to 14% on shapes bound by L2).")] = False,
-    jobs: Annotated[int | None, count_option("--jobs", help="Worker processes for a workload's shapes "
-                                             "(default: the usable cores, at most 8, for 64 shapes or "
-                                             "more; at most 4 per usable core).")] = None,
-    hardware: HardwareOption = "atlas-300t-a2",
-    trace: Annotated[Path | None, typer.Option("--trace", help="Chrome trace of the (first) shape.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
-                                                "results/runs/hgemm/<time>-<id>.json).")] = None,
-    no_save: NoSaveOption = False,
-    json_out: JsonOption = False,
-) -> None:
-    """Run C = alpha * A @ B + beta * C (fp16, fp32 accumulation) on the simulated NPU: TFLOPS, % of cube
-    peak, the tiling and where it came from, stage times, pipe utilisation, and the check against NumPy."""
-    wall0 = time.perf_counter()
-    for name, value in (("m", m), ("n", n), ("k", k)):
-        if value is not None and not 0 <= value <= MAX_DIM:
-            fail(f"--{name}: must be an integer from 0 to 2**40, got {value}")
-    if not 1 <= batch <= MAX_DIM:
-        fail(f"--batch: must be from 1 to 2**40, got {batch}")
-    if jobs is not None and (message := jobs_error(jobs)):
+def error_message(exc: ValueError) -> str:
+    """The one-line message of an ERRORS exception, naming its option."""
+    return str(exc) if isinstance(exc, WorkloadError) or str(exc).startswith("--") else f"--{exc}"
+
+
+def prepare(spec, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """`run hgemm`'s checks before any work (sizes, --jobs, alpha and beta in fp16, the seed, the files) and the
+    pipeline's arguments: the shape (or the workload, or the files), and the tiling options as an HgemmParams."""
+    o = options
+    verify, output_file, workload = o["verify"], o["output_file"], o["workload"]
+    a_file, b_file, c_file = o["a_file"], o["b_file"], o["c_file"]
+    for name in ("m", "n", "k"):
+        if o[name] is not None and not 0 <= o[name] <= MAX_DIM:
+            fail(f"--{name}: must be an integer from 0 to 2**40, got {o[name]}")
+    if not 1 <= o["batch"] <= MAX_DIM:
+        fail(f"--batch: must be from 1 to 2**40, got {o['batch']}")
+    if o["jobs"] is not None and (message := jobs_error(o["jobs"])):
         fail(f"--jobs: {message}")
-    for name, value in (("alpha", alpha), ("beta", beta)):
-        if not math.isfinite(value):
-            fail(f"--{name}: must be a finite number, got {value}")
-        if abs(value) > 65504:
+    for name in ("alpha", "beta"):
+        if not math.isfinite(o[name]):
+            fail(f"--{name}: must be a finite number, got {o[name]}")
+        if abs(o[name]) > 65504:
             fail(f"--{name}: must be representable in fp16 (|{name}| <= 65504: the kernel scales in fp16), "
-                 f"got {value:g}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+                 f"got {o[name]:g}")
+    if o["seed"] < 0:
+        fail(f"--seed: must be a non-negative integer, got {o['seed']}")
     if output_file is not None:
         if workload is not None:
             fail("--output-file: a workload has many outputs; give one shape")
@@ -115,48 +61,27 @@ def hgemm(
     for name, path in (("a", a_file), ("b", b_file), ("c", c_file)):
         if path is not None and not path.exists():
             fail(f"--{name}: file not found: {path}")
-    if out is not None and no_save:
+    if o["out"] is not None and o["no_save"]:
         fail("--out: cannot be combined with --no-save")
     taken = {p.resolve(): f"the --{n} file" for n, p in (("a", a_file), ("b", b_file), ("c", c_file)) if p is not None}
     check_target(output_file, "output-file", ".npy", taken)
-    check_target(trace, "trace", ".json", taken)
-    check_target(out, "out", ".json", taken)
-    params = HgemmParams(variant=variant, m0=m0, n0=n0, k0=k0, split_k=split_k, shuffle_k=shuffle_k,
-                         padding=padding, double_buffer=double_buffer, alpha=alpha, beta=beta)
-    progress, report = progress_bar(json_out)
+    check_target(o["trace"], "trace", ".json", taken)
+    check_target(o["out"], "out", ".json", taken)
+    params = HgemmParams(**{name: o[name] for name in ("variant", "m0", "n0", "k0", "split_k", "shuffle_k",
+                                                       "padding", "double_buffer", "alpha", "beta")})
+    return {name: o[name] for name in ("m", "n", "k", "batch", "workload", "a_file", "b_file", "c_file", "warm_l2",
+                                       "every_core", "jobs")} | {"params": params}
 
-    try:
-        with progress:
-            run = run_kernel("hgemm", m=m, n=n, k=k, batch=batch, workload=workload, params=params,
-                             hardware=hardware, seed=seed, a_file=a_file, b_file=b_file, c_file=c_file, verify=verify,
-                             warm_l2=warm_l2, every_core=every_core, jobs=jobs, command=command_line(),
-                             progress=report)
-    except (ParamError, InputError, HardwareError, BufferCapacityError, WorkloadError) as exc:
-        fail(str(exc))
-    except ValueError as exc:  # the selector's argument checks
-        fail(str(exc) if str(exc).startswith("--") else f"--{exc}")
-    result = run.result
-    result.host.wall_time_s = time.perf_counter() - wall0
-    from ascendbench.sim.trace import write_chrome_trace
+
+def output(run, options: dict[str, Any]):
+    """The --output-file writer: C as .npy (one GEMM's 2-D C when batch is 1; None when C was not computed)."""
     from ascendbench.store.io import atomic_save_npy
 
-    doc = result.model_dump(mode="json")
-    saved_to = None if no_save else (out or default_result_path("runs", "hgemm"))
-    with Outputs() as outputs:
-        output = run.arrays and run.arrays["c"]
-        if output_file is not None and output is not None:
-            out_array = output[0] if output.shape[0] == 1 else output
-            outputs.write("output-file", output_file, lambda path: atomic_save_npy(path, out_array))
-        if trace is not None:
-            outputs.write("trace", trace, lambda path: write_chrome_trace(run.trace[0], path, name="hgemm"))
-        if saved_to is not None:
-            outputs.write_json("out", saved_to, doc)
-    if json_out:
-        out_console.file.write(dump_json(doc) + "\n")
-    else:
-        _print(run, saved_to, output_file, trace, output_file is not None and run.arrays is None)
-    if any(s.verification.performed and not s.verification.passed for s in result.shapes):
-        raise typer.Exit(1)
+    c = run.arrays and run.arrays["c"]
+    if c is None:
+        return None
+    out_array = c[0] if c.shape[0] == 1 else c
+    return lambda path: atomic_save_npy(path, out_array)
 
 
 def _verdict(v) -> str:
@@ -189,7 +114,10 @@ def _slow_transfers(shape, params: dict, counters: dict, constants: dict) -> str
     return "; ".join(parts)
 
 
-def _print(run, saved_to, output_file, trace, output_missing: bool) -> None:
+def report(run, saved_to, output_file, trace) -> None:
+    """`run hgemm`'s report: one shape's times, throughput, tiling, stages, traffic and check, or a workload's
+    table and summary; the files written."""
+    output_missing = output_file is not None and run.arrays is None
     r = run.result
     c = out_console
     p = r.params

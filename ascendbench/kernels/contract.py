@@ -25,7 +25,7 @@ and builds their result document; every kernel's run is a `KernelRun`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -36,8 +36,8 @@ from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareProfile
 from ascendbench.kernels.base import ParamError, suggest
 from ascendbench.sim.result import SimResult
 
-__all__ = ["MAX_ELEMENTS", "N_HELP", "Check", "InputSpec", "KernelParams", "KernelRun", "KernelSpec", "OptionalCount",
-           "Outcome", "RunCommand", "TileSide", "WarmL2", "param_error", "values_input"]
+__all__ = ["MAX_ELEMENTS", "N_HELP", "Check", "ExtraOption", "InputSpec", "KernelParams", "KernelRun", "KernelSpec",
+           "OptionalCount", "Outcome", "RunCommand", "TileSide", "WarmL2", "param_error", "values_input"]
 
 MAX_ELEMENTS = 2**60  # the largest count any option takes (the count parser's bound)
 
@@ -164,20 +164,53 @@ class KernelRun:
 
 
 @dataclass(frozen=True)
+class ExtraOption:
+    """An option of `run <kernel>` that is not a field of its Params model: one of the kernel's own run options
+    (scan's --generator, HGEMM's --workload and --a/--b/--c files), or a field taken in another form than its
+    model's (scan's --chunk: 'auto', 'off' or a count), which the command's steps convert.
+
+    name: the parameter's name (a run option's or the field's); decls: the option's spellings ("--x/--no-x" for a
+    bool); kind: "count" (1e6, 2**20), "float", "path", "bool" or "text"; default; help (with choices given as a
+    function, "{choices}" in it is replaced by the values); choices: the values, a tuple or a function giving
+    them (read when the command is made); closed: only those values (False: --help and shell completion offer
+    them, the kernel's own check refuses others); metavar: the value's name in --help (default: the builder's)."""
+
+    name: str
+    decls: tuple[str, ...]
+    kind: Literal["count", "float", "path", "bool", "text"] = "text"
+    default: Any = None
+    help: str = ""
+    choices: tuple[Any, ...] | Callable[[], Iterable[Any]] | None = None
+    closed: bool = True
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
 class RunCommand:
     """What `run <kernel>` says beyond the kernel's model (commands/generic.py makes the command from both).
 
     doc: the command's help (default: the title and source). help: an option's help by parameter name, for
     the kernel's fields (listed ones first, in this order; the rest keep their description) and the shared
-    options seed, input_file, output_file, verify, trace. model_only: the command offers --model-only. output:
-    the suffix --output-file takes (".npz", ".npy", or ".npy/.npz" for either). from_input: further fields an
-    input array sets (like the size and dtype): passed only when given on the command line."""
+    options seed, input_file, output_file, verify, model_only, trace, out. model_only: the command offers
+    --model-only. output: the suffix --output-file takes (".npz", ".npy", or ".npy/.npz" for either).
+    from_input: further fields whose option has no default and is passed only when given (an input array sets
+    them, like the size and the dtype, or the kernel's default depends on other options).
+    extras: options beyond the model's fields (ExtraOption; one named like a field replaces its option).
+    omit: shared options the command does not have (scan's "verify": it always verifies; HGEMM's "input_file":
+    its matrices come as --a, --b, --c). order: every option's parameter name in --help order (default: the
+    builder's; see generic.run_parameters). steps: the module under ascendbench.commands with the command's own
+    steps (checks before the run, its output array, its report; see generic.add_run_commands), default the
+    operators' (operator_common)."""
 
     doc: str | None = None
     help: Mapping[str, str] = field(default_factory=dict)
     model_only: bool = True
     output: str = ".npz"
     from_input: tuple[str, ...] = ()
+    extras: tuple[ExtraOption, ...] = ()
+    omit: tuple[str, ...] = ()
+    order: tuple[str, ...] = ()
+    steps: str = "operator_common"
 
 
 class KernelSpec:

@@ -15,16 +15,20 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.contract import (
     MAX_ELEMENTS,
+    ExtraOption,
     InputSpec,
     KernelParams,
     KernelSpec,
     OptionalCount,
+    RunCommand,
     TileSide,
     WarmL2,
 )
+from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
 from ascendbench.kernels.scan import L2_STARTS, S_VALUES, ScanParams
 from ascendbench.kernels.tunable import BatchedScanTunable, HgemmTunable, ScanTunable
 from ascendbench.sim.result import SimResult
+from ascendbench.workloads import list_workloads
 
 __all__ = ["BatchedScanKernel", "HgemmKernel", "ScanKernelEntry", "SegmentedScanKernel"]
 
@@ -68,6 +72,46 @@ class ScanKernelEntry(KernelSpec):
     streaming = True
     tunable_class = ScanTunable
     false_flags = {"exclusive": "--inclusive"}
+    aliases = {"algorithm": ("-a",)}
+    run_command = RunCommand(
+        doc="Scan an array on the simulated Ascend NPU: simulated time, bandwidth, % of peak and of memcpy,\n"
+            "phases, pipe utilisation and counters, with the result checked against NumPy.",
+        help={
+            "n": "Elements to scan: 100000000, 1e8, 100_000_000, 2**27 or 2**32+1. Optional with --input.",
+            "algorithm": "Scan kernel: mcscan-ul1, mcscan, scanu, scanul1, vec-cumsum, memcpy (default: mcscan-ul1 "
+                         "where every row's fp16 sum fits its fp16 C1, else mcscan, saying why; mcscan for int8).",
+            "s": "Tile side s (s x s matrices): 16, 32, 64 or 128.",
+            "blocks": "Blocks of the multi-core scans (default and at most: all AI cores).",
+            "exclusive": "Exclusive or inclusive scan.",
+            "dtype": "Input dtype: fp16 or int8 (default fp16, or the --input array's).",
+            "out_dtype": "Output dtype: fp32 (default for fp16), fp16, int32 (int8 input).",
+            "l2": "What L2 holds at the start: flushed (default: full of dirty lines, as the papers measured), "
+                  "clean or warm (the input resident).",
+            "seed": "Seed of the generated input.",
+            "input_file": "Scan this 1-D float16 or int8 .npy array instead of generated data.",
+            "output_file": "Save the scanned array as .npy (written as a memory map: any n).",
+            "model_only": "Timings and counters only, no functional run.",
+            "trace": "Write the timeline as a Chrome trace JSON (open it in Perfetto).",
+            "out": "Result JSON path (default: results/runs/<kernel>/<time>-<id>.json).",
+        },
+        from_input=("l2",),
+        extras=(
+            ExtraOption("chunk", ("--chunk",), help="Elements per L2 chunk: 'auto' (default: the paper's rule), "
+                                                    "'off'/0, or a count such as 2**24."),
+            ExtraOption("generator", ("--generator",), choices=GENERATORS, default="random",
+                        help="Generated input: random (seeded), constant (ones) or counting; produced block by "
+                             "block, so any n streams."),
+            ExtraOption("partition_limit", ("--partition-limit",), "count", PARTITION_LIMIT,
+                        help="Items per streaming partition (default 2**31-1; results do not depend on it)."),
+            ExtraOption("warm_l2", ("--warm-l2/--no-warm-l2",), "bool", False,
+                        help="Start with the input in L2 (the same as --l2 warm)."),
+        ),
+        omit=("verify",),  # the streaming scan always verifies, on the fly
+        order=("n", "algorithm", "s", "blocks", "chunk", "exclusive", "dtype", "out_dtype", "seed", "input_file",
+               "output_file", "generator", "partition_limit", "model_only", "l2", "warm_l2", "hardware", "trace",
+               "out", "no_save", "json_out"),
+        steps="run_scan",
+    )
 
     @staticmethod
     def algorithm(params) -> str:
@@ -129,7 +173,30 @@ class BatchedScanKernel(KernelSpec):
     streaming = True
     tunable_class = BatchedScanTunable
     false_flags = {"exclusive": "--inclusive"}
+    aliases = {"algorithm": ("-a",)}
     size_field = "length"
+    run_command = RunCommand(
+        doc="Scan every row of a (batch, length) array (scan paper appendix B.1): simulated time, bandwidth,\n"
+            "the algorithm auto chose, phases, pipe utilisation and counters, checked against NumPy row by row.",
+        help={
+            "batch": "Rows (independent arrays), e.g. 40. Optional with --input.",
+            "length": "Elements per row: 65536, 64e3 or 2**16. Optional with --input.",
+            "algorithm": "scanu (ScanU, 2:1 vector/cube), scanul1 (ScanUL1, one AI core per row), auto (the faster "
+                         "by the timing model) or vector (vector-only baseline).",
+            "s": "Tile side s (s x s matrices): 16, 32, 64 or 128.",
+            "exclusive": "Exclusive or inclusive scan.",
+            "dtype": "Input dtype: fp16 (fp32 output) or int8 (int32 output); default fp16 or the --input array's.",
+            "warm_l2": "Start with the input in L2 (default: cold).",
+            "seed": "Seed of the generated input.",
+            "input_file": "Scan the rows of this 2-D (batch, length) float16 or int8 .npy array.",
+            "output_file": "Save the scanned rows as .npy.",
+            "verify": "Check every row against NumPy.",
+            "out": "Result JSON path (default: results/runs/batched-<algorithm>/<time>-<id>.json).",
+        },
+        order=("batch", "length", "algorithm", "s", "exclusive", "dtype", "seed", "input_file", "output_file",
+               "verify", "model_only", "warm_l2", "hardware", "trace", "out", "no_save", "json_out"),
+        steps="run_batched",
+    )
 
     def _params(self, params):
         from ascendbench.kernels.batched_scan import BatchedScanParams
@@ -180,9 +247,35 @@ class SegmentedScanKernel(KernelSpec):
     family = "row-scan"
     Params = SegmentedRunParams
     false_flags = {"exclusive": "--inclusive"}
+    aliases = {"algorithm": ("-a",)}
     inputs = (InputSpec("values", ("fp16", "int8"), "(n,)", "as run scan's"),
               InputSpec("flags", ("bool", "int8", "uint8"), "(n,)", "heads with probability 1/segment_length"))
     streaming = True
+    run_command = RunCommand(
+        doc="Segmented scan (values and head flags) built on the matrix scans: simulated time, bandwidth, the time "
+            "of\neach kernel of the sequence, pipe utilisation and counters, checked against NumPy.",
+        help={
+            "n": "Elements: 1000000, 1e6 or 2**20. Optional with --input.",
+            "segment_length": "Generated flags: mean (random) or exact (regular) segment length.",
+            "heads": "Generated flags: random (each element a head with probability 1/segment-length, seeded) or "
+                     "regular (a head every segment-length elements).",
+            "algorithm": "mcscan or mcscan-ul1 (on the matrix scans) or vector (vector-only baseline).",
+            "s": "Tile side s of the matrix scans: 16, 32, 64 or 128.",
+            "exclusive": "Exclusive or inclusive scan.",
+            "dtype": "Values dtype: fp16 (fp32 output) or int8 (int32 output); default fp16 or the input's.",
+            "warm_l2": "Start with the input in L2 (default: cold).",
+            "seed": "Seed of the generated values and flags.",
+            "input_file": "A .npz with 1-D arrays 'values' (float16 or int8) and 'flags' (bool/int8/uint8, non-zero "
+                          "starts a segment), or a .npy of values (flags then generated).",
+            "output_file": "Save the result as .npy.",
+            "verify": "Check against NumPy.",
+            "model_only": "Timings and counters only (generated random flags: the expected segment count).",
+            "out": "Result JSON path (default: results/runs/segmented-scan/<time>-<id>.json).",
+        },
+        order=("n", "input_file", "segment_length", "heads", "algorithm", "s", "exclusive", "dtype", "seed",
+               "output_file", "verify", "model_only", "warm_l2", "hardware", "trace", "out", "no_save", "json_out"),
+        steps="run_segmented",
+    )
 
     def _params(self, params):
         from ascendbench.kernels.segmented_scan import SegmentedScanParams
@@ -272,6 +365,53 @@ class HgemmKernel(KernelSpec):
     streaming = True
     tunable_class = HgemmTunable
     size_field = "m"
+    run_command = RunCommand(
+        doc="Run C = alpha * A @ B + beta * C (fp16, fp32 accumulation) on the simulated NPU: TFLOPS, % of cube\n"
+            "peak, the tiling and where it came from, stage times, pipe utilisation, and the check against NumPy.",
+        help={
+            "m": "Rows of A and C (required unless --a/--b/--c or --workload give the shape).",
+            "n": "Columns of B and C.",
+            "k": "Columns of A, rows of B (the reduction).",
+            "batch": "Independent GEMMs of this shape.",
+            "alpha": "alpha of C = alpha A B + beta C.",
+            "beta": "beta (0: C is not read).",
+            "m0": "Tile M0 (multiple of 16; default: the selector's).",
+            "n0": "Tile N0 (multiple of 16).",
+            "k0": "Tile K0 (multiple of 8).",
+            "split_k": "Split each block's K over this many cores (SplitK).",
+            "shuffle_k": "ShuffleK (§4.3.2).",
+            "padding": "Pad A and B to 512-byte aligned rows.",
+            "double_buffer": "Two slots per buffer where they fit.",
+            "variant": "proposed (the HGEMM paper) or gemm-example (CATLASS basic matmul, the paper's baseline).",
+            "warm_l2": "Start with A, B (and C, when all three fit) in L2: the state after back-to-back runs, as the "
+                       "HGEMM paper timed them (default: cold).",
+            "every_core": "Simulate every AI core, not one per group of cores with the same task count: slower, and "
+                          "without the grouping's error (up to 14% on shapes bound by L2).",
+            "seed": "Seed of the generated A, B, C (uniform in [-1, 1)).",
+            "output_file": "Save C as .npy (single shape).",
+            "verify": "Check against NumPy (up to M*N*K*batch = 2**33, 2**27 per shape in a workload; larger shapes "
+                      "are timed only).",
+            "trace": "Chrome trace of the (first) shape.",
+            "out": "Result JSON path (default: results/runs/hgemm/<time>-<id>.json).",
+        },
+        model_only=False,
+        from_input=("m", "n", "k"),  # a workload or the --a/--b/--c files may give the shape
+        extras=(
+            ExtraOption("workload", ("--workload",), choices=list_workloads, closed=False, metavar="<workload>",
+                        help="A named workload instead of one shape: {choices}."),
+            ExtraOption("a_file", ("--a",), "path", help="A as a float16 .npy (M x K, or batch x M x K)."),
+            ExtraOption("b_file", ("--b",), "path", help="B as a float16 .npy (K x N)."),
+            ExtraOption("c_file", ("--c",), "path", help="C as a float16 .npy (M x N)."),
+            ExtraOption("jobs", ("--jobs",), "count", help="Worker processes for a workload's shapes (default: the "
+                                                          "usable cores, at most 8, for 64 shapes or more; at most 4 "
+                                                          "per usable core)."),
+        ),
+        omit=("input_file",),  # its matrices come as --a, --b, --c
+        order=("m", "n", "k", "batch", "workload", "alpha", "beta", "m0", "n0", "k0", "split_k", "shuffle_k",
+               "padding", "double_buffer", "variant", "seed", "a_file", "b_file", "c_file", "output_file", "verify",
+               "warm_l2", "every_core", "jobs", "hardware", "trace", "out", "no_save", "json_out"),
+        steps="run_hgemm",
+    )
 
     def params(self, values=None, **kwargs):
         try:

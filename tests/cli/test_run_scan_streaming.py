@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-import ascendbench.commands.run as run_module
+import ascendbench.commands.run_scan as run_module
 
 
 def test_generated_stream_with_tiny_partitions_and_an_output_file(tmp_path, cli):
