@@ -194,7 +194,7 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
         if arrays is not None:
             raise ParamError("input", f"give either {', '.join(arrays)} or input_file, not both")
         if model_only:
-            raise ParamError("input", NO_DATA_WITH_MODEL_ONLY)
+            raise ParamError("input-file", NO_DATA_WITH_MODEL_ONLY)
         options["input_file"] = input_file
     options |= {"seed": seed, "model_only": model_only, "verify": verify}
     if arrays is not None:

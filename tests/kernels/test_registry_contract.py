@@ -314,7 +314,7 @@ def test_the_streaming_scans_refuse_data_with_model_only(tmp_path, name, data):
     np.save(tmp_path / "x.npy", next(iter(data.values())))
     with pytest.raises(ParamError) as err:
         ascendbench.run(name, model_only=True, input_file=tmp_path / "x.npy")
-    assert str(err.value) == "arrays: there is no data with model_only; drop one of them"
+    assert str(err.value) == "input_file: there is no data with model_only; drop one of them"
 
 
 def test_a_buffer_too_small_for_the_tiles_names_the_hardware(tmp_path):
