@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from ascendbench.kernels.contract import KernelRun
 from ascendbench.kernels.run_steps import (
     DTYPES,
     RunContext,
+    RunOptions,
     bandwidth_metrics,
     generate_input,
     load_npy,
@@ -63,8 +63,14 @@ def _resolve_data(x, input_file, dtype, loader):
     return x, dtype or "fp16", sha
 
 
+def _unpack(opts: RunOptions) -> tuple:
+    """(seed, input_file, model_only, verify, warm_l2, progress) of the run options."""
+    return opts.seed, opts.input_file, opts.model_only, opts.verify, opts.warm_l2, opts.progress
+
+
 def run_batched_scan(
     ctx: RunContext,
+    opts: RunOptions,
     batch: int | None = None,
     length: int | None = None,
     *,
@@ -72,13 +78,7 @@ def run_batched_scan(
     s: int = 128,
     exclusive: bool = False,
     dtype: str | None = None,
-    seed: int = 0,
     x: np.ndarray | None = None,
-    input_file: Path | None = None,
-    model_only: bool = False,
-    verify: bool = True,
-    warm_l2: bool = False,
-    progress: Callable[[str, int, int], None] | None = None,
 ) -> KernelRun:
     """Scan every row of a (batch, length) array on the simulated machine (scan paper appendix B.1).
 
@@ -87,11 +87,10 @@ def run_batched_scan(
         batch, length: the shape (optional with x / input_file; must agree).
         algorithm: "scanu", "scanul1", "auto" (the faster of the two by the timing model) or "vector".
         s: tile side 16/32/64/128. exclusive: exclusive scan of every row. dtype: "fp16" or "int8".
-        seed: seed of the generated input (fp16 uniform in [0, 1), int8 uniform in [-128, 127]).
-        x: the user's own (batch, length) float16/int8 array; input_file: a .npy file holding one.
-        model_only: timings and counters only (x and input_file must be None). verify: compare with NumPy (per
-            row, float64 / int64).
-        progress: called as progress(stage, done, total).
+        opts: the run options (RunOptions): seed of the generated input (fp16 uniform in [0, 1), int8 uniform in
+            [-128, 127]); input_file, a .npy file holding the (batch, length) input; model_only (x and
+            input_file None); verify, per row against NumPy (float64 / int64); warm_l2; progress.
+        x: the user's own (batch, length) float16/int8 array.
 
     Returns:
         KernelRun (arrays: {"y": the scanned rows}); bandwidth in GB/s (1e9 B/s) counts the input read once and
@@ -102,6 +101,7 @@ def run_batched_scan(
     """
     from ascendbench.kernels import batched_scan as bs
 
+    seed, input_file, model_only, verify, warm_l2, progress = _unpack(opts)
     hw = ctx.hw
     x, dtype, sha = _resolve_data(x, input_file, dtype, load_rows)
     if x is not None:
@@ -262,6 +262,7 @@ def expected_segments(n: int, segment_length: int, heads: str) -> int:
 
 def run_segmented_scan(
     ctx: RunContext,
+    opts: RunOptions,
     n: int | None = None,
     *,
     algorithm: str = "mcscan",
@@ -270,14 +271,8 @@ def run_segmented_scan(
     dtype: str | None = None,
     segment_length: int = 1024,
     heads: str = "random",
-    seed: int = 0,
     values: np.ndarray | None = None,
     flags: np.ndarray | None = None,
-    input_file: Path | None = None,
-    model_only: bool = False,
-    verify: bool = True,
-    warm_l2: bool = False,
-    progress: Callable[[str, int, int], None] | None = None,
 ) -> KernelRun:
     """Segmented scan of values with head flags on the simulated machine (see kernels.segmented_scan).
 
@@ -288,9 +283,10 @@ def run_segmented_scan(
         s, exclusive, dtype: as for run scan (fp16 -> fp32, int8 -> int32).
         segment_length, heads: how flags are generated when none are given: "random" (each element a head
             with probability 1/segment_length, seeded) or "regular" (a head every segment_length elements).
-        values, flags: the user's own arrays; input_file: a .npz with `values` and `flags`, or a .npy of values.
-        model_only: timings and counters only, for the segment count `heads` gives (values, flags and
-            input_file must be None).
+        opts: the run options (RunOptions): input_file, a .npz with `values` and `flags` or a .npy of values;
+            model_only, timings and counters only, for the segment count `heads` gives (values, flags and
+            input_file None); seed, verify, warm_l2, progress.
+        values, flags: the user's own arrays.
 
     Returns:
         KernelRun (arrays: {"y": the output}); bandwidth_gbps counts the values and flags read once and the
@@ -301,6 +297,7 @@ def run_segmented_scan(
     """
     from ascendbench.kernels import segmented_scan as ss
 
+    seed, input_file, model_only, verify, warm_l2, progress = _unpack(opts)
     hw = ctx.hw
     sha = None
     if input_file is not None:

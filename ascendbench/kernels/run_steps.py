@@ -12,7 +12,8 @@ import sys
 import threading
 import time
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from ascendbench.sim.result import SimResult
 from ascendbench.store.io import unreadable_npy
 from ascendbench.store.schema import Host, Verification
 
-__all__ = ["DTYPES", "Background", "FileHash", "RunContext", "bandwidth_metrics", "check_int", "document_header",
+__all__ = ["DTYPES", "Background", "FileHash", "RunContext", "RunOptions", "bandwidth_metrics", "check_int", "document_header",
            "consume_partitions", "generate_input", "host_record", "load_npy", "open_npy", "sha256",
            "verification_record"]
 
@@ -38,6 +39,27 @@ def document_header(name: str, hw: HardwareProfile, command: list[str] | None) -
     line (default: the Python API's call) and the hardware profile."""
     return {"tool_version": __version__, "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": command if command is not None else ["python-api", "run", name], "hardware": hw.to_dict()}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a streaming kernel's functional step takes beside its parameters (kernels/scan_run.run_scan,
+    row_scan_run.run_batched_scan and run_segmented_scan): seed of the generated input (>= 0); input_file, the
+    .npy (or .npz) the data comes from; model_only, timings and counters only (no data: no input_file or arrays);
+    verify, compare the output with NumPy; warm_l2, start with the input resident in L2; progress, called as
+    progress(stage, done, total) during long functional work."""
+
+    seed: int = 0
+    input_file: Path | None = None
+    model_only: bool = False
+    verify: bool = True
+    warm_l2: bool = False
+    progress: Callable[[str, int, int], None] | None = None
+
+    @classmethod
+    def take(cls, values: dict[str, Any]) -> RunOptions:
+        """The run options among `values` (a kernel's parameters and options by name), removed from it."""
+        return cls(**{f.name: values.pop(f.name) for f in fields(cls) if f.name in values})
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +32,7 @@ from ascendbench.kernels.run_steps import (
     Background,
     FileHash,
     RunContext,
+    RunOptions,
     bandwidth_metrics,
     check_int,
     consume_partitions,
@@ -83,6 +83,7 @@ def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: 
 
 def run_scan(
     ctx: RunContext,
+    opts: RunOptions,
     n: int | None = None,
     *,
     algorithm: str | None = None,
@@ -92,12 +93,7 @@ def run_scan(
     exclusive: bool = False,
     dtype: str | None = None,
     out_dtype: str | None = None,
-    seed: int = 0,
     x: np.ndarray | None = None,
-    input_file: Path | None = None,
-    model_only: bool = False,
-    warm_l2: bool = False,
-    progress: Callable[[str, int, int], None] | None = None,
     generator: str = "random",
     l2: str | None = None,
     out: np.ndarray | None = None,
@@ -114,15 +110,14 @@ def run_scan(
             default): the scan paper's MCScanUL1 where every row's fp16 sum (its C1) fits fp16, else MCScan
             (the result's model.algorithm_choice says why); MCScan for int8. A ScanUL1 variant asked for on an
             input whose row sums overflow fp16 raises ParamError (its output would be NaN).
+        opts: the run options (RunOptions): seed of the generated input (ignored with x / input_file);
+            input_file, a .npy file holding the (n,) input; model_only, no data (x and input_file None: give n
+            and dtype); warm_l2, the same as l2="warm"; progress; verify is not read (the scan always verifies).
         s, blocks, chunk, exclusive, dtype, out_dtype: see ScanParams.
-        seed: seed of the generated input (ignored with x / input_file).
-        x: the user's own (n,) float16 or int8 array; input_file: a .npy file holding one.
-        model_only: timings and counters only, no data (x and input_file must be None: give n and dtype).
-        warm_l2: start with the input resident in L2 (the same as l2="warm").
+        x: the user's own (n,) float16 or int8 array.
         l2: what L2 holds when the kernel starts (kernels.scan.L2_STARTS): "flushed" (default: full of the dirty
             lines of the buffer the papers' profiling script zeroes before every timed run, which the kernel's
             own data must evict), "clean" (empty) or "warm" (the input resident).
-        progress: called as progress(stage, done, total) during long functional work.
         generator: generated input without x / input_file: "random" (seeded), "constant" (ones) or "counting"
             (see partition.GeneratedSource), produced block by block.
         out: an (n,) array or memory map (partition.npy_memmap) of the output dtype to write the output into.
@@ -142,6 +137,8 @@ def run_scan(
     Raises:
         ParamError, InputError, HardwareError, BufferCapacityError: for invalid arguments (messages name them).
     """
+    seed, input_file, model_only, warm_l2, progress = (opts.seed, opts.input_file, opts.model_only, opts.warm_l2,
+                                                       opts.progress)
     hw = ctx.hw
     requested = algorithm
     kernel = get_kernel(algorithm or "mcscan-ul1")

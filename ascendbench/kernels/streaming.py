@@ -25,6 +25,7 @@ from ascendbench.kernels.contract import (
     WarmL2,
 )
 from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
+from ascendbench.kernels.run_steps import RunOptions
 from ascendbench.kernels.scan import L2_STARTS, S_VALUES, ScanParams
 from ascendbench.kernels.tunable import BatchedScanTunable, HgemmTunable, ScanTunable
 from ascendbench.sim.result import SimResult
@@ -134,7 +135,8 @@ class ScanKernelEntry(KernelSpec):
 
         if not options.pop("verify"):
             raise ParamError("verify", "the streaming scan always verifies on the fly")
-        return run_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)  # its defaults for the rest
+        values = ctx.params.model_dump(exclude_unset=True) | options  # its defaults for the rest
+        return run_scan(ctx, RunOptions.take(values), **values)
 
     @staticmethod
     def estimate_functional_seconds(n: int, algorithm: str, params: ScanParams, hw: HardwareProfile) -> float:
@@ -226,7 +228,8 @@ class BatchedScanKernel(KernelSpec):
     def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.row_scan_run import run_batched_scan
 
-        return run_batched_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)
+        values = ctx.params.model_dump(exclude_unset=True) | options
+        return run_batched_scan(ctx, RunOptions.take(values), **values)
 
 
 class SegmentedRunParams(_RowScanParams):
@@ -304,7 +307,8 @@ class SegmentedScanKernel(KernelSpec):
     def run_streaming(self, ctx, /, **options: Any):
         from ascendbench.kernels.row_scan_run import run_segmented_scan
 
-        return run_segmented_scan(ctx, **ctx.params.model_dump(exclude_unset=True), **options)
+        values = ctx.params.model_dump(exclude_unset=True) | options
+        return run_segmented_scan(ctx, RunOptions.take(values), **values)
 
 
 MAX_DIM = 2**40  # as kernels.hgemm.MAX_DIM
