@@ -9,7 +9,7 @@ Steps, in this order for every kernel (kernels/contract.py says what each kernel
 parameters (the kernel's model: ranges, choices, defaults) -> input arrays (the user's, completed, or generated
 from the seed) -> check (hardware limits) -> functional run -> timing model of the chosen variant and of the
 paper's baseline -> verification against NumPy -> the result document. Writing the files (result JSON, output
-arrays, trace) is the caller's: the CLI writes them all or nothing (commands/operator_common.finish).
+arrays, trace) is the caller's: the CLI writes them all or nothing (commands/generic.py).
 
 Kernels whose functional run streams through partitions (the 1-D scans, the row scans, HGEMM: `streaming`)
 take the same entry and the same argument checks; their functional step (`KernelSpec.run_streaming`, in their

@@ -216,6 +216,7 @@ def add_run_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
 
 def _run(spec: KernelSpec, name: str, options: dict[str, Any], values: dict[str, Any]) -> None:
     """One `run <kernel>` (add_run_commands says the steps); `name`: the registry kernel that runs."""
+    import contextlib
     import importlib
 
     from ascendbench.commands.common import (Outputs, command_line, default_result_path, dump_json, out_console,
@@ -231,9 +232,9 @@ def _run(spec: KernelSpec, name: str, options: dict[str, Any], values: dict[str,
                  "model_only": options.get("model_only", False)}
     arguments |= steps.prepare(spec, options, values)
     partial: Path | None = arguments.get("output_path")  # a file the run writes itself, moved into place after
-    progress, report = progress_bar(options["json_out"])
-    if spec.streaming:
-        arguments["progress"] = report
+    progress = contextlib.nullcontext()
+    if spec.streaming:  # a bar of the streaming stages (off with --json or when stderr is no terminal)
+        progress, arguments["progress"] = progress_bar(options["json_out"])
     try:
         with progress:
             run = run_kernel(name, command=command_line(), **arguments)
@@ -265,8 +266,9 @@ def _run(spec: KernelSpec, name: str, options: dict[str, Any], values: dict[str,
     output_file, trace = options["output_file"], options["trace"]
     saved_to = None if options["no_save"] else (options["out"] or default_result_path("runs", kernel))
     with Outputs() as outputs:
-        write = None if output_file is None else _move(run, partial) if partial is not None else steps.output(run,
-                                                                                                       options)
+        write = None
+        if output_file is not None:
+            write = _move(run, partial) if partial is not None else steps.output(run, options)
         if write is not None:
             outputs.write("output-file", output_file, write)
         if trace is not None:

@@ -178,6 +178,18 @@ def test_every_kernel_appears_in_run_and_tune():
             assert spec.space in in_tune
 
 
+def test_every_run_command_is_made_by_the_one_builder():
+    from ascendbench.commands import run
+    from ascendbench.commands.generic import run_parameters
+
+    assert run.app.registered_commands == []  # no hand-written `run <kernel>`
+    options = {spec.name: [p.name for p in run_parameters(spec)[0]] for spec in SPECS if spec.command is None}
+    assert options["scan"][:6] == ["n", "algorithm", "s", "blocks", "chunk", "exclusive"]  # RunCommand.order
+    assert "verify" not in options["scan"] and "input_file" not in options["hgemm"]  # RunCommand.omit
+    assert {"workload", "a_file", "b_file", "c_file", "jobs"} <= set(options["hgemm"])  # ExtraOption
+    assert {"generator", "partition_limit", "warm_l2"} <= set(options["scan"])
+
+
 def test_one_bad_option_is_one_line_exit_2(tmp_path):
     out = CliRunner().invoke(cli_app, ["run", "sort", "--n", "100", "--variant", "bitonic", "--no-save"])
     assert out.exit_code == 2 and out.output.strip() == "error: --variant: must be one of mcscan, vector, got 'bitonic'"
