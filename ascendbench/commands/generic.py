@@ -4,7 +4,7 @@ option per field, its description as help) and, for `run`, what its KernelSpec.r
 --model-only, the output file's suffix, the kernel's own options as ExtraOption data: scan's --generator, HGEMM's
 --workload), so a kernel added to the registry appears in both without further edits. Every `run` takes the same
 steps (add_run_commands); what a kernel does of its own before and after the pipeline (checks, its output array,
-its report) is in its command steps module (RunCommand.steps: operator_common, run_scan, run_batched,
+its report) is in its command steps module (RunCommand.steps: run_operators, run_scan, run_batched,
 run_segmented, run_hgemm).
 
 Counts (int fields) take the forms of `--n` (1e6, 2**20, 1_000_000); booleans are --flag/--no-flag, or the

@@ -200,7 +200,7 @@ class RunCommand:
     its matrices come as --a, --b, --c). order: every option's parameter name in --help order (default: the
     builder's; see generic.run_parameters). steps: the module under ascendbench.commands with the command's own
     steps (checks before the run, its output array, its report; see generic.add_run_commands), default the
-    operators' (operator_common)."""
+    operators' (run_operators)."""
 
     doc: str | None = None
     help: Mapping[str, str] = field(default_factory=dict)
@@ -210,7 +210,7 @@ class RunCommand:
     extras: tuple[ExtraOption, ...] = ()
     omit: tuple[str, ...] = ()
     order: tuple[str, ...] = ()
-    steps: str = "operator_common"
+    steps: str = "run_operators"
 
 
 class KernelSpec:
