@@ -20,7 +20,6 @@ from ascendbench.hardware import list_profiles
 
 __all__ = [
     "CountError",
-    "ExclusiveOption",
     "HardwareOption",
     "JsonOption",
     "NoSaveOption",
@@ -49,8 +48,6 @@ out_console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUM
 JsonOption = Annotated[bool, typer.Option("--json", help="Print only the JSON document on stdout (messages go to stderr).")]
 NoSaveOption = Annotated[bool, typer.Option("--no-save", help="Do not write the result JSON.")]
 TraceOption = Annotated[Path | None, typer.Option("--trace", help="Write the timeline as a Chrome trace JSON.")]
-# spelled as KernelSpec.flag("exclusive") of the scans (kernels/streaming.py): the same in `run` and `tune`
-ExclusiveOption = Annotated[bool, typer.Option("--exclusive/--inclusive", help="Exclusive or inclusive scan.")]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -1,8 +1,9 @@
 """The one command builder: `run <kernel>` for every registry kernel and `tune <kernel>` for every kernel with a
-search space and no hand-written `tune` command. The options are made from the kernel's Params model (one
-option per field, its description as help) and, for `run`, what its KernelSpec.run_command adds (help texts,
---model-only, the output file's suffix, the kernel's own options as ExtraOption data: scan's --generator, HGEMM's
---workload), so a kernel added to the registry appears in both without further edits. Every `run` takes the same
+search space. The options are made from the kernel's Params model (one option per field, its description as
+help, spelled alike in both) and what its KernelSpec.run_command / tune_command add (help texts, the kernel's own
+options as ExtraOption data: scan's --generator, HGEMM's --workload in both; `run`'s --model-only and output
+file's suffix; the fields a command leaves out, the --help order), so a kernel added to the registry appears in
+both without further edits. Every `run` takes the same
 steps (add_run_commands); what a kernel does of its own before and after the pipeline (checks, its output array,
 its report) is in its command steps module (RunCommand.steps: run_operators, run_scan, run_batched,
 run_segmented, run_hgemm).
@@ -28,7 +29,8 @@ from pydantic.fields import FieldInfo
 from ascendbench.commands.common import choice_option, count_option, fail, parse_count
 from ascendbench.kernels.contract import ExtraOption, KernelSpec
 
-__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "registry_app", "run_parameters"]
+__all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "registry_app", "run_parameters",
+           "tune_parameters"]
 
 
 def _base(annotation: Any) -> tuple[Any, bool]:
@@ -302,27 +304,46 @@ def _drop(path: Path | None) -> None:
             pass
 
 
+def tune_parameters(spec: KernelSpec) -> list[inspect.Parameter]:
+    """The options of `tune <spec.space>`: the problem's (every field the search space does not tune, without
+    TuneCommand.omit, then the kernel's extras; in TuneCommand.order when it gives one), each optional (a problem
+    set of the space file may give the problem), then the options every `tune` has (tune.common_options)."""
+    from ascendbench.commands import tune as tune_module
+
+    cmd = spec.tune_command
+    tuned = set(spec.tuned())
+    fields = spec.Params.model_fields
+    own = [_optional(_option(spec, name, fields[name], cmd.help.get(name))) for name in fields
+           if name not in tuned and name not in cmd.omit] + [_extra(extra) for extra in cmd.extras]
+    if cmd.order:
+        missing = {p.name for p in own} ^ set(cmd.order)
+        assert not missing, f"{spec.name}: TuneCommand.order must name every own option once: {sorted(missing)}"
+        own.sort(key=lambda p: cmd.order.index(p.name))
+    return own + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+                  for name, (kind, default) in tune_module.common_options(spec).items()]
+
+
 def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
-    """A `tune <name>` command for each kernel in specs with a search space (kernels without a hand-written one):
-    one problem from the options, or a problem set of the space file (--problems)."""
+    """A `tune <space>` command for each kernel in specs with a search space, made from its Params model and its
+    tune_command (the options of tune_parameters): one problem from the options, or a problem set of the space
+    file (--problems); the problems are tuning/session.py's, the search and its report commands/tune.py's."""
     from ascendbench.commands import tune as tune_module
 
     for spec in specs:
         tuned = set(spec.tuned())
-        fields = [name for name in spec.Params.model_fields if name not in tuned]
-        # every problem option optional here: the problem may come from a problem set of the space file
-        params = [_optional(_option(spec, name, spec.Params.model_fields[name])) for name in fields]
-        params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
-                   for name, (kind, default) in tune_module.common_options(spec).items()]
+        fields = [name for name in spec.Params.model_fields if name not in tuned and name not in spec.tune_command.omit]
+        extras = [extra.name for extra in spec.tune_command.extras]
 
-        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, **options: Any) -> None:
-            space = tune_module._space(_spec.space, options["space"])  # the problems: tuning/session.py
-            problems, _ = tune_module._problems(_spec.space, space, options["problems"],
-                                                **_values(_spec, _fields, options))
-            tune_module.run_tune(_spec.space, problems, space, options)
+        def command(_spec: KernelSpec = spec, _fields: list[str] = fields, _extras: list[str] = extras,
+                    **options: Any) -> None:
+            space = tune_module._space(_spec.space, options["space"])
+            given = _values(_spec, _fields, options) | {name: options[name] for name in _extras}
+            problems, shapes = tune_module._problems(_spec.space, space, options["problems"], **given)
+            tune_module.run_tune(_spec.space, problems, space, options, claims_for=shapes)
 
-        _register(app, spec, command, params, f"Tune {spec.title} ({', '.join(sorted(tuned))}) on the timing model "
-                                              "and compare with the paper's choice.")
+        doc = spec.tune_command.doc or (f"Tune {spec.title} ({', '.join(sorted(tuned))}) on the timing model and "
+                                        "compare with the paper's choice.")
+        _register(app, spec, command, tune_parameters(spec), doc, spec.space)
 
 
 def _optional(parameter: inspect.Parameter) -> inspect.Parameter:
@@ -331,15 +352,16 @@ def _optional(parameter: inspect.Parameter) -> inspect.Parameter:
     return parameter.replace(annotation=Annotated[kind | None, option], default=None)
 
 
-def _register(app: typer.Typer, spec: KernelSpec, command, params: list[inspect.Parameter], doc: str) -> None:
+def _register(app: typer.Typer, spec: KernelSpec, command, params: list[inspect.Parameter], doc: str,
+              name: str | None = None) -> None:
     def entry(**options: Any) -> None:
         command(**options)
 
     entry.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     entry.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
     entry.__doc__ = doc
-    entry.__name__ = spec.name.replace("-", "_")
-    app.command(spec.name)(entry)
+    entry.__name__ = (name or spec.name).replace("-", "_")
+    app.command(name or spec.name)(entry)
 
 
 def add_registry_commands(app: typer.Typer, group: str) -> None:
@@ -369,16 +391,17 @@ def run_commands(name: str) -> list:
 
 
 def registry_app(group: str) -> typer.Typer:
-    """The `run` or `tune` app as the registry stands now: the hand-written commands of commands/<group>.py (`tune`:
-    scan, batched-scan, hgemm, plot; `run`: none) first, then one made by this module for every other registry
-    kernel, by name. Made anew at each call (cli.py calls it when the group is listed), so a kernel registered at run
-    time (registry.register_spec) is in it."""
+    """The `run` or `tune` app as the registry stands now: one command made by this module for every registry
+    kernel (`run`: `run scan` first, then the others by name; `tune`: the kernels with a search space in the
+    registry's order), then the commands of commands/<group>.py that are not a kernel's (`tune plot`). Made anew
+    at each call (cli.py calls it when the group is listed), so a kernel registered at run time
+    (registry.register_spec) is in it."""
     import importlib
 
     base = importlib.import_module(f"ascendbench.commands.{group}").app
     app = typer.Typer(help=base.info.help, no_args_is_help=True)
-    app.registered_commands = list(base.registered_commands)
     add_registry_commands(app, group)
     if group == "run":  # `run scan` first, then the others by name (as `run --help` has listed them)
         app.registered_commands.sort(key=lambda c: (c.name != "scan", c.name))
+    app.registered_commands += base.registered_commands
     return app

@@ -1,4 +1,7 @@
-"""`ascendbench tune hgemm|scan`: search configurations with Optuna, compare with the papers' heuristics."""
+"""`ascendbench tune`: search configurations with Optuna, compare with the papers' heuristics. `tune <kernel>` is
+made for every registry kernel with a search space by commands/generic.py (from its Params model and its
+TuneCommand) with the shared options declared here; this module runs the search and reports it, and has `tune
+plot`."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ascendbench.commands.common import (
-    ExclusiveOption,
     HardwareOption,
     JsonOption,
     NoSaveOption,
@@ -32,7 +34,6 @@ from ascendbench.commands.common import (
     whole_keys,
 )
 from ascendbench.kernels.base import ParamError
-from ascendbench.kernels.registry import choices, get_spec
 from ascendbench.plotting import DEFAULT_DPI, FORMATS
 from ascendbench.redact import redact
 from ascendbench.tuning import session
@@ -45,7 +46,6 @@ from ascendbench.tuning.study import (
     describe_storage,
     open_result_storage,
 )
-from ascendbench.workloads import list_workloads
 
 app = typer.Typer(help="Search kernel configurations with Optuna on the timing model and compare the best with "
                        "the papers' heuristics. Studies are stored, so a second run resumes the first.",
@@ -88,24 +88,24 @@ OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path 
 def common_options(spec) -> dict[str, tuple[Any, Any]]:
     """The options every `tune <kernel>` command has, as (Annotated option type, default) by parameter name, for
     the commands made from the registry (commands/generic.py)."""
-    from ascendbench.hardware import DEFAULT_SCAN_HARDWARE
-
     return {
         "problems": (ProblemsOption, None), "trials": (TrialsOption, 200), "timeout": (TimeoutOption, None),
         "sampler": (SamplerOption, "tpe"), "seed": (SeedOption, 0), "seeds": (SeedsOption, 1),
         "storage": (StorageOption, None), "study_name": (StudyOption, None), "jobs": (JobsOption, 1),
         "exhaustive": (ExhaustiveOption, None), "replay": (ReplayOption, True), "space": (SpaceOption, None),
-        "hardware": (HardwareOption, "atlas-300t-a2" if spec.family == "gemm" else DEFAULT_SCAN_HARDWARE),
+        "hardware": (HardwareOption, spec.default_hardware),
         "out": (OutOption, None), "no_save": (NoSaveOption, False), "json_out": (JsonOption, False),
     }
 
 
-def run_tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, options: dict[str, Any]) -> None:
-    """Tune `problems` of a registry kernel with the options of common_options."""
+def run_tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, options: dict[str, Any],
+             claims_for: list[tuple[int, int, int, int]] | None = None) -> None:
+    """Tune `problems` of a registry kernel with the options of common_options; claims_for: HGEMM's shapes (M, N,
+    K, batch), for the claim G-6 (tuning/session.problems_of gives them)."""
     o = options
     _tune(kernel, problems, space, o["hardware"], o["trials"], o["timeout"], o["sampler"], o["seed"], o["storage"],
-          o["study_name"], o["jobs"], o["exhaustive"], o["out"], o["no_save"], o["json_out"], seeds=o["seeds"],
-          replay=o["replay"])
+          o["study_name"], o["jobs"], o["exhaustive"], o["out"], o["no_save"], o["json_out"], claims_for=claims_for,
+          seeds=o["seeds"], replay=o["replay"])
 
 
 def _problems(kernel: str, space: SearchSpace, problems: str | None, **given: Any):
@@ -114,107 +114,6 @@ def _problems(kernel: str, space: SearchSpace, problems: str | None, **given: An
         return session.problems_of(kernel, space, problems, given)
     except ParamError as exc:
         fail(str(exc))
-
-
-@app.command("hgemm")
-def hgemm(
-    m: Annotated[int | None, count_option("--m", help="Rows of A and C (with --n and --k: one shape).")] = None,
-    n: Annotated[int | None, count_option("--n", help="Columns of B and C.")] = None,
-    k: Annotated[int | None, count_option("--k", help="Columns of A, rows of B.")] = None,
-    batch: Annotated[int, count_option("--batch", help="Independent GEMMs of this shape.")] = 1,
-    workload: Annotated[str | None, choice_option("--workload", choices=tuple(list_workloads()), closed=False,
-                                                  help="A named workload: " + ", ".join(list_workloads()) + ".")
-                        ] = None,
-    problems: ProblemsOption = None,
-    trials: TrialsOption = 200,
-    timeout: TimeoutOption = None,
-    sampler: SamplerOption = "tpe",
-    seed: SeedOption = 0,
-    seeds: SeedsOption = 1,
-    storage: StorageOption = None,
-    study_name: StudyOption = None,
-    jobs: JobsOption = 1,
-    exhaustive: ExhaustiveOption = None,
-    replay: ReplayOption = True,
-    space: SpaceOption = None,
-    hardware: HardwareOption = "atlas-300t-a2",
-    every_core: Annotated[bool, typer.Option(get_spec("hgemm").flag("every_core"), help="Simulate every AI core in each trial (as "
-                                             "`run hgemm --every-core`): exact sharing of L2 and HBM, several "
-                                             "times slower per trial.")] = False,
-    out: OutOption = None,
-    no_save: NoSaveOption = False,
-    json_out: JsonOption = False,
-) -> None:
-    """Tune HGEMM tilings (M0, N0, K0, SplitK, ShuffleK, padding, double buffering) for one shape, a workload
-    or a problem set (default: the fig6 shapes and llama2-qk) and compare with the paper's tile selector."""
-    space_obj = _space("hgemm", space)
-    problem_list, shapes = _problems("hgemm", space_obj, problems, m=m, n=n, k=k, batch=batch, workload=workload,
-                                     every_core=every_core)
-    _tune("hgemm", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
-          exhaustive, out, no_save, json_out, claims_for=shapes, seeds=seeds, replay=replay)
-
-
-@app.command("scan")
-def scan(
-    n: Annotated[int | None, count_option("--n", help="Elements (1e8, 2**27 and 100_000_000 work).")] = None,
-    dtype: Annotated[str, choice_option("--dtype", choices=choices("scan", "dtype"), help="Input dtype.")] = "fp16",
-    exclusive: ExclusiveOption = False,
-    problems: ProblemsOption = None,
-    trials: TrialsOption = 200,
-    timeout: TimeoutOption = None,
-    sampler: SamplerOption = "tpe",
-    seed: SeedOption = 0,
-    seeds: SeedsOption = 1,
-    storage: StorageOption = None,
-    study_name: StudyOption = None,
-    jobs: JobsOption = 1,
-    exhaustive: ExhaustiveOption = None,
-    replay: ReplayOption = True,
-    space: SpaceOption = None,
-    hardware: HardwareOption = "ascend-910b4",
-    out: OutOption = None,
-    no_save: NoSaveOption = False,
-    json_out: JsonOption = False,
-) -> None:
-    """Tune the multi-core scans (algorithm, s, blocks, L2 chunk) for n elements (default: a problem set, 1e8)
-    and compare with the scan paper's choices (s = 128, all AI cores, L2 splitting of §6.1.1)."""
-    space_obj = _space("scan", space)
-    problem_list, _ = _problems("scan", space_obj, problems, n=n, dtype=dtype, exclusive=exclusive)
-    _tune("scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name, jobs,
-          exhaustive, out, no_save, json_out, seeds=seeds, replay=replay)
-
-
-@app.command("batched-scan")
-def batched_scan(
-    batch: Annotated[int | None, count_option("--batch", help="Rows (with --length: one problem).")] = None,
-    length: Annotated[int | None, count_option("--length", help="Elements per row.")] = None,
-    dtype: Annotated[str, choice_option("--dtype", choices=choices("batched-scan", "dtype"), help="Input dtype.")
-                     ] = "fp16",
-    exclusive: ExclusiveOption = False,
-    problems: ProblemsOption = None,
-    trials: TrialsOption = 200,
-    timeout: TimeoutOption = None,
-    sampler: SamplerOption = "tpe",
-    seed: SeedOption = 0,
-    seeds: SeedsOption = 1,
-    storage: StorageOption = None,
-    study_name: StudyOption = None,
-    jobs: JobsOption = 1,
-    exhaustive: ExhaustiveOption = None,
-    replay: ReplayOption = True,
-    space: SpaceOption = None,
-    hardware: HardwareOption = "ascend-910b4",
-    out: OutOption = None,
-    no_save: NoSaveOption = False,
-    json_out: JsonOption = False,
-) -> None:
-    """Tune batched scans (ScanU or ScanUL1, s) for batch x length rows (default: the space's problem set)
-    and compare with the scan paper's crossover rule (ScanU for more than 18 rows shorter than 4096)."""
-    space_obj = _space("batched-scan", space)
-    problem_list, _ = _problems("batched-scan", space_obj, problems, batch=batch, length=length, dtype=dtype,
-                                exclusive=exclusive)
-    _tune("batched-scan", problem_list, space_obj, hardware, trials, timeout, sampler, seed, storage, study_name,
-          jobs, exhaustive, out, no_save, json_out, seeds=seeds, replay=replay)
 
 
 @app.command("plot")

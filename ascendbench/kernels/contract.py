@@ -37,7 +37,7 @@ from ascendbench.kernels.base import ParamError, suggest
 from ascendbench.sim.result import SimResult
 
 __all__ = ["MAX_ELEMENTS", "N_HELP", "Check", "ExtraOption", "InputSpec", "KernelParams", "KernelRun", "KernelSpec",
-           "OptionalCount", "Outcome", "RunCommand", "TileSide", "WarmL2", "param_error", "values_input"]
+           "OptionalCount", "Outcome", "RunCommand", "TileSide", "TuneCommand", "WarmL2", "param_error", "values_input"]
 
 MAX_ELEMENTS = 2**60  # the largest count any option takes (the count parser's bound)
 
@@ -213,6 +213,25 @@ class RunCommand:
     steps: str = "run_operators"
 
 
+@dataclass(frozen=True)
+class TuneCommand:
+    """What `tune <kernel>` says beyond the kernel's model (commands/generic.py makes the command from both: one
+    option per field the search space does not tune, spelled as in `run`, then the options every `tune` has).
+
+    doc: the command's help (default: the title, the tuned fields, "compare with the paper's choice"). help: an
+    option's help by field name (default: the field's description). extras: the kernel's own problem options
+    beyond its fields (ExtraOption, e.g. HGEMM's --workload; the same objects as run's where they are the same
+    option). omit: fields the command does not have (the kernel's problems do not take them: scan's l2).
+    order: the kernel's options (fields and extras) in --help order, every one once (default: the model's order,
+    then the extras); the shared tuning options follow."""
+
+    doc: str | None = None
+    help: Mapping[str, str] = field(default_factory=dict)
+    extras: tuple[ExtraOption, ...] = ()
+    omit: tuple[str, ...] = ()
+    order: tuple[str, ...] = ()
+
+
 class KernelSpec:
     """Base class of the kernels in the registry (see the module docstring). Subclasses set the class attributes
     and override the methods their kernel needs; the defaults suit a 1-D kernel on `n` elements of `dtype`."""
@@ -236,6 +255,7 @@ class KernelSpec:
     draws: ClassVar[bool] = False  # a sampling kernel: the seed also seeds its draws (always recorded)
     default_hardware: ClassVar[str] = DEFAULT_SCAN_HARDWARE  # the scan paper's chip (the CLI's default too)
     run_command: ClassVar[RunCommand] = RunCommand()  # the help and options `run <name>` adds to the model's
+    tune_command: ClassVar[TuneCommand] = TuneCommand()  # the help and options `tune <space>` adds to the model's
 
     # ----- parameters -----------------------------------------------------------------------------------------
     def params(self, values: Mapping[str, Any] | None = None, **kwargs: Any) -> KernelParams:

@@ -22,6 +22,7 @@ from ascendbench.kernels.contract import (
     OptionalCount,
     RunCommand,
     TileSide,
+    TuneCommand,
     WarmL2,
 )
 from ascendbench.kernels.partition import GENERATORS, PARTITION_LIMIT
@@ -113,6 +114,13 @@ class ScanKernelEntry(KernelSpec):
                "out", "no_save", "json_out"),
         steps="run_scan",
     )
+    tune_command = TuneCommand(
+        doc="Tune the multi-core scans (algorithm, s, blocks, L2 chunk) for n elements (default: a problem set, "
+            "1e8)\nand compare with the scan paper's choices (s = 128, all AI cores, L2 splitting of §6.1.1).",
+        help={"n": "Elements (1e8, 2**27 and 100_000_000 work)."},
+        omit=("out_dtype", "l2"),  # a scan's problem is n, dtype and exclusive (tuning/session.py)
+        order=("n", "dtype", "exclusive"),
+    )
 
     @staticmethod
     def algorithm(params) -> str:
@@ -148,7 +156,7 @@ class ScanKernelEntry(KernelSpec):
 
 class _RowScanParams(KernelParams):
     s: TileSide = 128
-    exclusive: bool = Field(False, description="exclusive scan")
+    exclusive: bool = Field(False, description="exclusive instead of inclusive scan")
     dtype: Literal["fp16", "int8"] = Field("fp16", description="input dtype")
     warm_l2: WarmL2 = False
 
@@ -198,6 +206,13 @@ class BatchedScanKernel(KernelSpec):
         order=("batch", "length", "algorithm", "s", "exclusive", "dtype", "seed", "input_file", "output_file",
                "verify", "model_only", "warm_l2", "hardware", "trace", "out", "no_save", "json_out"),
         steps="run_batched",
+    )
+    tune_command = TuneCommand(
+        doc="Tune batched scans (ScanU or ScanUL1, s) for batch x length rows (default: the space's problem set)\n"
+            "and compare with the scan paper's crossover rule (ScanU for more than 18 rows shorter than 4096).",
+        help={"batch": "Rows (with --length: one problem).", "length": "Elements per row."},
+        omit=("warm_l2",),  # a problem is batch, length, dtype and exclusive (tuning/session.py)
+        order=("batch", "length", "dtype", "exclusive"),
     )
 
     def _params(self, params):
@@ -312,6 +327,8 @@ class SegmentedScanKernel(KernelSpec):
 
 
 MAX_DIM = 2**40  # as kernels.hgemm.MAX_DIM
+WORKLOAD = ExtraOption("workload", ("--workload",), choices=list_workloads, closed=False, metavar="<workload>",
+                       help="A named workload instead of one shape: {choices}.")  # run hgemm's and tune hgemm's
 
 
 class HgemmRunParams(KernelParams):
@@ -401,8 +418,7 @@ class HgemmKernel(KernelSpec):
         model_only=False,
         from_input=("m", "n", "k"),  # a workload or the --a/--b/--c files may give the shape
         extras=(
-            ExtraOption("workload", ("--workload",), choices=list_workloads, closed=False, metavar="<workload>",
-                        help="A named workload instead of one shape: {choices}."),
+            WORKLOAD,
             ExtraOption("a_file", ("--a",), "path", help="A as a float16 .npy (M x K, or batch x M x K)."),
             ExtraOption("b_file", ("--b",), "path", help="B as a float16 .npy (K x N)."),
             ExtraOption("c_file", ("--c",), "path", help="C as a float16 .npy (M x N)."),
@@ -415,6 +431,17 @@ class HgemmKernel(KernelSpec):
                "padding", "double_buffer", "variant", "seed", "a_file", "b_file", "c_file", "output_file", "verify",
                "warm_l2", "every_core", "jobs", "hardware", "trace", "out", "no_save", "json_out"),
         steps="run_hgemm",
+    )
+    tune_command = TuneCommand(
+        doc="Tune HGEMM tilings (M0, N0, K0, SplitK, ShuffleK, padding, double buffering) for one shape, a "
+            "workload\nor a problem set (default: the fig6 shapes and llama2-qk) and compare with the paper's tile "
+            "selector.",
+        help={"m": "Rows of A and C (with --n and --k: one shape).",
+              "every_core": "Simulate every AI core in each trial (as `run hgemm --every-core`): exact sharing of L2 "
+                            "and HBM, several times slower per trial."},
+        extras=(WORKLOAD,),
+        omit=("variant", "alpha", "beta", "warm_l2"),  # a problem is a shape (or workload) and every_core
+        order=("m", "n", "k", "batch", "workload", "every_core"),
     )
 
     def params(self, values=None, **kwargs):

@@ -190,6 +190,22 @@ def test_every_run_command_is_made_by_the_one_builder():
     assert {"generator", "partition_limit", "warm_l2"} <= set(options["scan"])
 
 
+def test_every_tune_command_is_made_by_the_one_builder():
+    from ascendbench.commands import tune
+    from ascendbench.commands.generic import tune_parameters
+    from ascendbench.tuning.session import problem_options
+
+    assert [c.name for c in tune.app.registered_commands] == ["plot"]  # no hand-written `tune <kernel>`
+    shared = list(tune.common_options(REGISTRY["scan"]))
+    for spec in [s for s in SPECS if s.space]:
+        names = [p.name for p in tune_parameters(spec)]
+        own = list(problem_options(spec.space))  # what its problems take: no option the tuner would ignore
+        assert names == own + shared, spec.name
+    assert problem_options("hgemm") == ("m", "n", "k", "batch", "workload", "every_core")  # TuneCommand.order
+    assert problem_options("scan") == ("n", "dtype", "exclusive")  # without TuneCommand.omit's out_dtype, l2
+    assert REGISTRY["hgemm"].tune_command.extras[0] in REGISTRY["hgemm"].run_command.extras  # one --workload
+
+
 def test_one_bad_option_is_one_line_exit_2(tmp_path):
     out = CliRunner().invoke(cli_app, ["run", "sort", "--n", "100", "--variant", "bitonic", "--no-save"])
     assert out.exit_code == 2 and out.output.strip() == "error: --variant: must be one of mcscan, vector, got 'bitonic'"
