@@ -213,12 +213,13 @@ class SimResult:
     def timeline(self) -> list[Span]:
         """Spans of the simulated ops (built on demand: only traces need them)."""
         return [
-            Span(o.unit, o.pipe, o.label, o.phase, o.start + offset, o.end + offset, o.release + offset,
+            Span(o.unit, pipe, label, o.phase, start + offset, end + offset, release + offset,
                  o.hbm_bytes, o.l2_bytes,
                  tuple((d[0].unit, d[0].pipe, d[0].end + offset) for d in o.deps
                        if d.__class__ is not Op and len(d) == 3), o.task)
             for ops, offset in self.segments
             for o in ops
+            for pipe, label, start, release, end in o.spans()
         ]
 
     @property
