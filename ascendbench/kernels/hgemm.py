@@ -673,7 +673,6 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
     # Invariants of the block loop, computed once.
     move_bytes = (m0 + n0) * k0 * _FP16
     l1_to_l0 = hw.l1_to_l0_bytes_per_cycle
-    load_cycles = move_bytes / l1_to_l0
     panels: dict[int, tuple[int, int, float, float]] = {}  # K extent -> bytes and serialisation of A, B
     for span in {min(per_l1, kept_blocks - kb) * k0 for kb in range(0, kept_blocks, per_l1)}:
         bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
@@ -688,57 +687,38 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
         aivs = [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]
         for unit in [aic, *aivs]:
             engine.set_weight(unit, group.weight)
-        # L0A and L0B hold the same blocks and are freed by the same Mmad, so the ring with fewer slots
-        # decides when a load may start (the other's wait is an earlier op).
-        l1, l0ab = Ring(l1_depth), Ring(min(l0a_depth, l0b_depth))
+        l1 = Ring(l1_depth)
         l0c, c1_slots = Ring(l0c_depth), Ring(2)
+        chain = _PanelChain(aic, move_bytes, l1_to_l0, engine.cube_cycles(m0, n0, k0), hw.cube_latency_cycles,
+                            min(l0a_depth, l0b_depth), prog.splits == 2)
         # A block that fills L0C is double-buffered by halves in the proposed kernel: the FIXPIPE drains it
         # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
         drained: list = []
         ub = [Ring(ub_depth) for _ in aivs]
-        prev_mm: Op | None = None
         engine.phase = "gemm"
         for task, (hit_a, hit_b) in enumerate(group.hits):
             engine.task = group.first_task + task
             c_slot = None if l0c_halves else l0c.wait()
-            panel_a: Op | None = None
-            panel_b: Op | None = None
             mm = None
-            for kb in range(kept_blocks):
-                # A dependency that an earlier op of the chain already waited for is left out (the result is
-                # the same): loads after a panel's first follow it on MTE1, Mmads after the first follow
-                # the previous Mmad's end; it saves engine work on the hot path.
-                first_of_panel = kb % per_l1 == 0
-                if first_of_panel:
-                    bytes_a, bytes_b, serial_a, serial_b = panels[min(per_l1, kept_blocks - kb) * k0]
-                    slot = l1.wait()
-                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
-                                             serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
-                                             deps=[slot], label="panel A->L1")
-                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
-                                             serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
-                                             deps=[slot], label="panel B->L1")
-
-                slot = drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None)
-                panels_dep = (panel_a, panel_b) if first_of_panel else ()
-                if prog.splits == 2:
-                    # Ping-pong in K0/2 halves, modelled with one op per block: the block's load may start
-                    # once the previous Mmad has used its first half, and the Mmad once the first half of
-                    # its own data has arrived.
-                    free = (prev_mm, -prev_mm.cycles / 2) if prev_mm is not None else None
-                    load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
-                                             deps=[*panels_dep, free], label="A->L0A, B->L0B")
-                    mm = engine.cube(aic, m0, n0, k0, False, deps=[(load, -load_cycles / 2), slot, prev_mm],
-                                     label="Mmad (two K0/2 halves)")
-                else:
-                    # One MTE1 op moves the A and the B block into L0A and L0B; it waits for a free slot in both.
-                    load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
-                                             deps=[*panels_dep, l0ab.wait()], label="A->L0A, B->L0B")
-                    mm = engine.cube(aic, m0, n0, k0, False, deps=[load, slot, prev_mm], label="Mmad")
-                    l0ab.push(mm)
-                prev_mm = mm
-                if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
-                    l1.push(mm)
+            for kb0 in range(0, kept_blocks, per_l1):
+                # The panels GM -> L1, then the panel's blocks L1 -> L0A/L0B and their Mmads as one composite
+                # op (_PanelChain): they touch no shared server, so the engine need not schedule them one by one.
+                blocks = min(per_l1, kept_blocks - kb0)
+                bytes_a, bytes_b, serial_a, serial_b = panels[blocks * k0]
+                slot = l1.wait()
+                panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
+                                         serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
+                                         deps=[slot], label="panel A->L1")
+                panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
+                                         serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
+                                         deps=[slot], label="panel B->L1")
+                # L0C: the task's first block waits for its slot; a block that fills L0C waits, block by block,
+                # for the halves of the previous task's C to drain.
+                slots = [(kb, drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None))
+                         for kb in range(kb0, kb0 + min(blocks, 2))]
+                mm = chain.panel(engine, blocks, (panel_a, panel_b),
+                                 [(kb - kb0, dep) for kb, dep in slots if dep is not None])
+                l1.push(mm)
             # An L0C slot (or half) is free once the FIXPIPE has moved it out, before the GM write completes.
             drained = []
             fp = mm
@@ -779,6 +759,87 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                 engine.phase = "gemm"
             if reads:
                 c1_slots.push(reads[-1])
+
+
+def _dep_time(dep) -> float:
+    """When a dependency (Op, (Op, delay) or (Op, None): Engine.run's forms) lets an op start."""
+    if dep.__class__ is Op:
+        return dep.end
+    return dep[0].release if dep[1] is None else dep[0].end + dep[1]
+
+
+class _PanelChain:
+    """The MTE1 -> Mmad chain of one AIC: per K0 block, one MTE1 op moves the A and the B block L1 -> L0A/L0B
+    and one Mmad accumulates them in L0C. Each L1 panel's blocks are one composite op (Engine.composite) whose
+    schedule applies Engine.run's rule op by op (an op starts after its pipe's previous op has released it
+    and every dependency is met), with the dependencies the ops had as separate ops:
+    - a move: the panel's GM -> L1 loads (the panel's first move); a free L0A/L0B slot, i.e. the Mmad
+      `depth` blocks before has ended (L0A and L0B hold the same blocks and are freed by the same Mmad, so
+      the ring with fewer slots decides); with `halves` (the block moved and multiplied in two K0/2 halves,
+      _k_splits) instead the previous Mmad being half done: its end minus half its cycles;
+    - a Mmad: its move (with `halves`, the move's first half: its end minus half its cycles), its L0C slot
+      (the task's first blocks) and the previous Mmad's end (it accumulates into the same L0C block).
+    The chain carries the last move's release and the Mmads' ends from one panel to the next (across tasks)."""
+
+    def __init__(self, unit: str, move_bytes: int, l1_to_l0: float, fractals: int, latency: float, depth: int,
+                 halves: bool):
+        self.unit, self.move_bytes, self.fractals, self.latency = unit, move_bytes, fractals, latency
+        self.move_cycles = move_bytes / l1_to_l0
+        self.depth, self.halves = depth, halves
+        self.mm_label = "Mmad (two K0/2 halves)" if halves else "Mmad"
+        self.move_release: float | None = None  # set as the composites run, in program order
+        self.mm_release: float | None = None
+        self.mm_ends: list[float] = []
+
+    def panel(self, engine: Engine, blocks: int, panels: tuple[Op, Op], slots: list[tuple[int, Any]]) -> Op:
+        """The composite of one panel's `blocks` moves and Mmads; `slots`: (block, L0C slot dependency)."""
+        unit = self.unit
+        engine._count1(unit, "bytes_l1_to_l0", self.move_bytes * blocks)
+        engine._count(unit, (("matmuls", blocks), ("cube_fractals", self.fractals * blocks)))
+
+        def schedule(op: Op) -> float:
+            move, fractals, latency, depth, halves = self.move_cycles, self.fractals, self.latency, self.depth, \
+                self.halves
+            ready = max(panels[0].end, panels[1].end)
+            slot_at = {b: _dep_time(d) for b, d in slots}
+            move_rel, mm_rel, ends = self.move_release, self.mm_release, self.mm_ends
+            mm_end = ends[-1] if ends else None
+            parts = []
+            for b in range(blocks):
+                t = move_rel if move_rel is not None else 0.0
+                if b == 0 and ready > t:
+                    t = ready
+                if halves:
+                    if mm_end is not None:
+                        e = mm_end + -fractals / 2
+                        if e > t:
+                            t = e
+                elif len(ends) >= depth:
+                    e = ends[-depth]
+                    if e > t:
+                        t = e
+                move_start, move_rel = t, t + move
+                move_end = move_rel + 0.0
+                parts.append(("MTE1", "A->L0A, B->L0B", move_start, move_rel, move_end))
+                t = mm_rel if mm_rel is not None else 0.0
+                e = move_end + -move / 2 if halves else move_end
+                if e > t:
+                    t = e
+                e = slot_at.get(b)
+                if e is not None and e > t:
+                    t = e
+                if mm_end is not None and mm_end > t:
+                    t = mm_end
+                mm_rel = t + fractals
+                mm_end = mm_rel + latency
+                ends.append(mm_end)
+                parts.append(("CUBE", self.mm_label, t, mm_rel, mm_end))
+            self.move_release, self.mm_release = move_rel, mm_rel
+            op.parts, op.start, op.latency = parts, parts[0][2], latency
+            return mm_rel
+
+        deps = [*panels, *(d for _, d in slots)]
+        return engine.composite(unit, "CUBE", f"{blocks} x (A->L0A, B->L0B; {self.mm_label})", deps, schedule)
 
 
 def _serialised(sharers: float) -> float:
