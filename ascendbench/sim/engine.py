@@ -31,11 +31,14 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.l2 import L2Cache
 
-__all__ = ["DYNAMIC_COUNTERS", "PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "core_groups", "gc_paused"]
+__all__ = ["DYNAMIC_COUNTERS", "PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "Parts", "core_groups",
+           "gc_paused"]
 
 # Pipe names, as Ascend's profiler shows them (SYNC: chip-wide barriers).
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
@@ -119,13 +122,24 @@ class Op:
         self.task = task
         self.hbm_bytes = 0.0  # bytes this op moved to or from HBM (its group's), for the trace's counters
         self.l2_bytes = 0.0
-        self.parts = None  # a composite's ops as (pipe, label, start, release, end), set when it runs
+        self.parts: Parts | None = None  # the ops a composite stands for, set when it runs
 
     def spans(self) -> list[tuple[str, str, float, float, float]]:
         """(pipe, label, start, release, end) of the ops this op stands for: itself, or a composite's parts."""
         if self.parts is not None:
-            return self.parts
+            return self.parts.spans
         return [(self.pipe, self.label, self.start, self.release, self.end)]
+
+
+@dataclass(slots=True)
+class Parts:
+    """The ops a composite op (Engine.composite) stands for, once it has run: their (pipe, label, start,
+    release, end) in program order; per pipe, in order of first use, each op's busy time (release - start,
+    in program order: busy time adds them one by one, as it adds separate ops); and their latest end."""
+
+    spans: list[tuple[str, str, float, float, float]]
+    busy: list[tuple[str, list[float]]]
+    end: float
 
     def __repr__(self) -> str:
         if not self.done:
@@ -520,10 +534,10 @@ class Engine:
 
         It joins `pipe`'s program order and runs once `deps` are done; then `schedule(op)` gives the times of
         the ops it stands for, exactly as the engine would have, from its dependencies (and from state the
-        kernel carries between composites of a chain): it sets op.parts to their (pipe, label, start,
-        release, end), in program order, op.start to the earliest start and op.latency so that release +
-        latency is the latest end, and returns the release. Busy time, phases and the timeline count the
-        parts; the kernel adds their counters."""
+        kernel carries between composites of a chain): it sets op.parts (Parts), op.start to their earliest
+        start and op.latency so that release +
+        latency is when the ops that depend on the composite may start, and returns the release. Busy time,
+        phases, the makespan and the timeline count the parts; the kernel adds their counters."""
         return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
 
     def cube_cycles(self, m: int, n: int, k: int, int8: bool = False) -> int:
@@ -710,17 +724,22 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = 0.0
+    get = busy.get
     for op in ops:
         if unlink:
             op.succs = op.next = None
         start, end = op.start, op.end
+        unit = op.unit
         parts = op.parts
-        if parts is not None:  # a composite spans its parts
-            for _, _, s, _, e in parts:
-                if s < start:  # noqa: PLR1730
-                    start = s
-                if e > end:  # noqa: PLR1730
-                    end = e
+        if parts is not None:  # a composite: its parts one by one (the same sums as separate ops), its span theirs
+            for pipe, times in parts.busy:
+                key = (unit, pipe)
+                busy[key] = reduce(add, times, get(key, 0.0))
+            if parts.end > end:  # noqa: PLR1730
+                end = parts.end
+        elif unit != "chip":
+            key = (unit, op.pipe)
+            busy[key] = get(key, 0.0) + (op.release - start)
         if end > makespan:  # noqa: PLR1730
             makespan = end
         span = phases.get(op.phase)
@@ -728,16 +747,6 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
             phases[op.phase] = (start, end)
         elif start < span[0] or end > span[1]:
             phases[op.phase] = (min(span[0], start), max(span[1], end))
-        unit = op.unit
-        if unit == "chip":
-            continue
-        if parts is None:
-            key = (unit, op.pipe)
-            busy[key] = busy.get(key, 0.0) + (op.release - start)
-        else:  # a composite: its parts, one by one (the same sums as separate ops)
-            for pipe, _, s, r, _ in parts:
-                key = (unit, pipe)
-                busy[key] = busy.get(key, 0.0) + (r - s)
     return makespan, phases, busy
 
 
@@ -751,7 +760,7 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
     weights = engine.weights
     hbm_rate, l2_rate = engine.hbm.bytes_per_cycle, engine.l2.bytes_per_cycle
     first = [op for op in engine.ops if op.task < tasks]
-    later_end = max((op.end if op.parts is None else max(p[4] for p in op.parts)
+    later_end = max((op.end if op.parts is None else max(op.end, op.parts.end)
                      for op in engine.ops if tasks <= op.task < later), default=0.0)
     makespan, phases, busy = _spans(first)
     hbm = sum(op.hbm_bytes for op in first) / hbm_rate

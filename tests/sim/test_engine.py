@@ -5,6 +5,7 @@ import pytest
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.programs import Ring as _Ring
 from ascendbench.sim import BufferCapacityError, Engine
+from ascendbench.sim.engine import Parts
 
 HW = load_profile("ascend-910b4")
 
@@ -281,14 +282,18 @@ def _two_moves_and_mmads(e: Engine, composite: bool):
 
         def schedule(op):
             parts, load_rel, mm_rel, mm_end = [], None, None, None
+            moves, mmads = [], []
             for _ in range(2):  # as Engine.run: after the pipe's previous op and every dependency
                 t = max(read.end, 0.0 if load_rel is None else load_rel, mm_end or 0.0)
                 parts.append(("MTE1", "move", t, t + move, t + move))
+                moves.append((t + move) - t)
                 load_rel = t + move
                 t = max(load_rel, mm_end or 0.0)
                 mm_rel, mm_end = t + cube, t + cube + lat
                 parts.append(("CUBE", "Mmad", t, mm_rel, mm_end))
-            op.parts, op.start, op.latency = parts, parts[0][2], lat
+                mmads.append(mm_rel - t)
+            op.parts = Parts(parts, [("MTE1", moves), ("CUBE", mmads)], mm_end)
+            op.start, op.latency = parts[0][2], lat
             return mm_rel
 
         e._count1("core0.aic", "bytes_l1_to_l0", 2 * 8192)
