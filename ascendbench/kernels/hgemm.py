@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.hgemm_tiling import NoTileFits, TilingDecision, select_tiling
 from ascendbench.kernels.programs import Ring, copy_pass
-from ascendbench.sim.engine import BufferCapacityError, Engine, Op, core_groups, gc_paused
+from ascendbench.sim.engine import BufferCapacityError, Engine, Op, Parts, core_groups, gc_paused
 from ascendbench.sim.result import RunCache, SimResult, fixed_cost, sequence, simulate_2d
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "HgemmParams",
     "Tiling",
     "compute_hgemm",
+    "equivalent_params",
     "example_block",
     "example_swizzle_direction",
     "hgemm_counters",
@@ -354,10 +355,10 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
         i, j = (r % bm, r // bm) if bm <= bn else (r // bn, r % bn)
         return p, i, j
 
-    rows = [(block_of(t)[0], block_of(t)[1], t // blocks) for t in range(wave)]  # (batch, panel A, split)
-    cols = [(block_of(t)[0], block_of(t)[2], t // blocks) for t in range(wave)]  # (batch, panel B, split)
-    share_a = sum(rows.count(r) for r in rows) / wave
-    share_b = sum(cols.count(c) for c in cols) / wave
+    first = [(*block_of(t), t // blocks) for t in range(wave)]  # (batch, panel A, panel B, split)
+    # mean over the wave's tasks of how many share its panel: the sum of each panel's readers squared
+    share_a = sum(c * c for c in Counter((p, i, s) for p, i, _, s in first).values()) / wave
+    share_b = sum(c * c for c in Counter((p, j, s) for p, _, j, s in first).values()) / wave
     if params.shuffle_k and not example:  # CATLASS's basic matmul has no ShuffleK: its cores start at K = 0
         # ShuffleK starts each core at a different K block: sharers collide only when there are fewer
         # K blocks than cores sharing the panel.
@@ -558,6 +559,19 @@ def _padded(shape: GemmShape, params: HgemmParams) -> tuple[bool, bool]:
     """Whether the proposed kernel (padding on) pads A, and B: their rows are not 512-byte aligned."""
     on = params.padding and params.variant == "proposed"
     return on and (shape.k * _FP16) % _PAD_ALIGN_BYTES != 0, on and (shape.n * _FP16) % _PAD_ALIGN_BYTES != 0
+
+
+def equivalent_params(shape: GemmShape, params: HgemmParams) -> HgemmParams:
+    """`params` with the options that cannot change this shape's run set to their defaults, so that options
+    that simulate the same program compare equal (the tuner evaluates one of them): padding where neither A
+    nor B would be padded (rows of K and N elements already 512-byte aligned) or for gemm-example, which has
+    no padding, and shuffle_k for gemm-example, which has no ShuffleK."""
+    out = params
+    if not params.padding and _padded(shape, replace(params, padding=True)) == (False, False):
+        out = replace(out, padding=True)
+    if params.variant == "gemm-example" and not params.shuffle_k:
+        out = replace(out, shuffle_k=True)
+    return out
 
 
 def _padding(shape: GemmShape, params: HgemmParams) -> tuple[int, int]:
@@ -800,11 +814,17 @@ class _PanelChain:
         def schedule(op: Op) -> float:
             move, fractals, latency, depth, halves = self.move_cycles, self.fractals, self.latency, self.depth, \
                 self.halves
+            mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
             ready = max(panels[0].end, panels[1].end)
-            slot_at = {b: _dep_time(d) for b, d in slots}
+            slot_at = [None, None]
+            for b, d in slots:
+                slot_at[b] = _dep_time(d)
             move_rel, mm_rel, ends = self.move_release, self.mm_release, self.mm_ends
             mm_end = ends[-1] if ends else None
             parts = []
+            append = parts.append
+            move_busy: list[float] = []
+            mm_busy: list[float] = []
             for b in range(blocks):
                 t = move_rel if move_rel is not None else 0.0
                 if b == 0 and ready > t:
@@ -818,24 +838,29 @@ class _PanelChain:
                     e = ends[-depth]
                     if e > t:
                         t = e
-                move_start, move_rel = t, t + move
-                move_end = move_rel + 0.0
-                parts.append(("MTE1", "A->L0A, B->L0B", move_start, move_rel, move_end))
+                move_rel = t + move
+                move_end = move_rel + 0.0  # a move's latency is 0
+                append((mte1, move_label, t, move_rel, move_end))
+                move_busy.append(move_rel - t)
                 t = mm_rel if mm_rel is not None else 0.0
                 e = move_end + -move / 2 if halves else move_end
                 if e > t:
                     t = e
-                e = slot_at.get(b)
-                if e is not None and e > t:
-                    t = e
+                if b < 2:
+                    e = slot_at[b]
+                    if e is not None and e > t:
+                        t = e
                 if mm_end is not None and mm_end > t:
                     t = mm_end
                 mm_rel = t + fractals
                 mm_end = mm_rel + latency
                 ends.append(mm_end)
-                parts.append(("CUBE", self.mm_label, t, mm_rel, mm_end))
+                append((cube, mm_label, t, mm_rel, mm_end))
+                mm_busy.append(mm_rel - t)
             self.move_release, self.mm_release = move_rel, mm_rel
-            op.parts, op.start, op.latency = parts, parts[0][2], latency
+            # moves and Mmads each end later and later: the latest end is the last of either
+            op.parts = Parts(parts, [(mte1, move_busy), (cube, mm_busy)], max(move_end, mm_end))
+            op.start, op.latency = parts[0][2], latency
             return mm_rel
 
         deps = [*panels, *(d for _, d in slots)]
