@@ -825,7 +825,8 @@ class _PanelChain:
             append = parts.append
             move_busy: list[float] = []
             mm_busy: list[float] = []
-            for b in range(blocks):
+            head = min(blocks, 2)  # blocks with their own dependencies (panel, L0C slot) or none before them
+            for b in range(head):
                 t = move_rel if move_rel is not None else 0.0
                 if b == 0 and ready > t:
                     t = ready
@@ -846,10 +847,9 @@ class _PanelChain:
                 e = move_end + -move / 2 if halves else move_end
                 if e > t:
                     t = e
-                if b < 2:
-                    e = slot_at[b]
-                    if e is not None and e > t:
-                        t = e
+                e = slot_at[b]
+                if e is not None and e > t:
+                    t = e
                 if mm_end is not None and mm_end > t:
                     t = mm_end
                 mm_rel = t + fractals
@@ -857,6 +857,50 @@ class _PanelChain:
                 ends.append(mm_end)
                 append((cube, mm_label, t, mm_rel, mm_end))
                 mm_busy.append(mm_rel - t)
+            # The rest, with the same rules: every dependency is now an earlier move or Mmad of the chain.
+            if halves:
+                half_mm, half_move = -fractals / 2, -move / 2
+                for _ in range(head, blocks):
+                    t = move_rel
+                    e = mm_end + half_mm
+                    if e > t:
+                        t = e
+                    move_rel = t + move
+                    move_end = move_rel + 0.0
+                    append((mte1, move_label, t, move_rel, move_end))
+                    move_busy.append(move_rel - t)
+                    t = mm_rel
+                    e = move_end + half_move
+                    if e > t:
+                        t = e
+                    if mm_end > t:
+                        t = mm_end
+                    mm_rel = t + fractals
+                    mm_end = mm_rel + latency
+                    append((cube, mm_label, t, mm_rel, mm_end))
+                    mm_busy.append(mm_rel - t)
+                if blocks > head:
+                    ends.append(mm_end)
+            else:
+                for _ in range(head, blocks):
+                    t = move_rel
+                    e = ends[-depth]
+                    if e > t:
+                        t = e
+                    move_rel = t + move
+                    move_end = move_rel + 0.0
+                    append((mte1, move_label, t, move_rel, move_end))
+                    move_busy.append(move_rel - t)
+                    t = mm_rel
+                    if move_end > t:
+                        t = move_end
+                    if mm_end > t:
+                        t = mm_end
+                    mm_rel = t + fractals
+                    mm_end = mm_rel + latency
+                    ends.append(mm_end)
+                    append((cube, mm_label, t, mm_rel, mm_end))
+                    mm_busy.append(mm_rel - t)
             self.move_release, self.mm_release = move_rel, mm_rel
             # moves and Mmads each end later and later: the latest end is the last of either
             op.parts = Parts(parts, [(mte1, move_busy), (cube, mm_busy)], max(move_end, mm_end))
