@@ -801,9 +801,11 @@ class _PanelChain:
         self.move_cycles = move_bytes / l1_to_l0
         self.depth, self.halves = depth, halves
         self.mm_label = "Mmad (two K0/2 halves)" if halves else "Mmad"
-        self.move_release: float | None = None  # set as the composites run, in program order
-        self.mm_release: float | None = None
-        self.mm_ends: list[float] = []
+        # Set as the composites run, in program order. Before the first move and Mmad: 0, as for an op with
+        # no predecessor on its pipe (times are never negative, so these bind nothing).
+        self.move_release = 0.0
+        self.mm_release = 0.0
+        self.mm_ends = [0.0, 0.0]
 
     def panel(self, engine: Engine, blocks: int, panels: tuple[Op, Op], slots: list[tuple[int, Any]]) -> Op:
         """The composite of one panel's `blocks` moves and Mmads; `slots`: (block, L0C slot dependency)."""
@@ -820,87 +822,38 @@ class _PanelChain:
             for b, d in slots:
                 slot_at[b] = _dep_time(d)
             move_rel, mm_rel, ends = self.move_release, self.mm_release, self.mm_ends
-            mm_end = ends[-1] if ends else None
+            mm_end = ends[-1]
+            half_mm, half_move = -fractals / 2, -move / 2
             parts = []
             append = parts.append
             move_busy: list[float] = []
             mm_busy: list[float] = []
-            head = min(blocks, 2)  # blocks with their own dependencies (panel, L0C slot) or none before them
-            for b in range(head):
-                t = move_rel if move_rel is not None else 0.0
+            for b in range(blocks):
+                t = move_rel
                 if b == 0 and ready > t:
                     t = ready
-                if halves:
-                    if mm_end is not None:
-                        e = mm_end + -fractals / 2
-                        if e > t:
-                            t = e
-                elif len(ends) >= depth:
-                    e = ends[-depth]
-                    if e > t:
-                        t = e
+                e = mm_end + half_mm if halves else ends[-depth]
+                if e > t:
+                    t = e
                 move_rel = t + move
                 move_end = move_rel + 0.0  # a move's latency is 0
                 append((mte1, move_label, t, move_rel, move_end))
                 move_busy.append(move_rel - t)
-                t = mm_rel if mm_rel is not None else 0.0
-                e = move_end + -move / 2 if halves else move_end
+                t = mm_rel
+                e = move_end + half_move if halves else move_end
                 if e > t:
                     t = e
-                e = slot_at[b]
-                if e is not None and e > t:
-                    t = e
-                if mm_end is not None and mm_end > t:
+                if b < 2:
+                    e = slot_at[b]
+                    if e is not None and e > t:
+                        t = e
+                if mm_end > t:
                     t = mm_end
                 mm_rel = t + fractals
                 mm_end = mm_rel + latency
                 ends.append(mm_end)
                 append((cube, mm_label, t, mm_rel, mm_end))
                 mm_busy.append(mm_rel - t)
-            # The rest, with the same rules: every dependency is now an earlier move or Mmad of the chain.
-            if halves:
-                half_mm, half_move = -fractals / 2, -move / 2
-                for _ in range(head, blocks):
-                    t = move_rel
-                    e = mm_end + half_mm
-                    if e > t:
-                        t = e
-                    move_rel = t + move
-                    move_end = move_rel + 0.0
-                    append((mte1, move_label, t, move_rel, move_end))
-                    move_busy.append(move_rel - t)
-                    t = mm_rel
-                    e = move_end + half_move
-                    if e > t:
-                        t = e
-                    if mm_end > t:
-                        t = mm_end
-                    mm_rel = t + fractals
-                    mm_end = mm_rel + latency
-                    append((cube, mm_label, t, mm_rel, mm_end))
-                    mm_busy.append(mm_rel - t)
-                if blocks > head:
-                    ends.append(mm_end)
-            else:
-                for _ in range(head, blocks):
-                    t = move_rel
-                    e = ends[-depth]
-                    if e > t:
-                        t = e
-                    move_rel = t + move
-                    move_end = move_rel + 0.0
-                    append((mte1, move_label, t, move_rel, move_end))
-                    move_busy.append(move_rel - t)
-                    t = mm_rel
-                    if move_end > t:
-                        t = move_end
-                    if mm_end > t:
-                        t = mm_end
-                    mm_rel = t + fractals
-                    mm_end = mm_rel + latency
-                    ends.append(mm_end)
-                    append((cube, mm_label, t, mm_rel, mm_end))
-                    mm_busy.append(mm_rel - t)
             self.move_release, self.mm_release = move_rel, mm_rel
             # moves and Mmads each end later and later: the latest end is the last of either
             op.parts = Parts(parts, [(mte1, move_busy), (cube, mm_busy)], max(move_end, mm_end))
