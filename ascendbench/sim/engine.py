@@ -130,6 +130,11 @@ class Op:
             return self.parts.spans
         return [(self.pipe, self.label, self.start, self.release, self.end)]
 
+    def __repr__(self) -> str:
+        if not self.done:
+            return f"Op({self.unit}.{self.pipe} {self.label}, not run)"
+        return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
+
 
 @dataclass(slots=True)
 class Parts:
@@ -140,11 +145,6 @@ class Parts:
     spans: list[tuple[str, str, float, float, float]]
     busy: list[tuple[str, list[float]]]
     end: float
-
-    def __repr__(self) -> str:
-        if not self.done:
-            return f"Op({self.unit}.{self.pipe} {self.label}, not run)"
-        return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
 
 
 Dep = Op | tuple[Op, float] | None
@@ -535,9 +535,9 @@ class Engine:
         It joins `pipe`'s program order and runs once `deps` are done; then `schedule(op)` gives the times of
         the ops it stands for, exactly as the engine would have, from its dependencies (and from state the
         kernel carries between composites of a chain): it sets op.parts (Parts), op.start to their earliest
-        start and op.latency so that release +
-        latency is when the ops that depend on the composite may start, and returns the release. Busy time,
-        phases, the makespan and the timeline count the parts; the kernel adds their counters."""
+        start and op.latency so that release + latency is when the ops that depend on the composite may start,
+        and returns the release. Busy time, phases, the makespan and the timeline count the parts; the kernel
+        adds their counters."""
         return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
 
     def cube_cycles(self, m: int, n: int, k: int, int8: bool = False) -> int:
