@@ -810,8 +810,8 @@ class _PanelChain:
     def panel(self, engine: Engine, blocks: int, panels: tuple[Op, Op], slots: list[tuple[int, Any]]) -> Op:
         """The composite of one panel's `blocks` moves and Mmads; `slots`: (block, L0C slot dependency)."""
         unit = self.unit
-        engine._count1(unit, "bytes_l1_to_l0", self.move_bytes * blocks)
-        engine._count(unit, (("matmuls", blocks), ("cube_fractals", self.fractals * blocks)))
+        engine.count(unit, (("bytes_l1_to_l0", self.move_bytes * blocks), ("matmuls", blocks),
+                            ("cube_fractals", self.fractals * blocks)))
 
         def schedule(op: Op) -> float:
             move, fractals, latency, depth, halves = self.move_cycles, self.fractals, self.latency, self.depth, \

@@ -540,6 +540,11 @@ class Engine:
         adds their counters."""
         return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
 
+    def count(self, unit: str, items: Iterable[tuple[str, float]]) -> None:
+        """Add the (counter, value) pairs of ops a composite stands for, weighted by `unit`'s weight as the
+        counters of its separate ops would be."""
+        self._count(unit, items)
+
     def cube_cycles(self, m: int, n: int, k: int, int8: bool = False) -> int:
         """Fractal cycles of one Mmad (see `cube`)."""
         shape = (m, n, k, int8)

@@ -296,8 +296,7 @@ def _two_moves_and_mmads(e: Engine, composite: bool):
             op.start, op.latency = parts[0][2], lat
             return mm_rel
 
-        e._count1("core0.aic", "bytes_l1_to_l0", 2 * 8192)
-        e._count("core0.aic", (("matmuls", 2), ("cube_fractals", 2 * cube)))
+        e.count("core0.aic", (("bytes_l1_to_l0", 2 * 8192), ("matmuls", 2), ("cube_fractals", 2 * cube)))
         mm = e.composite("core0.aic", "CUBE", "moves and Mmads", [read], schedule)
     write = e.gm_write("core0.aic", "FIXPIPE", 4096, writeback=True, deps=[mm], label="C")
     return e.run(), write
