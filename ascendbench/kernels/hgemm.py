@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, Verification
 from ascendbench.kernels.hgemm_tiling import NoTileFits, TilingDecision, select_tiling
 from ascendbench.kernels.programs import Ring, copy_pass
-from ascendbench.sim.engine import BufferCapacityError, Engine, Op, core_groups, gc_paused
+from ascendbench.sim.engine import BufferCapacityError, Engine, Op, Parts, core_groups, gc_paused
 from ascendbench.sim.result import RunCache, SimResult, fixed_cost, sequence, simulate_2d
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "HgemmParams",
     "Tiling",
     "compute_hgemm",
+    "equivalent_params",
     "example_block",
     "example_swizzle_direction",
     "hgemm_counters",
@@ -354,10 +355,10 @@ def _layout(shape: GemmShape, params: HgemmParams, tiling: Tiling, hw: HardwareP
         i, j = (r % bm, r // bm) if bm <= bn else (r // bn, r % bn)
         return p, i, j
 
-    rows = [(block_of(t)[0], block_of(t)[1], t // blocks) for t in range(wave)]  # (batch, panel A, split)
-    cols = [(block_of(t)[0], block_of(t)[2], t // blocks) for t in range(wave)]  # (batch, panel B, split)
-    share_a = sum(rows.count(r) for r in rows) / wave
-    share_b = sum(cols.count(c) for c in cols) / wave
+    first = [(*block_of(t), t // blocks) for t in range(wave)]  # (batch, panel A, panel B, split)
+    # mean over the wave's tasks of how many share its panel: the sum of each panel's readers squared
+    share_a = sum(c * c for c in Counter((p, i, s) for p, i, _, s in first).values()) / wave
+    share_b = sum(c * c for c in Counter((p, j, s) for p, _, j, s in first).values()) / wave
     if params.shuffle_k and not example:  # CATLASS's basic matmul has no ShuffleK: its cores start at K = 0
         # ShuffleK starts each core at a different K block: sharers collide only when there are fewer
         # K blocks than cores sharing the panel.
@@ -560,6 +561,19 @@ def _padded(shape: GemmShape, params: HgemmParams) -> tuple[bool, bool]:
     return on and (shape.k * _FP16) % _PAD_ALIGN_BYTES != 0, on and (shape.n * _FP16) % _PAD_ALIGN_BYTES != 0
 
 
+def equivalent_params(shape: GemmShape, params: HgemmParams) -> HgemmParams:
+    """`params` with the options that cannot change this shape's run set to their defaults, so that options
+    that simulate the same program compare equal (the tuner evaluates one of them): padding where neither A
+    nor B would be padded (rows of K and N elements already 512-byte aligned) or for gemm-example, which has
+    no padding, and shuffle_k for gemm-example, which has no ShuffleK."""
+    out = params
+    if not params.padding and _padded(shape, replace(params, padding=True)) == (False, False):
+        out = replace(out, padding=True)
+    if params.variant == "gemm-example" and not params.shuffle_k:
+        out = replace(out, shuffle_k=True)
+    return out
+
+
 def _padding(shape: GemmShape, params: HgemmParams) -> tuple[int, int]:
     """Elements the pad pass reads and writes (A and B as _padded says, when A and B are read at all);
     (0, 0) when nothing is padded."""
@@ -673,7 +687,6 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
     # Invariants of the block loop, computed once.
     move_bytes = (m0 + n0) * k0 * _FP16
     l1_to_l0 = hw.l1_to_l0_bytes_per_cycle
-    load_cycles = move_bytes / l1_to_l0
     panels: dict[int, tuple[int, int, float, float]] = {}  # K extent -> bytes and serialisation of A, B
     for span in {min(per_l1, kept_blocks - kb) * k0 for kb in range(0, kept_blocks, per_l1)}:
         bytes_a, bytes_b = m0 * span * _FP16, span * n0 * _FP16
@@ -688,57 +701,38 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
         aivs = [f"core{core}.aiv{h}" for h in range(hw.aiv_per_core)]
         for unit in [aic, *aivs]:
             engine.set_weight(unit, group.weight)
-        # L0A and L0B hold the same blocks and are freed by the same Mmad, so the ring with fewer slots
-        # decides when a load may start (the other's wait is an earlier op).
-        l1, l0ab = Ring(l1_depth), Ring(min(l0a_depth, l0b_depth))
+        l1 = Ring(l1_depth)
         l0c, c1_slots = Ring(l0c_depth), Ring(2)
+        chain = _PanelChain(aic, move_bytes, l1_to_l0, engine.cube_cycles(m0, n0, k0), hw.cube_latency_cycles,
+                            min(l0a_depth, l0b_depth), prog.splits == 2)
         # A block that fills L0C is double-buffered by halves in the proposed kernel: the FIXPIPE drains it
         # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
         drained: list = []
         ub = [Ring(ub_depth) for _ in aivs]
-        prev_mm: Op | None = None
         engine.phase = "gemm"
         for task, (hit_a, hit_b) in enumerate(group.hits):
             engine.task = group.first_task + task
             c_slot = None if l0c_halves else l0c.wait()
-            panel_a: Op | None = None
-            panel_b: Op | None = None
             mm = None
-            for kb in range(kept_blocks):
-                # A dependency that an earlier op of the chain already waited for is left out (the result is
-                # the same): loads after a panel's first follow it on MTE1, Mmads after the first follow
-                # the previous Mmad's end; it saves engine work on the hot path.
-                first_of_panel = kb % per_l1 == 0
-                if first_of_panel:
-                    bytes_a, bytes_b, serial_a, serial_b = panels[min(per_l1, kept_blocks - kb) * k0]
-                    slot = l1.wait()
-                    panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
-                                             serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
-                                             deps=[slot], label="panel A->L1")
-                    panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
-                                             serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
-                                             deps=[slot], label="panel B->L1")
-
-                slot = drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None)
-                panels_dep = (panel_a, panel_b) if first_of_panel else ()
-                if prog.splits == 2:
-                    # Ping-pong in K0/2 halves, modelled with one op per block: the block's load may start
-                    # once the previous Mmad has used its first half, and the Mmad once the first half of
-                    # its own data has arrived.
-                    free = (prev_mm, -prev_mm.cycles / 2) if prev_mm is not None else None
-                    load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
-                                             deps=[*panels_dep, free], label="A->L0A, B->L0B")
-                    mm = engine.cube(aic, m0, n0, k0, False, deps=[(load, -load_cycles / 2), slot, prev_mm],
-                                     label="Mmad (two K0/2 halves)")
-                else:
-                    # One MTE1 op moves the A and the B block into L0A and L0B; it waits for a free slot in both.
-                    load = engine.local_move(aic, "MTE1", move_bytes, l1_to_l0, "bytes_l1_to_l0",
-                                             deps=[*panels_dep, l0ab.wait()], label="A->L0A, B->L0B")
-                    mm = engine.cube(aic, m0, n0, k0, False, deps=[load, slot, prev_mm], label="Mmad")
-                    l0ab.push(mm)
-                prev_mm = mm
-                if kb % per_l1 == per_l1 - 1 or kb == kept_blocks - 1:
-                    l1.push(mm)
+            for kb0 in range(0, kept_blocks, per_l1):
+                # The panels GM -> L1, then the panel's blocks L1 -> L0A/L0B and their Mmads as one composite
+                # op (_PanelChain): they touch no shared server, so the engine need not schedule them one by one.
+                blocks = min(per_l1, kept_blocks - kb0)
+                bytes_a, bytes_b, serial_a, serial_b = panels[blocks * k0]
+                slot = l1.wait()
+                panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
+                                         serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
+                                         deps=[slot], label="panel A->L1")
+                panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
+                                         serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
+                                         deps=[slot], label="panel B->L1")
+                # L0C: the task's first block waits for its slot; a block that fills L0C waits, block by block,
+                # for the halves of the previous task's C to drain.
+                slots = [(kb, drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None))
+                         for kb in range(kb0, kb0 + min(blocks, 2))]
+                mm = chain.panel(engine, blocks, (panel_a, panel_b),
+                                 [(kb - kb0, dep) for kb, dep in slots if dep is not None])
+                l1.push(mm)
             # An L0C slot (or half) is free once the FIXPIPE has moved it out, before the GM write completes.
             drained = []
             fp = mm
@@ -779,6 +773,95 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                 engine.phase = "gemm"
             if reads:
                 c1_slots.push(reads[-1])
+
+
+def _dep_time(dep) -> float:
+    """When a dependency (Op, (Op, delay) or (Op, None): Engine.run's forms) lets an op start."""
+    if dep.__class__ is Op:
+        return dep.end
+    return dep[0].release if dep[1] is None else dep[0].end + dep[1]
+
+
+class _PanelChain:
+    """The MTE1 -> Mmad chain of one AIC: per K0 block, one MTE1 op moves the A and the B block L1 -> L0A/L0B
+    and one Mmad accumulates them in L0C. Each L1 panel's blocks are one composite op (Engine.composite) whose
+    schedule applies Engine.run's rule op by op (an op starts after its pipe's previous op has released it
+    and every dependency is met), with the dependencies the ops had as separate ops:
+    - a move: the panel's GM -> L1 loads (the panel's first move); a free L0A/L0B slot, i.e. the Mmad
+      `depth` blocks before has ended (L0A and L0B hold the same blocks and are freed by the same Mmad, so
+      the ring with fewer slots decides); with `halves` (the block moved and multiplied in two K0/2 halves,
+      _k_splits) instead the previous Mmad being half done: its end minus half its cycles;
+    - a Mmad: its move (with `halves`, the move's first half: its end minus half its cycles), its L0C slot
+      (the task's first blocks) and the previous Mmad's end (it accumulates into the same L0C block).
+    The chain carries the last move's release and the Mmads' ends from one panel to the next (across tasks)."""
+
+    def __init__(self, unit: str, move_bytes: int, l1_to_l0: float, fractals: int, latency: float, depth: int,
+                 halves: bool):
+        self.unit, self.move_bytes, self.fractals, self.latency = unit, move_bytes, fractals, latency
+        self.move_cycles = move_bytes / l1_to_l0
+        self.depth, self.halves = depth, halves
+        self.mm_label = "Mmad (two K0/2 halves)" if halves else "Mmad"
+        # Set as the composites run, in program order. Before the first move and Mmad: 0, as for an op with
+        # no predecessor on its pipe (times are never negative, so these bind nothing).
+        self.move_release = 0.0
+        self.mm_release = 0.0
+        self.mm_ends = [0.0, 0.0]
+
+    def panel(self, engine: Engine, blocks: int, panels: tuple[Op, Op], slots: list[tuple[int, Any]]) -> Op:
+        """The composite of one panel's `blocks` moves and Mmads; `slots`: (block, L0C slot dependency)."""
+        unit = self.unit
+        engine.count(unit, (("bytes_l1_to_l0", self.move_bytes * blocks), ("matmuls", blocks),
+                            ("cube_fractals", self.fractals * blocks)))
+
+        def schedule(op: Op) -> float:
+            move, fractals, latency, depth, halves = self.move_cycles, self.fractals, self.latency, self.depth, \
+                self.halves
+            mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
+            ready = max(panels[0].end, panels[1].end)
+            slot_at = [None, None]
+            for b, d in slots:
+                slot_at[b] = _dep_time(d)
+            move_rel, mm_rel, ends = self.move_release, self.mm_release, self.mm_ends
+            mm_end = ends[-1]
+            half_mm, half_move = -fractals / 2, -move / 2
+            parts = []
+            append = parts.append
+            move_busy: list[float] = []
+            mm_busy: list[float] = []
+            for b in range(blocks):
+                t = move_rel
+                if b == 0 and ready > t:
+                    t = ready
+                e = mm_end + half_mm if halves else ends[-depth]
+                if e > t:
+                    t = e
+                move_rel = t + move
+                move_end = move_rel + 0.0  # a move's latency is 0
+                append((mte1, move_label, t, move_rel, move_end))
+                move_busy.append(move_rel - t)
+                t = mm_rel
+                e = move_end + half_move if halves else move_end
+                if e > t:
+                    t = e
+                if b < 2:
+                    e = slot_at[b]
+                    if e is not None and e > t:
+                        t = e
+                if mm_end > t:
+                    t = mm_end
+                mm_rel = t + fractals
+                mm_end = mm_rel + latency
+                ends.append(mm_end)
+                append((cube, mm_label, t, mm_rel, mm_end))
+                mm_busy.append(mm_rel - t)
+            self.move_release, self.mm_release = move_rel, mm_rel
+            # moves and Mmads each end later and later: the latest end is the last of either
+            op.parts = Parts(parts, [(mte1, move_busy), (cube, mm_busy)], max(move_end, mm_end))
+            op.start, op.latency = parts[0][2], latency
+            return mm_rel
+
+        deps = [*panels, *(d for _, d in slots)]
+        return engine.composite(unit, "CUBE", f"{blocks} x (A->L0A, B->L0B; {self.mm_label})", deps, schedule)
 
 
 def _serialised(sharers: float) -> float:

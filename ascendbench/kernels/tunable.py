@@ -12,6 +12,8 @@ A *problem* is a plain dict of Python ints/strings (JSON-ready): for HGEMM {"m",
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,7 +23,7 @@ from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.kernels.batched_scan import check as check_batched
 from ascendbench.kernels.contract import KernelSpec
-from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulate_hgemm
+from ascendbench.kernels.hgemm import GemmShape, HgemmParams, equivalent_params, resolve_tiling, simulate_hgemm
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
@@ -131,15 +133,36 @@ class HgemmTunable:
 
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason (a tile that does
-        not fit L0A/L0B/L0C/L1/UB, an option out of range)."""
+        not fit L0A/L0B/L0C/L1/UB, an option out of range). A configuration that simulates the same run as
+        one evaluated before in this process (hgemm.equivalent_params: e.g. padding on or off where nothing is
+        padded) gets that evaluation without simulating again."""
         shape = self._shape(problem)
         params = self._params(config)
+        every_core = bool(problem.get("every_core", False))
         try:
-            sim, _ = simulate_hgemm(shape, params, hw, every_core=bool(problem.get("every_core", False)))
+            key = (shape, equivalent_params(shape, params), hw, every_core)
+            with _HGEMM_LOCK:
+                known = _HGEMM_EVALUATIONS.get(key)
+                if known is not None:
+                    _HGEMM_EVALUATIONS.move_to_end(key)
+                    return known
+            sim, _ = simulate_hgemm(shape, params, hw, every_core=every_core)
         except (ParamError, BufferCapacityError) as exc:
             raise Infeasible(str(exc)) from None
         tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0
-        return Evaluation(sim.time_s, tflops, self.unit)
+        out = Evaluation(sim.time_s, tflops, self.unit)
+        with _HGEMM_LOCK:
+            _HGEMM_EVALUATIONS[key] = out
+            if len(_HGEMM_EVALUATIONS) > _HGEMM_EVALUATIONS_KEPT:
+                _HGEMM_EVALUATIONS.popitem(last=False)
+        return out
+
+
+# HgemmTunable.evaluate's evaluations in this process, by shape, equivalent options, profile and every_core
+# (least recently used dropped beyond the bound; an entry is a few hundred bytes).
+_HGEMM_EVALUATIONS: OrderedDict = OrderedDict()
+_HGEMM_EVALUATIONS_KEPT = 32768
+_HGEMM_LOCK = threading.Lock()
 
 
 class ScanTunable:

@@ -31,11 +31,14 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.l2 import L2Cache
 
-__all__ = ["DYNAMIC_COUNTERS", "PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "core_groups", "gc_paused"]
+__all__ = ["DYNAMIC_COUNTERS", "PIPES", "BufferCapacityError", "Dep", "Engine", "Op", "Parts", "core_groups",
+           "gc_paused"]
 
 # Pipe names, as Ascend's profiler shows them (SYNC: chip-wide barriers).
 PIPES = ("MTE2", "MTE1", "CUBE", "FIXPIPE", "VECTOR", "MTE3", "SCALAR", "SYNC")
@@ -86,6 +89,7 @@ class Op:
         "label",
         "latency",
         "next",
+        "parts",
         "pending",
         "phase",
         "pipe",
@@ -118,11 +122,29 @@ class Op:
         self.task = task
         self.hbm_bytes = 0.0  # bytes this op moved to or from HBM (its group's), for the trace's counters
         self.l2_bytes = 0.0
+        self.parts: Parts | None = None  # the ops a composite stands for, set when it runs
+
+    def spans(self) -> list[tuple[str, str, float, float, float]]:
+        """(pipe, label, start, release, end) of the ops this op stands for: itself, or a composite's parts."""
+        if self.parts is not None:
+            return self.parts.spans
+        return [(self.pipe, self.label, self.start, self.release, self.end)]
 
     def __repr__(self) -> str:
         if not self.done:
             return f"Op({self.unit}.{self.pipe} {self.label}, not run)"
         return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
+
+
+@dataclass(slots=True)
+class Parts:
+    """The ops a composite op (Engine.composite) stands for, once it has run: their (pipe, label, start,
+    release, end) in program order; per pipe, in order of first use, each op's busy time (release - start,
+    in program order: busy time adds them one by one, as it adds separate ops); and their latest end."""
+
+    spans: list[tuple[str, str, float, float, float]]
+    busy: list[tuple[str, list[float]]]
+    end: float
 
 
 Dep = Op | tuple[Op, float] | None
@@ -276,11 +298,7 @@ class Engine:
         """Mmad of (m x k) by (k x n) on the cube: ceil(m/16)*ceil(n/16)*ceil(k/kstep) fractal cycles, then
         the cube latency before the result is in L0C; kstep is 16 for fp16 and 32 for int8 (pypto cost model
         pipe.cpp CalcMmad, def.h CUBE_PE_TAB)."""
-        shape = (m, n, k, int8)
-        fractals = self._fractals.get(shape)
-        if fractals is None:  # programs repeat a few block shapes many times
-            kstep = 32 if int8 else 16
-            fractals = self._fractals[shape] = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
+        fractals = self.cube_cycles(m, n, k, int8)
         self._count(unit, (("matmuls", 1), ("cube_fractals", fractals)))
         return self._add(unit, "CUBE", label, fractals, deps, latency=self.hw.cube_latency_cycles)
 
@@ -510,6 +528,32 @@ class Engine:
         self._count1(unit, counter, nbytes)
         return self._add(unit, pipe, label, nbytes / bytes_per_cycle, deps, latency=latency)
 
+    def composite(self, unit: str, pipe: str, label: str, deps: Sequence[Dep], schedule) -> Op:
+        """An op that stands for a run of ops of `unit` on pipes no other unit shares and that touch no shared
+        server (e.g. the MTE1 moves and Mmads of one L1 panel): one op to build and schedule instead of many.
+
+        It joins `pipe`'s program order and runs once `deps` are done; then `schedule(op)` gives the times of
+        the ops it stands for, exactly as the engine would have, from its dependencies (and from state the
+        kernel carries between composites of a chain): it sets op.parts (Parts), op.start to their earliest
+        start and op.latency so that release + latency is when the ops that depend on the composite may start,
+        and returns the release. Busy time, phases, the makespan and the timeline count the parts; the kernel
+        adds their counters."""
+        return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
+
+    def count(self, unit: str, items: Iterable[tuple[str, float]]) -> None:
+        """Add the (counter, value) pairs of ops a composite stands for, weighted by `unit`'s weight as the
+        counters of its separate ops would be."""
+        self._count(unit, items)
+
+    def cube_cycles(self, m: int, n: int, k: int, int8: bool = False) -> int:
+        """Fractal cycles of one Mmad (see `cube`)."""
+        shape = (m, n, k, int8)
+        fractals = self._fractals.get(shape)
+        if fractals is None:  # programs repeat a few block shapes many times
+            kstep = 32 if int8 else 16
+            fractals = self._fractals[shape] = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / kstep)
+        return fractals
+
     def moved_out(self, op: Op) -> tuple[Op, None]:
         """A dependency on the moment an op has released its pipe (for a GM write: its data has left the
         local buffer, before the write's latency has passed): the buffer slot is free from then on."""
@@ -550,6 +594,8 @@ class Engine:
         hw = self.hw
         x = op.xfer
         kind = x[0]
+        if kind == "c":  # a composite (Engine.composite): its parts use no shared server
+            return x[1](op)
         hbm, l2s, cache = self.hbm, self.l2, self.cache
         data_end = start
         evicted = hit_moved = miss_moved = written_back = 0.0
@@ -683,10 +729,22 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = 0.0
+    get = busy.get
     for op in ops:
         if unlink:
             op.succs = op.next = None
         start, end = op.start, op.end
+        unit = op.unit
+        parts = op.parts
+        if parts is not None:  # a composite: its parts one by one (the same sums as separate ops), its span theirs
+            for pipe, times in parts.busy:
+                key = (unit, pipe)
+                busy[key] = reduce(add, times, get(key, 0.0))
+            if parts.end > end:  # noqa: PLR1730
+                end = parts.end
+        elif unit != "chip":
+            key = (unit, op.pipe)
+            busy[key] = get(key, 0.0) + (op.release - start)
         if end > makespan:  # noqa: PLR1730
             makespan = end
         span = phases.get(op.phase)
@@ -694,10 +752,6 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
             phases[op.phase] = (start, end)
         elif start < span[0] or end > span[1]:
             phases[op.phase] = (min(span[0], start), max(span[1], end))
-        unit = op.unit
-        if unit != "chip":
-            key = (unit, op.pipe)
-            busy[key] = busy.get(key, 0.0) + (op.release - start)
     return makespan, phases, busy
 
 
@@ -711,7 +765,8 @@ def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict
     weights = engine.weights
     hbm_rate, l2_rate = engine.hbm.bytes_per_cycle, engine.l2.bytes_per_cycle
     first = [op for op in engine.ops if op.task < tasks]
-    later_end = max((op.end for op in engine.ops if tasks <= op.task < later), default=0.0)
+    later_end = max((op.end if op.parts is None else max(op.end, op.parts.end)
+                     for op in engine.ops if tasks <= op.task < later), default=0.0)
     makespan, phases, busy = _spans(first)
     hbm = sum(op.hbm_bytes for op in first) / hbm_rate
     l2 = sum(op.l2_bytes for op in first) / l2_rate

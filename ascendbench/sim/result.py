@@ -213,12 +213,13 @@ class SimResult:
     def timeline(self) -> list[Span]:
         """Spans of the simulated ops (built on demand: only traces need them)."""
         return [
-            Span(o.unit, o.pipe, o.label, o.phase, o.start + offset, o.end + offset, o.release + offset,
+            Span(o.unit, pipe, label, o.phase, start + offset, end + offset, release + offset,
                  o.hbm_bytes, o.l2_bytes,
                  tuple((d[0].unit, d[0].pipe, d[0].end + offset) for d in o.deps
                        if d.__class__ is not Op and len(d) == 3), o.task)
             for ops, offset in self.segments
             for o in ops
+            for pipe, label, start, release, end in o.spans()
         ]
 
     @property
@@ -579,34 +580,42 @@ def simulate_2d(
                 ops = _RebuiltOps(lambda t=t, k=k: run(t, k)[0].ops)
             runs.update(measured)
 
-    def fit(value) -> float:
-        t1, t2 = ts[0], ts[-1]
-        k1, k2 = ks[0], ks[-1]
-        v11, v21, v12, v22 = value(t1, k1), value(t2, k1), value(t1, k2), value(t2, k2)
-        d = (v22 - v21 - v12 + v11) / ((t2 - t1) * (k2 - k1)) if t2 > t1 and k2 > k1 else 0.0
-        bt = (v21 - v11) / (t2 - t1) - d * k1 if t2 > t1 else 0.0
-        ck = (v12 - v11) / (k2 - k1) - d * t1 if k2 > k1 else 0.0
+    t1, t2, k1, k2 = ts[0], ts[-1], ks[0], ks[-1]
+    # the four runs of the 2 x 2 grid (the same run where a loop is not truncated)
+    r11, r21, r12, r22 = runs[(t1, k1)], runs[(t2, k1)], runs[(t1, k2)], runs[(t2, k2)]
+    both, by_t, by_k = t2 > t1 and k2 > k1, t2 > t1, k2 > k1
+
+    def fit4(v11: float, v21: float, v12: float, v22: float) -> float:
+        d = (v22 - v21 - v12 + v11) / ((t2 - t1) * (k2 - k1)) if both else 0.0
+        bt = (v21 - v11) / (t2 - t1) - d * k1 if by_t else 0.0
+        ck = (v12 - v11) / (k2 - k1) - d * t1 if by_k else 0.0
         a = v11 - bt * t1 - ck * k1 - d * t1 * k1
         return a + bt * tasks + ck * blocks + d * tasks * blocks
 
-    last_stats, _, last_counters = runs[(ts[-1], ks[-1])]
-    hbm = fit(lambda t, k: runs[(t, k)][0].hbm_busy)
-    busy = {u: fit(lambda t, k, u=u: runs[(t, k)][0].busy.get(u, 0.0)) for u in last_stats.busy}
+    def fit_in(item: int, name) -> float:  # the fit of one entry of a dict of the runs' measurements
+        return fit4(r11[item].get(name, 0.0), r21[item].get(name, 0.0), r12[item].get(name, 0.0),
+                    r22[item].get(name, 0.0))
+
+    s11, s21, s12, s22 = r11[0], r21[0], r12[0], r22[0]
+    last_stats, _, last_counters = r22
+    hbm = fit4(s11.hbm_busy, s21.hbm_busy, s12.hbm_busy, s22.hbm_busy)
+    busy = {u: fit4(s11.busy.get(u, 0.0), s21.busy.get(u, 0.0), s12.busy.get(u, 0.0), s22.busy.get(u, 0.0))
+            for u in last_stats.busy}
+    l2_busy = fit4(s11.l2_busy, s21.l2_busy, s12.l2_busy, s22.l2_busy)
     # Busy time adds up op by op, so its fit is reliable; no run ends before its busiest pipe (or HBM, or L2) is
     # done, which bounds the makespan's fit from below when the truncated runs have not reached the steady state.
-    makespan = max(fit(lambda t, k: runs[(t, k)][0].makespan),
-                   max(busy.values(), default=0.0), hbm, fit(lambda t, k: runs[(t, k)][0].l2_busy))
+    makespan = max(fit4(s11.makespan, s21.makespan, s12.makespan, s22.makespan),
+                   max(busy.values(), default=0.0), hbm, l2_busy)
     # Counters are exactly bilinear in (tasks, blocks) for the program's uniform tasks (the dynamic ones, what
     # L2 and HBM served, are fitted the same way).
-    counters = {c: round(fit(lambda t, k, c=c: runs[(t, k)][2].get(c, 0.0)), 3) for c in last_counters}
+    counters = {c: round(fit_in(2, c), 3) for c in last_counters}
     for c in DYNAMIC_COUNTERS:
         counters[c] = max(counters.get(c, 0.0), 0.0)
     makespan = max(makespan, _hbm_bound(hw, counters))
-    phases = _settle({p: fit(lambda t, k, p=p: runs[(t, k)][1].get(p, 0.0)) for p in runs[(ts[-1], ks[-1])][1]},
-                     makespan)
+    phases = _settle({p: fit_in(1, p) for p in r22[1]}, makespan)
     extrapolated = len(ts) > 1 or len(ks) > 1
     gaps = _steady_gap(hw, last_stats.makespan, makespan, hbm - last_stats.hbm_busy,
-                       fit(lambda t, k: runs[(t, k)][0].l2_busy) - last_stats.l2_busy,
+                       l2_busy - last_stats.l2_busy,
                        f"extrapolated steady state ({tasks:,} tasks x {blocks:,} blocks per core, {ts[-1]:,} x "
                        f"{ks[-1]:,} simulated)") if extrapolated else []
     return SimResult(hw, makespan, phases, busy, counters, [(ops, 0.0)], extrapolated, hbm,

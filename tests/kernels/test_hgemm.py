@@ -11,6 +11,7 @@ from ascendbench.kernels.hgemm import (
     GemmShape,
     HgemmParams,
     compute_hgemm,
+    equivalent_params,
     hgemm_counters,
     resolve_tiling,
     simulate_hgemm,
@@ -363,3 +364,20 @@ def test_tile_misfit_agrees_with_the_buffer_checks_of_a_run():
                     assert (why is None) == runs, (hw.ub_bytes, m0, n0, k0, why)
                     seen[runs] += 1
     assert seen[True] > 50 and seen[False] > 50  # both sides of the check were exercised
+
+
+@pytest.mark.parametrize("shape", [(512, 512, 1024), (500, 300, 700), (256, 1000, 512)])
+@pytest.mark.parametrize("variant", ["proposed", "gemm-example"])
+def test_equivalent_params_simulate_the_same_run(shape, variant):
+    tiles = {"m0": 64, "n0": 128, "k0": 64} if variant == "proposed" else {}
+    for padding in (True, False):
+        for shuffle_k in (True, False):
+            params = HgemmParams(variant=variant, padding=padding, shuffle_k=shuffle_k, **tiles)
+            same = equivalent_params(GemmShape(*shape), params)
+            a, _ = simulate_hgemm(GemmShape(*shape), params, HW)
+            b, _ = simulate_hgemm(GemmShape(*shape), same, HW)
+            assert (a.time_cycles, a.phases, a.counters) == (b.time_cycles, b.phases, b.counters)
+            # only what cannot matter is changed: padding where nothing is padded, options gemm-example lacks
+            nothing_padded = shape[1] % 256 == 0 and shape[2] % 256 == 0
+            assert same.padding == (padding or nothing_padded or variant == "gemm-example")
+            assert same.shuffle_k == (shuffle_k or variant == "gemm-example")

@@ -5,6 +5,7 @@ import pytest
 from ascendbench.hardware import load_profile
 from ascendbench.kernels.programs import Ring as _Ring
 from ascendbench.sim import BufferCapacityError, Engine
+from ascendbench.sim.engine import Parts
 
 HW = load_profile("ascend-910b4")
 
@@ -264,3 +265,54 @@ def test_negative_transfer_sizes_are_refused():
         e.gm_read("core0.aic", "MTE2", -1, l2_hit=False)
     with pytest.raises(ValueError, match="nbytes >= 0"):
         e.gm_write("core0.aiv0", "MTE3", -1000, writeback=True)
+
+
+def _two_moves_and_mmads(e: Engine, composite: bool):
+    """A GM read, then two (L1 -> L0 move, Mmad) pairs that depend on it, then a GM write of the result:
+    as separate ops, or the four local ops as one composite whose schedule applies the same rules."""
+    read = e.gm_read("core0.aic", "MTE2", 4096, l2_hit=0.0, label="panel")
+    if not composite:
+        mm = None
+        for _ in range(2):
+            load = e.local_move("core0.aic", "MTE1", 8192, 512.0, "bytes_l1_to_l0", deps=[read, mm], label="move")
+            mm = e.cube("core0.aic", 64, 64, 64, False, deps=[load, mm], label="Mmad")
+    else:
+        move, cube = 8192 / 512.0, e.cube_cycles(64, 64, 64)
+        lat = HW.cube_latency_cycles
+
+        def schedule(op):
+            parts, load_rel, mm_rel, mm_end = [], None, None, None
+            moves, mmads = [], []
+            for _ in range(2):  # as Engine.run: after the pipe's previous op and every dependency
+                t = max(read.end, 0.0 if load_rel is None else load_rel, mm_end or 0.0)
+                parts.append(("MTE1", "move", t, t + move, t + move))
+                moves.append((t + move) - t)
+                load_rel = t + move
+                t = max(load_rel, mm_end or 0.0)
+                mm_rel, mm_end = t + cube, t + cube + lat
+                parts.append(("CUBE", "Mmad", t, mm_rel, mm_end))
+                mmads.append(mm_rel - t)
+            op.parts = Parts(parts, [("MTE1", moves), ("CUBE", mmads)], mm_end)
+            op.start, op.latency = parts[0][2], lat
+            return mm_rel
+
+        e.count("core0.aic", (("bytes_l1_to_l0", 2 * 8192), ("matmuls", 2), ("cube_fractals", 2 * cube)))
+        mm = e.composite("core0.aic", "CUBE", "moves and Mmads", [read], schedule)
+    write = e.gm_write("core0.aic", "FIXPIPE", 4096, writeback=True, deps=[mm], label="C")
+    return e.run(), write
+
+
+def test_a_composite_op_times_counts_and_shows_the_ops_it_stands_for():
+    from ascendbench.sim.result import _to_result, partition
+
+    runs = []
+    for composite in (False, True):
+        e = Engine(HW)
+        stats, write = _two_moves_and_mmads(e, composite)
+        res = _to_result(HW, e, stats, partition(stats.phases, stats.makespan), False, dict(e.counters))
+        runs.append((stats, write.start, res.counters, [(s.pipe, s.label, s.start, s.release, s.end)
+                                                         for s in res.timeline]))
+    (plain, w1, c1, t1), (comp, w2, c2, t2) = runs
+    assert w1 == w2 and plain.makespan == comp.makespan and plain.phases == comp.phases
+    assert plain.busy == comp.busy and c1 == c2
+    assert t1 == t2 and [s[1] for s in t2] == ["panel", "move", "Mmad", "move", "Mmad", "C"]

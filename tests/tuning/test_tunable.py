@@ -27,6 +27,20 @@ def test_hgemm_evaluation_is_the_timing_model():
     assert ev.throughput == pytest.approx(2 * 1000 * 700 * 300 / sim.time_s / 1e12)
 
 
+@pytest.mark.parametrize("shape", [(512, 512, 1024), (500, 300, 700)])
+def test_hgemm_options_that_cannot_change_the_run_share_one_evaluation(shape):
+    # 512 x 512 x 1024: K and N rows are 512-byte aligned, nothing is padded, so padding off runs the same
+    # program and is evaluated once; 500 x 300 x 700 pads both, so padding off is simulated on its own
+    problem = dict(zip("mnk", shape, strict=True), batch=1)
+    tunable = get_tunable("hgemm")
+    on = tunable.evaluate(problem, {"m0": 64, "n0": 128, "k0": 64, **BASE}, ATLAS)
+    off = tunable.evaluate(problem, {"m0": 64, "n0": 128, "k0": 64, **BASE, "padding": False}, ATLAS)
+    sim, _ = simulate_hgemm(GemmShape(*shape), HgemmParams(m0=64, n0=128, k0=64, padding=False), ATLAS)
+    assert off.time_s == sim.time_s
+    assert (off is on) == (shape == (512, 512, 1024))
+    assert (off.time_s == on.time_s) == (shape == (512, 512, 1024))
+
+
 def test_hgemm_tile_that_overflows_l0a_is_infeasible_with_the_buffer_named():
     with pytest.raises(Infeasible) as err:
         get_tunable("hgemm").evaluate({"m": 512, "n": 512, "k": 512, "batch": 1},
