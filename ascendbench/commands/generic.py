@@ -27,7 +27,7 @@ import typer
 from pydantic.fields import FieldInfo
 
 from ascendbench.commands.common import choice_option, count_option, fail, parse_count
-from ascendbench.kernels.contract import ExtraOption, KernelSpec
+from ascendbench.kernels.contract import FROM_INPUT, ExtraOption, KernelSpec
 
 __all__ = ["add_registry_commands", "add_run_commands", "add_tune_commands", "registry_app", "run_parameters",
            "tune_parameters"]
@@ -48,11 +48,12 @@ def _parameter(name: str, kind: Any, option: Any, default: Any) -> inspect.Param
 
 
 def _option(spec: KernelSpec, name: str, field: FieldInfo, help_text: str | None = None,
-            from_input: bool = False) -> inspect.Parameter:
+            from_input: bool = False, no_input: bool = False) -> inspect.Parameter:
     """A typer option for one field of spec's Params model (int fields with the count parser, count_option;
     bool fields spelled by spec.flag). help_text: `run`'s own help of the field (RunCommand.help), shown with
     typer's [default: ...]; else the field's description with its default. from_input: the option has no default
-    and is optional (the input array, or the kernel's default, sets the field when it is not given)."""
+    and is optional (the input array, or the kernel's default, sets the field when it is not given). no_input: the
+    command takes no input arrays (`tune`), so a size's description drops its FROM_INPUT remark."""
     annotation, optional = _base(field.annotation)
     flag, *aliases = spec.options(name)
     required = field.is_required() and not from_input
@@ -64,6 +65,8 @@ def _option(spec: KernelSpec, name: str, field: FieldInfo, help_text: str | None
     shown: dict[str, Any] = {}
     if help_text is None:
         help_text = (field.description or "").rstrip(".")
+        if no_input:
+            help_text = help_text.removesuffix(FROM_INPUT)
         if choices:
             listed = ", ".join(map(str, choices))
             help_text = f"{help_text}: {listed}" if help_text else listed
@@ -313,7 +316,7 @@ def tune_parameters(spec: KernelSpec) -> list[inspect.Parameter]:
     cmd = spec.tune_command
     tuned = set(spec.tuned())
     fields = spec.Params.model_fields
-    own = [_optional(_option(spec, name, fields[name], cmd.help.get(name))) for name in fields
+    own = [_optional(_option(spec, name, fields[name], cmd.help.get(name), no_input=True)) for name in fields
            if name not in tuned and name not in cmd.omit] + [_extra(extra) for extra in cmd.extras]
     if cmd.order:
         missing = {p.name for p in own} ^ set(cmd.order)

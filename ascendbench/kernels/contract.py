@@ -36,14 +36,15 @@ from ascendbench.hardware import DEFAULT_SCAN_HARDWARE, HardwareProfile
 from ascendbench.kernels.base import ParamError, suggest
 from ascendbench.sim.result import SimResult
 
-__all__ = ["MAX_ELEMENTS", "N_HELP", "Check", "ExtraOption", "InputSpec", "KernelParams", "KernelRun", "KernelSpec",
-           "OptionalCount", "Outcome", "RunCommand", "TileSide", "TuneCommand", "WarmL2", "param_error", "values_input"]
+__all__ = ["FROM_INPUT", "MAX_ELEMENTS", "N_HELP", "Check", "ExtraOption", "InputSpec", "KernelParams", "KernelRun",
+           "KernelSpec", "OptionalCount", "Outcome", "RunCommand", "TileSide", "TuneCommand", "WarmL2", "param_error",
+           "values_input"]
 
 MAX_ELEMENTS = 2**60  # the largest count any option takes (the count parser's bound)
 
 # Fields many kernels share (a model writes e.g. `n: OptionalCount = None`)
-OptionalCount = Annotated[int | None, Field(ge=0, le=MAX_ELEMENTS, description="elements (optional with input "
-                                                                                "arrays)")]
+FROM_INPUT = " (optional with input arrays)"  # ends a size's description: `run` may take the size from the arrays
+OptionalCount = Annotated[int | None, Field(ge=0, le=MAX_ELEMENTS, description=f"elements{FROM_INPUT}")]
 TileSide = Annotated[Literal[16, 32, 64, 128], Field(description="tile side (tiles are s x s)")]
 WarmL2 = Annotated[bool, Field(description="start with the input in L2")]
 N_HELP = "Elements: 1000000, 1e6, 1_000_000 or 2**20. Optional with --input."  # `run`'s --n of a 1-D kernel

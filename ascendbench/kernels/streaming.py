@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from ascendbench.hardware import HardwareProfile
 from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.contract import (
+    FROM_INPUT,
     MAX_ELEMENTS,
     ExtraOption,
     InputSpec,
@@ -164,8 +165,8 @@ class _RowScanParams(KernelParams):
 class BatchedRunParams(_RowScanParams):
     """A scan of every row of a (batch, length) array (scan paper appendix B.1)."""
 
-    batch: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="rows (optional with input)")
-    length: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description="elements per row (optional with input)")
+    batch: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description=f"rows{FROM_INPUT}")
+    length: int | None = Field(None, ge=0, le=MAX_ELEMENTS, description=f"elements per row{FROM_INPUT}")
     algorithm: Literal["auto", "scanu", "scanul1", "vector"] = Field("auto", description="scanu, scanul1, auto "
                                                                      "(the faster by the timing model) or vector")
 

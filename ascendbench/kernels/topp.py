@@ -355,7 +355,7 @@ class TopPParams(contract.KernelParams):
     §5.5)."""
 
     p: float = Field(0.9, description="nucleus threshold in [0, 1]")
-    vocab: int | None = Field(None, ge=0, le=contract.MAX_ELEMENTS, description="tokens per row (optional with input)")
+    vocab: int | None = Field(None, ge=0, le=contract.MAX_ELEMENTS, description=f"tokens per row{contract.FROM_INPUT}")
     batch: int = Field(1, ge=0, le=contract.MAX_ELEMENTS, description="rows, each sampled independently")
     variant: Literal["radix", "baseline"] = Field("radix", description="radix: radix sort + MCScan (the "
                                                   "paper's); baseline: vector-only sort + vector-only cumsum")

@@ -204,6 +204,10 @@ def test_every_tune_command_is_made_by_the_one_builder():
     assert problem_options("hgemm") == ("m", "n", "k", "batch", "workload", "every_core")  # TuneCommand.order
     assert problem_options("scan") == ("n", "dtype", "exclusive")  # without TuneCommand.omit's out_dtype, l2
     assert REGISTRY["hgemm"].tune_command.extras[0] in REGISTRY["hgemm"].run_command.extras  # one --workload
+    # `tune` takes no input arrays: a size's help does not offer them (the model's description does, for `run`)
+    sizes = [p for spec in SPECS if spec.space for p in tune_parameters(spec) if p.name in ("n", "vocab", "batch")]
+    helps = [typing.get_args(p.annotation)[1].help for p in sizes]
+    assert len(helps) >= 5 and not any("input" in h for h in helps), helps
 
 
 def test_one_bad_option_is_one_line_exit_2(tmp_path):
