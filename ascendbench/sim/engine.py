@@ -602,10 +602,13 @@ class Engine:
             written_back += evicted
             hbm_taken += evicted
         op.hbm_bytes, op.l2_bytes = hbm_taken, l2_taken
-        for acc in (dyn, prefix) if prefix is not None else (dyn,):
-            acc["bytes_l2_hit"] += hit_moved
-            acc["bytes_hbm_read"] += miss_moved
-            acc["bytes_hbm_write"] += written_back
+        dyn["bytes_l2_hit"] += hit_moved
+        dyn["bytes_hbm_read"] += miss_moved
+        dyn["bytes_hbm_write"] += written_back
+        if prefix is not None:
+            prefix["bytes_l2_hit"] += hit_moved
+            prefix["bytes_hbm_read"] += miss_moved
+            prefix["bytes_hbm_write"] += written_back
         return data_end
 
     def run(self) -> RunStats:
@@ -618,8 +621,9 @@ class Engine:
         prefix_tasks = self.prefix_tasks
         transfer = self._transfer
 
-        for op in self.ops:
-            if op.pending == 0 and op.prev is None:
+        heads = [op for op in self.ops if op.prev is None]  # the first op of each pipe, in program order
+        for op in heads:
+            if op.pending == 0:
                 push(heap, (0.0, op.seq, op))
         processed = 0
         # The hottest loop of the timing model: earliest start times are written inline (comparisons instead
@@ -668,7 +672,7 @@ class Engine:
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
 
-        makespan, phases, busy = _spans(self.ops, unlink=True)
+        makespan, phases, busy = _pipe_spans(heads)
         self.prefix_dynamic = prefix_dyn
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy}, dyn)
@@ -699,6 +703,48 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
             key = (unit, op.pipe)
             busy[key] = busy.get(key, 0.0) + (op.release - start)
     return makespan, phases, busy
+
+
+def _pipe_spans(heads: list[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
+    """_spans of a whole finished run, from the first op of each pipe (in program order) along the pipes, and
+    Engine.unlink in the same pass: a pipe's busy time is summed in local variables, in program order (the
+    same sums as _spans), and a phase's span is updated once per stretch of its ops on a pipe, instead of a
+    dictionary look-up per op. The dictionaries have _spans' order (first op of each phase, of each pipe)."""
+    spans: dict[str, tuple[float, float]] = {}
+    first: dict[str, int] = {}  # phase -> seq of its first op
+    busy: dict[tuple[str, str], float] = {}
+    makespan = 0.0
+    for op in heads:
+        unit, pipe = op.unit, op.pipe
+        total = 0.0
+        phase = op.phase
+        lo, hi, seq = op.start, op.end, op.seq
+        while op is not None:
+            nxt = op.next
+            op.succs = op.next = None
+            start, end = op.start, op.end
+            if end > makespan:  # noqa: PLR1730
+                makespan = end
+            total += op.release - start
+            if op.phase != phase:
+                span = spans.get(phase)
+                spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
+                if seq < first.get(phase, seq + 1):
+                    first[phase] = seq
+                phase, lo, hi, seq = op.phase, start, end, op.seq
+            else:
+                if start < lo:  # noqa: PLR1730
+                    lo = start
+                if end > hi:  # noqa: PLR1730
+                    hi = end
+            op = nxt
+        span = spans.get(phase)
+        spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
+        if seq < first.get(phase, seq + 1):
+            first[phase] = seq
+        if unit != "chip":
+            busy[(unit, pipe)] = total
+    return makespan, {p: spans[p] for p in sorted(spans, key=first.__getitem__)}, busy
 
 
 def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:
