@@ -120,29 +120,46 @@ class L2Cache:
         self._stamp += 1
         overlap = 0.0
         dirty_bytes = 0.0
-        segs = self._segs.get(buf)
-        if segs:
-            # segments are disjoint and sorted: the overlapping ones are consecutive
-            i = max(bisect_right(self._los[buf], lo) - 1, 0)
-            touched = []
-            while i < len(segs) and segs[i].lo < hi:
-                if segs[i].hi > lo:
-                    touched.append(segs[i])
-                i += 1
-            for seg in touched:
-                a, b = max(seg.lo, lo), min(seg.hi, hi)
-                overlap += b - a
-                dirty_bytes += (b - a) * seg.w * seg.dirty
-                self._unindex(seg)
-                seg.alive = False
-                self.used -= seg.size
-                # the parts outside the touched range keep their age
-                for plo, phi in ((seg.lo, a), (b, seg.hi)):
-                    if phi - plo > _EPS:
-                        self._push(_Segment(buf, plo, phi, seg.w, seg.dirty, seg.stamp))
+        los = self._los.get(buf)
+        if los is None:
+            los = self._los[buf] = []
+            self._segs[buf] = []
+        segs = self._segs[buf]
+        # segments are disjoint and sorted: the overlapping ones are consecutive, from index first to i; they
+        # are replaced in the index by one slice (what is left of them on either side, and the new segment)
+        first = i = max(bisect_right(los, lo) - 1, 0)
+        if i < len(segs) and segs[i].hi <= lo:
+            first = i = i + 1
+        heap, push = self._heap, heapq.heappush
+        kept: list[_Segment] = []
+        while i < len(segs) and segs[i].lo < hi:
+            seg = segs[i]
+            i += 1
+            a, b = max(seg.lo, lo), min(seg.hi, hi)
+            overlap += b - a
+            dirty_bytes += (b - a) * seg.w * seg.dirty
+            seg.alive = False
+            self.used -= seg.size
+            # the parts outside the touched range keep their age
+            for plo, phi in ((seg.lo, a), (b, seg.hi)):
+                if phi - plo > _EPS:
+                    part = _Segment(buf, plo, phi, seg.w, seg.dirty, seg.stamp)
+                    self._seq += 1
+                    push(heap, (part.stamp, self._seq, part))
+                    self.used += (phi - plo) * seg.w
+                    kept.append(part)
         total = (hi - lo) * w
         dirty = 1.0 if write else min(1.0, dirty_bytes / total)
-        self._push(_Segment(buf, lo, hi, w, dirty, self._stamp))
+        new = _Segment(buf, lo, hi, w, dirty, self._stamp)
+        self._seq += 1
+        push(heap, (new.stamp, self._seq, new))
+        self.used += (hi - lo) * w
+        if kept and kept[0].lo < lo:  # the part left on the low side comes first
+            kept.insert(1, new)
+        else:
+            kept.insert(0, new)
+        segs[first:i] = kept
+        los[first:i] = [k.lo for k in kept]
         return overlap / (hi - lo), (self._evict() if self.used > self.capacity + _EPS else 0.0)
 
     def allocate(self, nbytes: float, dirty: bool) -> float:

@@ -264,3 +264,44 @@ def test_negative_transfer_sizes_are_refused():
         e.gm_read("core0.aic", "MTE2", -1, l2_hit=False)
     with pytest.raises(ValueError, match="nbytes >= 0"):
         e.gm_write("core0.aiv0", "MTE3", -1000, writeback=True)
+
+
+def _check_index(cache) -> None:
+    """The L2's index of each buffer: sorted, disjoint segments, exactly the live addressed ones, whose
+    sizes (with the anonymous ones) add up to `used`."""
+    live = [seg for _, _, seg in cache._heap if seg.alive]
+    for buf, segs in cache._segs.items():
+        assert cache._los[buf] == [s.lo for s in segs]
+        assert all(a.hi <= b.lo for a, b in zip(segs, segs[1:]))
+        assert all(s.alive and s.buf == buf for s in segs)
+    assert sorted(map(id, (s for s in live if s.buf is not None))) == sorted(
+        id(s) for segs in cache._segs.values() for s in segs)
+    assert cache.used == pytest.approx(sum(s.size for s in live))
+
+
+def test_l2_lookups_match_a_byte_by_byte_reference_and_keep_the_index_consistent():
+    import random
+
+    from ascendbench.sim.l2 import L2Cache
+
+    rng = random.Random(7)
+    big, small = L2Cache(10_000), L2Cache(300)
+    resident: set[tuple[str, int]] = set()
+    for step in range(600):
+        buf = rng.choice("xy")
+        lo = rng.randrange(0, 900)
+        hi = lo + rng.randrange(1, 120)
+        write = rng.random() < 0.4
+        hit, evicted = big.access(buf, lo, hi, 1, write)
+        touched = {(buf, a) for a in range(lo, hi)}
+        # nothing is evicted from the big cache: the hit share is what a byte-level set says
+        assert hit == pytest.approx(len(touched & resident) / (hi - lo)) and evicted == 0.0
+        resident |= touched
+        small.access(buf, lo, hi, 1, write)
+        if step % 50 == 0:
+            _check_index(big)
+            _check_index(small)
+    _check_index(big)
+    _check_index(small)
+    assert small.used == pytest.approx(300.0)
+    assert big.resident("x") + big.resident("y") == pytest.approx(len(resident))
