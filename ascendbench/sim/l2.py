@@ -190,9 +190,7 @@ class L2Cache:
         # (oldest stamp): nothing can come between them later (new data is younger, anonymous data is never
         # touched), and LRU eviction takes the same bytes, oldest first, with the same dirty share either way.
         run: list = []  # [stamp, bytes, dirty share] of the segment being merged
-        for stamp, _, seg in sorted(self._heap, key=lambda e: (e[0], e[1])):
-            if not seg.alive:
-                continue
+        for stamp, _, seg in self._live():
             if run and run[2] == seg.dirty:
                 run[1] += seg.size * f
             else:
@@ -204,11 +202,36 @@ class L2Cache:
         out._stamp = self._stamp
         return out
 
+    def _live(self) -> list[tuple[int, int, _Segment]]:
+        """The heap's entries of resident segments, least recently used first (sorted by stamp, then sequence
+        number, which is unique)."""
+        return sorted([e for e in self._heap if e[2].alive])
+
     def clone(self) -> L2Cache:
-        """An independent copy of the contents (the state a following kernel starts from)."""
+        """An independent copy of the contents (the state a following kernel starts from).
+
+        The copy is what pushing the resident segments in age order gives (sequence numbers 1, 2, ...; a
+        list in key order is a heap; `used` summed in that order; each buffer's index sorted by address),
+        built directly."""
         out = L2Cache(self.capacity, scale=self.scale)
         out._stamp = self._stamp
-        for stamp, _, seg in sorted(self._heap, key=lambda e: (e[0], e[1])):
-            if seg.alive:
-                out._push(_Segment(seg.buf, seg.lo, seg.hi, seg.w, seg.dirty, stamp))
+        heap = out._heap
+        by_buf: dict = {}
+        used = 0.0
+        for seq, (stamp, _, seg) in enumerate(self._live(), 1):
+            copy = _Segment(seg.buf, seg.lo, seg.hi, seg.w, seg.dirty, stamp)
+            heap.append((stamp, seq, copy))
+            used += (copy.hi - copy.lo) * copy.w
+            if copy.buf is not None:
+                by_buf.setdefault(copy.buf, []).append(copy)
+        out._seq = len(heap)
+        out.used = used
+        for buf, segs in by_buf.items():
+            segs.sort(key=_lo)
+            out._segs[buf] = segs
+            out._los[buf] = [g.lo for g in segs]
         return out
+
+
+def _lo(seg: _Segment) -> float:
+    return seg.lo

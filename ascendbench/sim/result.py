@@ -412,7 +412,7 @@ def simulate_scaled(
     runs = []
     for k in keep:
         scale = min(1.0, max(k / units, window / full))
-        start = state.rescaled(scale)
+        start = state.rescaled(scale) if scale != state.scale else state  # _run copies it
         runs.append((k, start, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores, l2=start)))
     (k1, _, _, s1, p1), (k2, start, engine, s2, p2) = runs
     ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, k2), 0, None, None, group=group_cores,

@@ -304,4 +304,10 @@ def test_l2_lookups_match_a_byte_by_byte_reference_and_keep_the_index_consistent
     _check_index(big)
     _check_index(small)
     assert small.used == pytest.approx(300.0)
+    # a clone behaves exactly as the original from then on
+    copy = small.clone()
+    _check_index(copy)
+    for _ in range(200):
+        args = (rng.choice("xy"), (lo := rng.randrange(0, 900)), lo + rng.randrange(1, 120), 1, rng.random() < 0.4)
+        assert copy.access(*args) == small.access(*args) and copy.used == small.used
     assert big.resident("x") + big.resident("y") == pytest.approx(len(resident))
