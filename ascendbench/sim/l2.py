@@ -89,7 +89,7 @@ class L2Cache:
                 heapq.heappop(heap)
                 continue
             excess = self.used - self.capacity
-            size = seg.size
+            size = (seg.hi - seg.lo) * seg.w  # seg.size, without the property's call
             if size <= excess + _EPS:
                 heapq.heappop(heap)
                 seg.alive = False
@@ -139,7 +139,7 @@ class L2Cache:
             overlap += b - a
             dirty_bytes += (b - a) * seg.w * seg.dirty
             seg.alive = False
-            self.used -= seg.size
+            self.used -= (seg.hi - seg.lo) * seg.w
             # the parts outside the touched range keep their age
             for plo, phi in ((seg.lo, a), (b, seg.hi)):
                 if phi - plo > _EPS:
