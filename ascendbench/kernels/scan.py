@@ -436,7 +436,8 @@ def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int,
     is the copy that AscendC's tutorial kernels do."""
     hw = engine.hw
     engine.phase = "copy"
-    piece = piece_elements(hw, p.in_bytes, p.out_bytes)
+    in_b, out_b = p.in_bytes, p.out_bytes
+    piece = piece_elements(hw, in_b, out_b)
     per_aiv = _split(math.ceil(n / piece), hw.aiv_cores)
     firsts = [sum(per_aiv[:w]) for w in range(len(per_aiv))]
     if warm:
@@ -450,12 +451,12 @@ def _build_memcpy(engine: Engine, skip: int, p: ScanParams, offset: int, n: int,
         def emit(i: int, unit=unit, ring=ring, tail=tail, last=count - 1, base=base) -> None:
             elems = min(tail, piece) if i == last else piece
             first = base + i * piece
-            rd = engine.gm_read(unit, "MTE2", elems * p.in_bytes, region=_region("x", first, p.in_bytes),
+            rd = engine.gm_read(unit, "MTE2", elems * in_b, region=_region("x", first, in_b),
                                 deps=[ring.wait()], label="in")
             dep = rd
-            if p.in_bytes != p.out_bytes:
-                dep = engine.vector(unit, elems * p.out_bytes, deps=[rd], label="cast")
-            wr = engine.gm_write(unit, "MTE3", elems * p.out_bytes, region=_region("y", first, p.out_bytes),
+            if in_b != out_b:
+                dep = engine.vector(unit, elems * out_b, deps=[rd], label="cast")
+            wr = engine.gm_write(unit, "MTE3", elems * out_b, region=_region("y", first, out_b),
                                  deps=[dep], label="out")
             ring.push(engine.moved_out(wr))
 

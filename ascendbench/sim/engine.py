@@ -222,6 +222,7 @@ class Engine:
         self.l2 = _Server(hw.l2_bytes_per_cycle)
         self.cache = l2 if l2 is not None else L2Cache(hw.l2_cache_bytes)
         self.stats: RunStats | None = None
+        self.composites = False  # whether a composite op was added (Engine.run then sums busy time by _spans)
 
     # ----- building -------------------------------------------------------------------------------
     def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None,
@@ -538,6 +539,7 @@ class Engine:
         start and op.latency so that release + latency is when the ops that depend on the composite may start,
         and returns the release. Busy time, phases, the makespan and the timeline count the parts; the kernel
         adds their counters."""
+        self.composites = True
         return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
 
     def count(self, unit: str, items: Iterable[tuple[str, float]]) -> None:
@@ -648,10 +650,13 @@ class Engine:
             written_back += evicted
             hbm_taken += evicted
         op.hbm_bytes, op.l2_bytes = hbm_taken, l2_taken
-        for acc in (dyn, prefix) if prefix is not None else (dyn,):
-            acc["bytes_l2_hit"] += hit_moved
-            acc["bytes_hbm_read"] += miss_moved
-            acc["bytes_hbm_write"] += written_back
+        dyn["bytes_l2_hit"] += hit_moved
+        dyn["bytes_hbm_read"] += miss_moved
+        dyn["bytes_hbm_write"] += written_back
+        if prefix is not None:
+            prefix["bytes_l2_hit"] += hit_moved
+            prefix["bytes_hbm_read"] += miss_moved
+            prefix["bytes_hbm_write"] += written_back
         return data_end
 
     def run(self) -> RunStats:
@@ -664,8 +669,9 @@ class Engine:
         prefix_tasks = self.prefix_tasks
         transfer = self._transfer
 
-        for op in self.ops:
-            if op.pending == 0 and op.prev is None:
+        heads = [op for op in self.ops if op.prev is None]  # the first op of each pipe, in program order
+        for op in heads:
+            if op.pending == 0:
                 push(heap, (0.0, op.seq, op))
         processed = 0
         # The hottest loop of the timing model: earliest start times are written inline (comparisons instead
@@ -714,7 +720,8 @@ class Engine:
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
 
-        makespan, phases, busy = _spans(self.ops, unlink=True)
+        # A composite's parts add busy time to other pipes than its own, in program order: _spans walks that order.
+        makespan, phases, busy = _spans(self.ops, unlink=True) if self.composites else _pipe_spans(heads)
         self.prefix_dynamic = prefix_dyn
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy}, dyn)
@@ -753,6 +760,48 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
         elif start < span[0] or end > span[1]:
             phases[op.phase] = (min(span[0], start), max(span[1], end))
     return makespan, phases, busy
+
+
+def _pipe_spans(heads: list[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
+    """_spans of a whole finished run, from the first op of each pipe (in program order) along the pipes, and
+    Engine.unlink in the same pass: a pipe's busy time is summed in local variables, in program order (the
+    same sums as _spans), and a phase's span is updated once per stretch of its ops on a pipe, instead of a
+    dictionary look-up per op. The dictionaries have _spans' order (first op of each phase, of each pipe)."""
+    spans: dict[str, tuple[float, float]] = {}
+    first: dict[str, int] = {}  # phase -> seq of its first op
+    busy: dict[tuple[str, str], float] = {}
+    makespan = 0.0
+    for op in heads:
+        unit, pipe = op.unit, op.pipe
+        total = 0.0
+        phase = op.phase
+        lo, hi, seq = op.start, op.end, op.seq
+        while op is not None:
+            nxt = op.next
+            op.succs = op.next = None
+            start, end = op.start, op.end
+            if end > makespan:  # noqa: PLR1730
+                makespan = end
+            total += op.release - start
+            if op.phase != phase:
+                span = spans.get(phase)
+                spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
+                if seq < first.get(phase, seq + 1):
+                    first[phase] = seq
+                phase, lo, hi, seq = op.phase, start, end, op.seq
+            else:
+                if start < lo:  # noqa: PLR1730
+                    lo = start
+                if end > hi:  # noqa: PLR1730
+                    hi = end
+            op = nxt
+        span = spans.get(phase)
+        spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
+        if seq < first.get(phase, seq + 1):
+            first[phase] = seq
+        if unit != "chip":
+            busy[(unit, pipe)] = total
+    return makespan, {p: spans[p] for p in sorted(spans, key=first.__getitem__)}, busy
 
 
 def prefix_stats(engine: Engine, tasks: int, later: int) -> tuple[RunStats, dict[str, float], float]:

@@ -89,7 +89,7 @@ class L2Cache:
                 heapq.heappop(heap)
                 continue
             excess = self.used - self.capacity
-            size = seg.size
+            size = (seg.hi - seg.lo) * seg.w  # seg.size, without the property's call
             if size <= excess + _EPS:
                 heapq.heappop(heap)
                 seg.alive = False
@@ -120,29 +120,46 @@ class L2Cache:
         self._stamp += 1
         overlap = 0.0
         dirty_bytes = 0.0
-        segs = self._segs.get(buf)
-        if segs:
-            # segments are disjoint and sorted: the overlapping ones are consecutive
-            i = max(bisect_right(self._los[buf], lo) - 1, 0)
-            touched = []
-            while i < len(segs) and segs[i].lo < hi:
-                if segs[i].hi > lo:
-                    touched.append(segs[i])
-                i += 1
-            for seg in touched:
-                a, b = max(seg.lo, lo), min(seg.hi, hi)
-                overlap += b - a
-                dirty_bytes += (b - a) * seg.w * seg.dirty
-                self._unindex(seg)
-                seg.alive = False
-                self.used -= seg.size
-                # the parts outside the touched range keep their age
-                for plo, phi in ((seg.lo, a), (b, seg.hi)):
-                    if phi - plo > _EPS:
-                        self._push(_Segment(buf, plo, phi, seg.w, seg.dirty, seg.stamp))
+        los = self._los.get(buf)
+        if los is None:
+            los = self._los[buf] = []
+            self._segs[buf] = []
+        segs = self._segs[buf]
+        # segments are disjoint and sorted: the overlapping ones are consecutive, from index first to i; they
+        # are replaced in the index by one slice (what is left of them on either side, and the new segment)
+        first = i = max(bisect_right(los, lo) - 1, 0)
+        if i < len(segs) and segs[i].hi <= lo:
+            first = i = i + 1
+        heap, push = self._heap, heapq.heappush
+        kept: list[_Segment] = []
+        while i < len(segs) and segs[i].lo < hi:
+            seg = segs[i]
+            i += 1
+            a, b = max(seg.lo, lo), min(seg.hi, hi)
+            overlap += b - a
+            dirty_bytes += (b - a) * seg.w * seg.dirty
+            seg.alive = False
+            self.used -= (seg.hi - seg.lo) * seg.w
+            # the parts outside the touched range keep their age
+            for plo, phi in ((seg.lo, a), (b, seg.hi)):
+                if phi - plo > _EPS:
+                    part = _Segment(buf, plo, phi, seg.w, seg.dirty, seg.stamp)
+                    self._seq += 1
+                    push(heap, (part.stamp, self._seq, part))
+                    self.used += (phi - plo) * seg.w
+                    kept.append(part)
         total = (hi - lo) * w
         dirty = 1.0 if write else min(1.0, dirty_bytes / total)
-        self._push(_Segment(buf, lo, hi, w, dirty, self._stamp))
+        new = _Segment(buf, lo, hi, w, dirty, self._stamp)
+        self._seq += 1
+        push(heap, (new.stamp, self._seq, new))
+        self.used += (hi - lo) * w
+        if kept and kept[0].lo < lo:  # the part left on the low side comes first
+            kept.insert(1, new)
+        else:
+            kept.insert(0, new)
+        segs[first:i] = kept
+        los[first:i] = [k.lo for k in kept]
         return overlap / (hi - lo), (self._evict() if self.used > self.capacity + _EPS else 0.0)
 
     def allocate(self, nbytes: float, dirty: bool) -> float:
@@ -173,9 +190,7 @@ class L2Cache:
         # (oldest stamp): nothing can come between them later (new data is younger, anonymous data is never
         # touched), and LRU eviction takes the same bytes, oldest first, with the same dirty share either way.
         run: list = []  # [stamp, bytes, dirty share] of the segment being merged
-        for stamp, _, seg in sorted(self._heap, key=lambda e: (e[0], e[1])):
-            if not seg.alive:
-                continue
+        for stamp, _, seg in self._live():
             if run and run[2] == seg.dirty:
                 run[1] += seg.size * f
             else:
@@ -187,11 +202,36 @@ class L2Cache:
         out._stamp = self._stamp
         return out
 
+    def _live(self) -> list[tuple[int, int, _Segment]]:
+        """The heap's entries of resident segments, least recently used first (sorted by stamp, then sequence
+        number, which is unique)."""
+        return sorted([e for e in self._heap if e[2].alive])
+
     def clone(self) -> L2Cache:
-        """An independent copy of the contents (the state a following kernel starts from)."""
+        """An independent copy of the contents (the state a following kernel starts from).
+
+        The copy is what pushing the resident segments in age order gives (sequence numbers 1, 2, ...; a
+        list in key order is a heap; `used` summed in that order; each buffer's index sorted by address),
+        built directly."""
         out = L2Cache(self.capacity, scale=self.scale)
         out._stamp = self._stamp
-        for stamp, _, seg in sorted(self._heap, key=lambda e: (e[0], e[1])):
-            if seg.alive:
-                out._push(_Segment(seg.buf, seg.lo, seg.hi, seg.w, seg.dirty, stamp))
+        heap = out._heap
+        by_buf: dict = {}
+        used = 0.0
+        for seq, (stamp, _, seg) in enumerate(self._live(), 1):
+            copy = _Segment(seg.buf, seg.lo, seg.hi, seg.w, seg.dirty, stamp)
+            heap.append((stamp, seq, copy))
+            used += (copy.hi - copy.lo) * copy.w
+            if copy.buf is not None:
+                by_buf.setdefault(copy.buf, []).append(copy)
+        out._seq = len(heap)
+        out.used = used
+        for buf, segs in by_buf.items():
+            segs.sort(key=_lo)
+            out._segs[buf] = segs
+            out._los[buf] = [g.lo for g in segs]
         return out
+
+
+def _lo(seg: _Segment) -> float:
+    return seg.lo

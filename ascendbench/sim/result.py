@@ -399,30 +399,37 @@ def simulate_scaled(
     least = math.ceil(units * window / full) if window else 0
     if least > keep[0]:
         keep = (min(least, _MAX_KEEP), min(least, _MAX_KEEP) * keep[1] // keep[0])
+    # The result's timeline is rebuilt (the same program from the same L2 state: the same ops and times) when
+    # it is first read, as only traces read it: ops kept alive past the call cost a collection of all of
+    # them by Python's garbage collector, about a tenth of the model's time.
     if force_exact or units <= max(exact_limit, keep[1]):
-        engine, stats, phases = _run(hw, False, build_at(build, units), 0, None, None,
-                                     group=group_cores and not force_exact,
-                                     l2=state.rescaled(1.0) if state.scale != 1.0 else state)
+        group = group_cores and not force_exact
+        start = state.rescaled(1.0) if state.scale != 1.0 else state
+        engine, stats, phases = _run(hw, False, build_at(build, units), 0, None, None, group=group, l2=start)
         counters = _count_static(hw, count) | stats.dynamic
-        return _to_result(hw, engine, stats, phases, False, counters)
+        ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, units), 0, None, None, group=group,
+                                       l2=start)[0].ops)
+        return _to_result(hw, engine, stats, phases, False, counters, ops=ops)
     runs = []
     for k in keep:
         scale = min(1.0, max(k / units, window / full))
-        runs.append((k, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores,
-                              l2=state.rescaled(scale))))
-    (k1, _, s1, p1), (k2, engine, s2, p2) = runs
+        start = state.rescaled(scale) if scale != state.scale else state  # _run copies it
+        runs.append((k, start, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores, l2=start)))
+    (k1, _, _, s1, p1), (k2, start, engine, s2, p2) = runs
+    ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, k2), 0, None, None, group=group_cores,
+                                   l2=start)[0].ops)
     # The instances are self-similar, so the makespan extends linearly like the rest. (No HBM bound: the
     # write-backs of dirty lines that allocations evict may still be queued when the kernel's last op ends.)
     return _extended(hw, engine, (s1, p1), (s2, p2), (units - k2) / (k2 - k1), _count_static(hw, count),
-                     bounded=False, label=f"extrapolated steady state ({units:,} steps, {k2:,} simulated)")
+                     bounded=False, label=f"extrapolated steady state ({units:,} steps, {k2:,} simulated)", ops=ops)
 
 
 def _extended(hw: HardwareProfile, engine: Engine, run1: tuple, run2: tuple, factor: float,
-              static: dict[str, float], bounded: bool, label: str) -> SimResult:
+              static: dict[str, float], bounded: bool, label: str, ops: Sequence | None = None) -> SimResult:
     """The result of a program extended from two truncated runs (stats, phase partition): every time-like
     quantity and the dynamic counters grow by `factor` times their difference, T = T2 + factor (T2 - T1); the
     makespan is at least the busiest pipe's time, and, when `bounded`, HBM's and L2's time too. `static`: the
-    full program's exact static counters."""
+    full program's exact static counters; `ops`: the timeline's ops (None: the engine's)."""
     (s1, p1), (s2, p2) = run1, run2
 
     def extend(a2: float, a1: float) -> float:
@@ -439,7 +446,7 @@ def _extended(hw: HardwareProfile, engine: Engine, run1: tuple, run2: tuple, fac
     stats = RunStats(makespan, s2.phases, busy, hbm, s2.l2_busy, s2.unit_weights, dynamic)
     phases = _settle({k: extend(v, p1.get(k, 0.0)) for k, v in p2.items()}, makespan)
     gap = _steady_gap(hw, s2.makespan, makespan, hbm - s2.hbm_busy, l2 - s2.l2_busy, label)
-    return _to_result(hw, engine, stats, phases, True, counters, gap)
+    return _to_result(hw, engine, stats, phases, True, counters, gap, ops)
 
 
 def _steady_gap(hw: HardwareProfile, shown: float, makespan: float, hbm_cycles: float, l2_cycles: float,
@@ -481,10 +488,11 @@ def _count_only(hw, warm_l2, build, iterations: int) -> dict[str, float]:
 
 
 def _to_result(hw, engine: Engine, stats, phases, extrapolated: bool, counters: dict[str, float],
-               gaps: list[Gap] | None = None) -> SimResult:
+               gaps: list[Gap] | None = None, ops: Sequence | None = None) -> SimResult:
     # an extrapolated run has no timeline of its own: its phases are laid end to end in their order
     spans = _layout(phases) if extrapolated else intervals(stats.phases, stats.makespan)
-    return SimResult(hw, stats.makespan, phases, dict(stats.busy), counters, [(engine.ops, 0.0)], extrapolated,
+    return SimResult(hw, stats.makespan, phases, dict(stats.busy), counters,
+                     [(engine.ops if ops is None else ops, 0.0)], extrapolated,
                      stats.hbm_busy, dict(stats.unit_weights), engine.cache, spans, gaps or [])
 
 

@@ -316,3 +316,50 @@ def test_a_composite_op_times_counts_and_shows_the_ops_it_stands_for():
     assert w1 == w2 and plain.makespan == comp.makespan and plain.phases == comp.phases
     assert plain.busy == comp.busy and c1 == c2
     assert t1 == t2 and [s[1] for s in t2] == ["panel", "move", "Mmad", "move", "Mmad", "C"]
+
+
+def _check_index(cache) -> None:
+    """The L2's index of each buffer: sorted, disjoint segments, exactly the live addressed ones, whose
+    sizes (with the anonymous ones) add up to `used`."""
+    live = [seg for _, _, seg in cache._heap if seg.alive]
+    for buf, segs in cache._segs.items():
+        assert cache._los[buf] == [s.lo for s in segs]
+        assert all(a.hi <= b.lo for a, b in zip(segs, segs[1:]))
+        assert all(s.alive and s.buf == buf for s in segs)
+    assert sorted(map(id, (s for s in live if s.buf is not None))) == sorted(
+        id(s) for segs in cache._segs.values() for s in segs)
+    assert cache.used == pytest.approx(sum(s.size for s in live))
+
+
+def test_l2_lookups_match_a_byte_by_byte_reference_and_keep_the_index_consistent():
+    import random
+
+    from ascendbench.sim.l2 import L2Cache
+
+    rng = random.Random(7)
+    big, small = L2Cache(10_000), L2Cache(300)
+    resident: set[tuple[str, int]] = set()
+    for step in range(600):
+        buf = rng.choice("xy")
+        lo = rng.randrange(0, 900)
+        hi = lo + rng.randrange(1, 120)
+        write = rng.random() < 0.4
+        hit, evicted = big.access(buf, lo, hi, 1, write)
+        touched = {(buf, a) for a in range(lo, hi)}
+        # nothing is evicted from the big cache: the hit share is what a byte-level set says
+        assert hit == pytest.approx(len(touched & resident) / (hi - lo)) and evicted == 0.0
+        resident |= touched
+        small.access(buf, lo, hi, 1, write)
+        if step % 50 == 0:
+            _check_index(big)
+            _check_index(small)
+    _check_index(big)
+    _check_index(small)
+    assert small.used == pytest.approx(300.0)
+    # a clone behaves exactly as the original from then on
+    copy = small.clone()
+    _check_index(copy)
+    for _ in range(200):
+        args = (rng.choice("xy"), (lo := rng.randrange(0, 900)), lo + rng.randrange(1, 120), 1, rng.random() < 0.4)
+        assert copy.access(*args) == small.access(*args) and copy.used == small.used
+    assert big.resident("x") + big.resident("y") == pytest.approx(len(resident))
