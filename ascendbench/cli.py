@@ -130,8 +130,8 @@ class LazyGroup(TyperGroup):
 app = typer.Typer(
     name="ascendbench",
     cls=LazyGroup,
-    help="Benchmark scan and HGEMM kernels on a simulated Huawei Ascend NPU (timings from a hardware model, "
-         "results checked against NumPy).",
+    help="Benchmark and autotune scan, sort, top-k/top-p and HGEMM kernels on a simulated Huawei Ascend NPU "
+         "(timings from a hardware model, results checked against NumPy).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     # every command's context inherits this from the top-level one, so -h works on each subcommand too
