@@ -352,6 +352,9 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
             if stage is None:  # a new seed's search
                 last[0] = None
                 return
+            if stage != last[0] and stage.startswith(f"{key}: whole grid, ") and done < total and not json_out:
+                # an automatic ground truth (its estimate in the stage): said before the wait, and kept in the log
+                progress.console.print(f"{stage}: {_GRID_NOTE}", style="dim", highlight=False)
             # each seed's search and the grid after it are timed apart; --timeout bounds the search only
             show_progress(progress, task, stage, min(done, total), total, new_stretch=stage != last[0],
                           limit_s=timeout if stage == key else None,
@@ -448,6 +451,10 @@ def _rank(rank: int | None) -> str:
 def _percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{fraction * 100:.2f}%"
 
+
+# said when an automatic whole grid begins (tune_problem's stage "<key>: whole grid, N points, about S s here")
+_GRID_NOTE = ("the ground truth of the report (regret, grid ranks, top configurations, importance), evaluated once "
+              "and kept for later runs; --no-exhaustive skips it")
 
 # under the result table: its rank is not the exhaustive check's grid rank
 _RANK_LEGEND = ("rank in study: the heuristic's place among the distinct feasible configurations the study "

@@ -1,5 +1,5 @@
-"""The tune report's two ranks: the result table's rank among the study's configurations and the exhaustive
-check's rank in the whole grid, told apart by their headers and a legend."""
+"""The tune report's text: the result table's rank among the study's configurations and the exhaustive check's
+rank in the whole grid, told apart by their headers and a legend; an automatic whole grid announced."""
 
 import io
 import json
@@ -41,3 +41,22 @@ def test_result_table_rank_is_the_studys_and_the_grid_ranks_say_grid(tmp_path, c
     assert tune._RANK_LEGEND in text
     assert tune._RANK_LEGEND.startswith("rank in study: the heuristic's place among the distinct feasible "
                                         "configurations the study evaluated")
+
+
+def test_an_automatic_whole_grid_is_announced_before_the_wait(tmp_path, cli, monkeypatch):
+    from ascendbench.tuning import study
+
+    space = tmp_path / "tiny.toml"
+    space.write_text(TINY)
+    # the automatic decision of a large grid (a timed sample under a minute), faked on the 4-point space
+    monkeypatch.setattr(study, "_exhaustive_wanted", lambda *a, **k: (True, None, 41.6))
+    out = cli(["tune", "scan", "--n", "1e6", "--space", str(space), "--trials", "2", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    said = " ".join(out.output.split())  # the note wraps at the terminal's width
+    assert ("n=1000000 fp16 inclusive: whole grid, 4 points, about 42 s here: " + tune._GRID_NOTE) in said
+    assert said.count("about 42 s here") == 1
+    # --json: nothing but the document (a new storage folder: the grid is evaluated again there)
+    quiet = cli(["tune", "scan", "--n", "1e6", "--space", str(space), "--trials", "2", "--no-save", "--json",
+                 "--storage", "other/s.journal"], tmp_path)
+    assert quiet.exit_code == 0 and "about 42 s" not in quiet.output
+    assert json.loads(quiet.stdout)["problems"][0]["exhaustive"]["source"] == "evaluated"
