@@ -1125,7 +1125,14 @@ def _finished(study: optuna.Study) -> int:
 def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str,
                 storage) -> optuna.Study:
     """The problem's study (made if new), checked to belong to this kernel, problem, hardware and space.
-    Its sampler is set by whoever runs trials on it (_optimize)."""
+    Its sampler is set by whoever runs trials on it (_optimize). A new study's records (the study, its
+    attributes) are fsync'd once on a journal, not each on its own."""
+    with storage.file.grouped() if isinstance(storage, Journal) else contextlib.nullcontext():
+        return _open_study_records(request, space, problem, key, storage)
+
+
+def _open_study_records(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str,
+                        storage) -> optuna.Study:
     name = study_name_for(request, key)
     study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True)
     want = {"kernel": request.kernel, "problem": dict(problem), "hardware": request.hardware,
