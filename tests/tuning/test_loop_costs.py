@@ -4,26 +4,19 @@ user attributes written once per trial, and an automatic whole grid announced wi
 import json
 
 import optuna
-import pytest
 
 from ascendbench.tuning import study as study_module
 from ascendbench.tuning.space import load_space
-from ascendbench.tuning.study import TuneRequest, ground_truth_path, open_storage, tune_problem
+from ascendbench.tuning.study import ground_truth_path, open_storage, tune_problem
 
-from .test_study import PROBLEM, SMALL_SPACE
+from . import test_study
+from .test_study import PROBLEM
 
-
-@pytest.fixture
-def small_space(tmp_path):
-    path = tmp_path / "hgemm-small.toml"
-    path.write_text(SMALL_SPACE)
-    return path
+small_space = test_study.small_space  # the fixture: a 24-point HGEMM space
 
 
 def _request(tmp_path, space, **kw):
-    base = {"kernel": "hgemm", "space_path": space, "hardware": "atlas-300t-a2", "trials": 4,
-            "storage": str(tmp_path / "s.journal"), "sampler": "random"}
-    return TuneRequest(**{**base, **kw})
+    return test_study.request(tmp_path, space, **{"trials": 4, "sampler": "random", **kw})
 
 
 def test_grid_importance_is_kept_with_the_ground_truth_and_read_back(tmp_path, small_space, monkeypatch):
