@@ -1876,8 +1876,11 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     wanted, outcome.exhaustive_skipped, about = _exhaustive_wanted(request, space, problem,
                                                                    covered=seen >= space.grid_size)
     if wanted:
+        cores = grid_processes(request)
+
         def shown(done: int, total: int, note: str = "") -> None:  # an automatic grid says what it will cost
-            grid_progress(done, total, note or f", {total:,} points, about {about:.0f} s here")
+            # the estimate divides a one-process sample by the processes: on a busy machine it takes longer
+            grid_progress(done, total, note or f", {total:,} points, about {about:.0f} s if {cores} cores are free")
 
         outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic,
                                                shown if grid_progress and about is not None else grid_progress,
