@@ -77,3 +77,19 @@ def test_trials_keep_every_user_attribute_in_the_storage(tmp_path, small_space):
         head = ["heuristic"] if t.number == 0 else []
         assert list(t.user_attrs) == head + names + ["config", "run", "worker"] + last
         assert {n: t.user_attrs[n] for n in names} == config and t.user_attrs["run"] == req.run_id
+
+
+def test_workers_progress_counts_what_the_study_holds(tmp_path, small_space):
+    # the parent of --jobs workers keeps the counts as trials arrive instead of keying every trial each 0.3 s
+    req = _request(tmp_path, small_space, exhaustive=False, trials=6, jobs=2)
+    shown = []
+    out = tune_problem(req, PROBLEM, progress=lambda stage, done, total, best: shown.append((stage, done, best)))
+    study = optuna.load_study(study_name=out.study_name, storage=open_storage(req.storage))
+    feasible, _ = study_module.distinct_counts(study, load_space(small_space))
+    progress = study_module._StudyProgress(study_module._names(load_space(small_space)))
+    assert progress.update(study) == feasible == out.trials["evaluated"]
+    assert progress.best == min(t.value for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)))
+    assert progress.update(study) == feasible  # nothing counted twice
+    searched = [(done, best) for stage, done, best in shown if stage == out.key]
+    assert all(a[0] <= b[0] for a, b in zip(searched, searched[1:]))  # never goes back
+    assert searched[-1][0] <= feasible and all(best is None or best >= progress.best for _, best in searched)
