@@ -1134,7 +1134,10 @@ def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, 
 def _open_study_records(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str,
                         storage) -> optuna.Study:
     name = study_name_for(request, key)
-    study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True)
+    try:  # create_study(load_if_exists=True) of a study that exists appends a record to a journal each time
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:  # new (workers starting together may each make it: the first one made is loaded)
+        study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True)
     want = {"kernel": request.kernel, "problem": dict(problem), "hardware": request.hardware,
             "space": space.fingerprint()}
     have = study.user_attrs
