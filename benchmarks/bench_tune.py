@@ -10,7 +10,9 @@ Usage: python benchmarks/bench_tune.py [--seeds 5] [--budget 500] [--trials 500]
    next to the figures measured before this change (the issue's table); target: at most half.
 3. Bookkeeping: a --trials TPE study on 2048 x 128 x 2048 with the default journal storage, three times: the
    loop's wall time against the time spent in the kernel inside it, the timing model and the kernel's check of
-   TPE's candidates (target: Optuna and storage at most half, median of the three).
+   TPE's candidates (target: Optuna and storage at most half, median of the three); each run's line splits the
+   rest as the report's search cost does (TPE's fits, the journal, Optuna's trial bookkeeping and the tool's,
+   the report after the search).
 
 4. Whole grids: one HGEMM shape's grid (with --scan-grid, also a scan problem's) evaluated on this machine's
    cores from an empty evaluation store (targets 5 s and 10 s), then replayed from the store.
@@ -163,10 +165,13 @@ def bookkeeping(trials: int, folder: Path, runs: int = 3) -> bool:
             wall = time.perf_counter() - t0
             kernel = in_kernel["evaluate"] + in_kernel["check"]
             shares.append((wall - kernel) / wall)
+            cost = outcome.cost
             print(f"   run {run + 1}: {outcome.trials['evaluated']} configurations ({outcome.trials['finished']} "
                   f"trials) in {wall:.2f} s wall, {kernel:.2f} s of it in the kernel ({in_kernel['evaluate']:.2f} s "
                   f"timing model, {in_kernel['check']:.2f} s checking candidates): Optuna and storage "
-                  f"{shares[-1] * 100:.0f}%")
+                  f"{shares[-1] * 100:.0f}% (TPE {cost['sampler_s']:.2f} s, journal {cost['storage_s']:.2f} s, "
+                  f"Optuna's trials and the tool's bookkeeping {cost['other_s']:.2f} s, "
+                  f"report {wall - cost['wall_s']:.2f} s)")
     finally:
         for name, method in original.items():
             setattr(HgemmTunable, name, method)

@@ -85,18 +85,21 @@ def select(
     for step in decision.trace:
         dash = "-"
         if step.index_mn is None:
-            verdict, style = f"skipped: K0 >= 2K = {2 * k}", "dim"
+            verdict, style = f"skipped: K0 {step.k0} is not below 2K = {2 * k}", "dim"
         elif step.accepted:
-            verdict, style = f"accepted: {step.aicore_num} < {decision.threshold}", "bold green"
+            verdict, style = (f"accepted: {step.aicore_num} blocks, fewer than the {decision.threshold} AI cores",
+                              "bold green")
         elif step.aicore_num < decision.threshold:
             verdict, style = f"does not fit: {step.misfit}", "yellow"
         else:
-            verdict, style = f"rejected: {step.aicore_num} >= {decision.threshold}", None
+            verdict, style = (f"rejected: {step.aicore_num} blocks, not fewer than the {decision.threshold} AI "
+                              "cores", None)
         table.add_row(str(step.k0), dash if step.index_mn is None else str(step.index_mn),
                       dash if step.m0 is None else f"{step.m0}x{step.n0}",
                       dash if step.aicore_num is None else str(step.aicore_num),
                       dash if step.acc_loop is None else str(step.acc_loop), verdict, style=style)
     out_console.print(whole_keys(table, "K0", "M0xN0"))
+    out_console.print(_SELECTOR_RULE.format(threshold=decision.threshold), style="dim", highlight=False)
     out_console.print(f"M0xN0xK0 = {decision.tile}, aicore_num {decision.aicore_num}, acc_loop "
                       f"{decision.acc_loop} (source: {decision.source})", highlight=False)
     if decision.source == "fallback" and decision.fallback_misfit is None:
@@ -107,6 +110,12 @@ def select(
         out_console.print(f"no K0 of Table 2 admits a tiling under the threshold that fits, and the paper's "
                           f"fallback {fallback} does not fit ({decision.fallback_misfit}): the fitting "
                           "candidate with the fewest aicore_num", highlight=False)
+
+
+# the verdicts' rule in words, under the trace (kernels/hgemm_tiling.select_tiling)
+_SELECTOR_RULE = ("the paper's self-adaptive tiling selector (HGEMM §4.2.3) takes the first tile whose "
+                  "aicore_num, the blocks the tiling launches (one per AI core), is below the threshold, the chip's "
+                  "{threshold} AI cores; it tries only the K0 of Table 2 below 2K")
 
 
 def _select_learned(m: int, n: int, k: int, batch: int, hardware: str, json_out: bool, misfit,

@@ -251,6 +251,9 @@ def _tune(kernel: str, problems: list[dict[str, Any]], space: SearchSpace, hardw
             if stage is None:  # a new seed's search
                 last[0] = None
                 return
+            if stage != last[0] and stage.startswith(f"{key}: whole grid, ") and done < total and not json_out:
+                # an automatic ground truth (its estimate in the stage): said before the wait, and kept in the log
+                progress.console.print(f"{stage}: {_GRID_NOTE}", style="dim", highlight=False)
             # each seed's search and the grid after it are timed apart; --timeout bounds the search only
             show_progress(progress, task, stage, min(done, total), total, new_stretch=stage != last[0],
                           limit_s=timeout if stage == key else None,
@@ -348,6 +351,15 @@ def _percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{fraction * 100:.2f}%"
 
 
+# said when an automatic whole grid begins (tune_problem's stage "<key>: whole grid, N points, about S s here")
+_GRID_NOTE = ("the ground truth of the report (regret, grid ranks, top configurations, importance), evaluated once "
+              "and kept for later runs; --no-exhaustive skips it")
+
+# under the result table: its rank is not the exhaustive check's grid rank
+_RANK_LEGEND = ("rank in study: the heuristic's place among the distinct feasible configurations the study "
+                "evaluated, the heuristic included (1 = fastest); the exhaustive check's grid ranks are among "
+                "every feasible point of the grid")
+
 # why a search ended short of --trials (TrialCounts.stopped)
 _STOPPED = {"timeout": "stopped by --timeout (run the same command again to go on)",
             "interrupted": "interrupted (run the same command again to go on)",
@@ -364,7 +376,8 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     c.rule(f"[bold]tune {kernel}: {count} problem{'s' if count != 1 else ''} on {doc['hardware']['name']}, "
            f"{doc['sampler']} sampler")
     table = Table()
-    for col in ("problem", "trials", "best (tuned)", "time", unit, "heuristic", "time", "rank", "speed-up"):
+    for col in ("problem", "trials", "best (tuned)", "time", unit, "heuristic", "time", "rank in study",
+                "speed-up"):
         table.add_column(col, justify="left" if col in ("problem", "best (tuned)", "heuristic") else "right")
     for p in doc["problems"]:
         best, heur, t = p["best"] or {}, p["heuristic"], p["trials"]
@@ -377,6 +390,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
         table.add_row(p["key"], trials, _config_text(kernel, best.get("config")), format_time(best.get("time_s")), tp,
                       _config_text(kernel, heur["config"]), format_time(heur["time_s"]), rank, speed)
     c.print(whole_keys(table, "problem"))
+    c.print(_RANK_LEGEND, style="dim", highlight=False)
     for p in doc["problems"]:
         t = p["trials"]
         runs = (p.get("seeds") or {}).get("runs") or [{"seed": None, **t}]  # with --seeds: each seed's search
@@ -396,8 +410,8 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
     exhaustive = [p for p in doc["problems"] if p["exhaustive"]]
     if exhaustive:
         ex = Table(title="exhaustive check (whole grid on the timing model)", title_justify="left")
-        for col in ("problem", "feasible", "optimum", "time", "within 1%", "best's rank", "regret",
-                    "heuristic's rank", "its regret", "to 1%", "to 5%"):
+        for col in ("problem", "feasible", "optimum", "time", "within 1%", "best's grid rank", "regret",
+                    "heuristic's grid rank", "its regret", "to 1%", "to 5%"):
             ex.add_column(col, justify="left" if col in ("problem", "optimum") else "right")
         for p in exhaustive:
             e = p["exhaustive"]
@@ -408,7 +422,7 @@ def _print(doc: dict[str, Any], saved_to: Path | None) -> None:
                        _percent(e["regret"]), _rank(e.get("heuristic_rank")), _percent(e.get("heuristic_regret")),
                        str(e["trials_to_1pct"] or "not reached"), str(e["trials_to_5pct"] or "not reached"))
         c.print(whole_keys(ex, "problem"))
-        c.print("ranks and regrets are against the whole grid; 'within 1%': configurations of the grid within 1% "
+        c.print("grid ranks and regrets are against every feasible point of the whole grid; 'within 1%': configurations of the grid within 1% "
                 "of the optimum; 'to 1%': distinct configurations evaluated until the best was within 1% of the "
                 "optimum", style="dim", highlight=False)
         for p in exhaustive:

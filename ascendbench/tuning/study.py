@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -789,6 +790,8 @@ class NewPointTPESampler(optuna.samplers.TPESampler):
         self._queue: list[tuple[float, ...]] = []  # the last fit's other usable candidates, best first
         self._refused: dict[tuple[float, ...], bool] = {}  # point -> rejects(point)
         self._fitted = 0  # finished trials the last fit saw
+        self._scanned = 0  # the study's trials before this index are finished (or failed) and looked at
+        self._counted = 0  # ... and this many of them finished (_FINISHED)
         self._inferred: dict[str, optuna.distributions.BaseDistribution] = {}
 
     def infer_relative_search_space(self, study: optuna.Study,
@@ -804,18 +807,38 @@ class NewPointTPESampler(optuna.samplers.TPESampler):
                         search_space: dict[str, optuna.distributions.BaseDistribution]) -> dict[str, Any]:
         if search_space != self._space:  # another search space: start again
             self._space, self._known, self._rows, self._queue, self._refused = dict(search_space), set(), {}, [], {}
-        finished = study.get_trials(deepcopy=False, states=_FINISHED)
-        for t in finished:
-            if t.number not in self._rows:
-                self._known.add(self._point(t))
+            self._scanned = self._counted = 0
+        finished = self._look_at(study.get_trials(deepcopy=False))
         # A fit serves the proposals _compute_acquisition_func queued until the study has grown by REFIT_GROWTH
-        if len(finished) < self._fitted * (1 + self.REFIT_GROWTH):
+        if finished < self._fitted * (1 + self.REFIT_GROWTH):
             while self._queue:
                 point = self._queue.pop(0)
                 if point not in self._known:
                     return {name: d.to_external_repr(v) for (name, d), v in zip(self._space.items(), point)}
-        self._fitted, self._queue = len(finished), []
+        self._fitted, self._queue = finished, []
         return super().sample_relative(study, trial, search_space)
+
+    def _look_at(self, trials: list[optuna.trial.FrozenTrial]) -> int:
+        """Note the points of the finished trials among `trials` (a study's, by number) not noted yet; returns
+        how many are finished. Trials once finished stay so: only those from the first one that was not
+        are looked at again (listing the finished ones would cost O(trials) before every trial)."""
+        if len(trials) < self._scanned:  # not the study it looked at before
+            self._scanned = self._counted = 0
+        while self._scanned < len(trials) and trials[self._scanned].state.is_finished():
+            t, self._scanned = trials[self._scanned], self._scanned + 1
+            if t.state in _FINISHED:
+                self._counted += 1
+                self._note(t)
+        finished = self._counted
+        for t in trials[self._scanned:]:  # after a trial still waiting or running (trials pulled meanwhile)
+            if t.state in _FINISHED:
+                finished += 1
+                self._note(t)
+        return finished
+
+    def _note(self, trial: optuna.trial.FrozenTrial) -> None:
+        if trial.number not in self._rows:
+            self._known.add(self._point(trial))
 
     def _point(self, trial: optuna.trial.FrozenTrial) -> tuple[float, ...]:
         """The trial's point in the search space's order (internal representation; () if it lacks one)."""
@@ -965,8 +988,11 @@ class _Objective:
 
     def __init__(self, kernel: str, space: SearchSpace, problem: Mapping[str, Any], hw: HardwareProfile,
                  run_id: str = "", study: optuna.Study | None = None, store: EvaluationStore | None = None,
-                 cost: SearchCost | None = None):
+                 cost: SearchCost | None = None, shared_attrs: dict[int, dict[str, Any]] | None = None):
         self.tunable, self.run_id = get_tunable(kernel), run_id
+        # trial number -> its user attributes, when a _Mirror adds them to the shared study's copy of the trial
+        # (None: set on the trial itself)
+        self.shared_attrs = shared_attrs
         self.space, self.problem, self.hw = space, dict(problem), hw
         self.cache: dict[str, Evaluation | str] = {}  # config key -> outcome (a reason: infeasible)
         self.store = store
@@ -1001,9 +1027,10 @@ class _Objective:
             self.cost.check_s += time.perf_counter() - start
         return False
 
-    def outcome(self, config: Mapping[str, Any]) -> tuple[Evaluation | str, bool]:
-        """(the configuration's evaluation or infeasible reason, whether it was replayed from the store)."""
-        key = config_key(config)
+    def outcome(self, config: Mapping[str, Any], key: str | None = None) -> tuple[Evaluation | str, bool]:
+        """(the configuration's evaluation or infeasible reason, whether it was replayed from the store); key:
+        config_key(config), when the caller has it."""
+        key = config_key(config) if key is None else key
         if key in self.cache:
             return self.cache[key], False
         start = time.perf_counter()
@@ -1029,18 +1056,27 @@ class _Objective:
         # "worker": the process (a _Mirror tells its own trials from the others' by it). Each parameter's real
         # value is a user attribute of its own too (m0=128, k0=256, where the sampler sees m0_index=5 and
         # log2_k0=8): optuna-dashboard shows and sorts them; "config" stays what this tool reads.
+        key = config_key(config)
         attrs = {**config, "config": config, "run": self.run_id, "worker": _WORKER}
-        if config_key(config) in self.cache:
+        if key in self.cache:
             attrs["repeat"] = True
-        value, replayed = self.outcome(config)
+        value, replayed = self.outcome(config, key)
         if replayed:
             attrs["replayed"] = True
         if isinstance(value, str):
             attrs["infeasible"] = value
+        else:
+            attrs["throughput"] = value.throughput
+        if self.shared_attrs is None:
             _set_attrs(trial, attrs)
+        else:
+            # The in-memory trial gets only what the search reads back (each set_user_attr copies the trial in
+            # Optuna's in-memory storage, and a callback deep-copies them all); the whole set goes to the
+            # shared study's copy (_Mirror.flush), where reports, exports and dashboards read it.
+            self.shared_attrs[trial.number] = attrs
+            _set_attrs(trial, {name: attrs[name] for name in LOCAL_ATTRS if name in attrs})
+        if isinstance(value, str):
             raise optuna.TrialPruned(value) from None
-        attrs["throughput"] = value.throughput
-        _set_attrs(trial, attrs)
         return value.time_s
 
 
@@ -1051,6 +1087,10 @@ _WORKER = f"{socket.gethostname()}:{os.getpid()}"
 # tunable kernel has a parameter of these names (tests/tuning/test_study.py)
 TRIAL_ATTRS = frozenset({"config", "run", "worker", "repeat", "replayed", "infeasible", "throughput", "heuristic",
                          "warm_start", "neighbour_of_repeat"})
+
+
+# ... of which the in-memory study of a _Mirror holds only these (the repeat check and the counts read them)
+LOCAL_ATTRS = ("config", "repeat")
 
 
 def _set_attrs(trial: optuna.Trial, attrs: Mapping[str, Any]) -> None:
@@ -1085,9 +1125,19 @@ def _finished(study: optuna.Study) -> int:
 def _open_study(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str,
                 storage) -> optuna.Study:
     """The problem's study (made if new), checked to belong to this kernel, problem, hardware and space.
-    Its sampler is set by whoever runs trials on it (_optimize)."""
+    Its sampler is set by whoever runs trials on it (_optimize). A new study's records (the study, its
+    attributes) are fsync'd once on a journal, not each on its own."""
+    with storage.file.grouped() if isinstance(storage, Journal) else contextlib.nullcontext():
+        return _open_study_records(request, space, problem, key, storage)
+
+
+def _open_study_records(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any], key: str,
+                        storage) -> optuna.Study:
     name = study_name_for(request, key)
-    study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True)
+    try:  # create_study(load_if_exists=True) of a study that exists appends a record to a journal each time
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:  # new (workers starting together may each make it: the first one made is loaded)
+        study = optuna.create_study(study_name=name, storage=storage, direction="minimize", load_if_exists=True)
     want = {"kernel": request.kernel, "problem": dict(problem), "hardware": request.hardware,
             "space": space.fingerprint()}
     have = study.user_attrs
@@ -1156,6 +1206,8 @@ class _Mirror:
         self.feasible: set[str] = set()
         self.seen: set[str] = set()
         self.pending: list[optuna.trial.FrozenTrial] = []  # this worker's trials finished since the last flush
+        # local trial number -> the user attributes its shared copy gets (_Objective's shared_attrs)
+        self.attrs: dict[int, dict[str, Any]] = {}
         self.failed = False  # adding a trial to the storage failed: add nothing more
         self.pull()
 
@@ -1204,6 +1256,16 @@ class _Mirror:
         self.note(trial)
         self.pending.append(trial)
 
+    def _shared_copy(self, trial: optuna.trial.FrozenTrial) -> optuna.trial.FrozenTrial:
+        """The trial as the shared study gets it: with all its user attributes, those set at its creation
+        (enqueue_trial's) first, as Optuna would have kept them."""
+        attrs = self.attrs.get(trial.number)
+        if not attrs:
+            return trial
+        shared = copy.copy(trial)
+        shared.user_attrs = {**{k: v for k, v in trial.user_attrs.items() if k not in attrs}, **attrs}
+        return shared
+
     def flush(self, every: bool = False) -> list[optuna.trial.FrozenTrial]:
         """Add this worker's trials finished since the last flush (every=True: all its finished trials, also
         those no callback reported, as when a run stops) to the shared study and pull; returns the pulled
@@ -1215,8 +1277,9 @@ class _Mirror:
         self.pending = []
         try:
             for t in todo:
-                self.shared.add_trial(t)
+                self.shared.add_trial(self._shared_copy(t))
                 self.done.add(t.number)
+                self.attrs.pop(t.number, None)
         except BaseException:
             # The trial's record may be in the storage (a journal append whose fsync failed) or half of it (a
             # full disk): the error goes to the caller, and nothing more is added by this worker.
@@ -1321,7 +1384,8 @@ def _search(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], k
     if store is not None and not store.available:
         cost.store_error = store.error
     _time_sampler(sampler, cost)
-    objective = _Objective(request.kernel, space, problem, hw, request.run_id, mirror.local, store, cost)
+    objective = _Objective(request.kernel, space, problem, hw, request.run_id, mirror.local, store, cost,
+                           shared_attrs=mirror.attrs)
     if isinstance(sampler, NewPointTPESampler):
         sampler.rejects = objective.rejects
     idle = [0, len(mirror.feasible)]
@@ -1624,7 +1688,8 @@ def tune_problem(request: TuneRequest, problem: dict[str, Any],
     except (KeyboardInterrupt, WorkerError) as exc:
         exc.search_cost = cost  # what the search cost until then, for the report of what the study holds
         raise
-    grid_progress = (lambda done, total: progress(f"{key}: whole grid", done, total, None)) if progress else None
+    grid_progress = ((lambda done, total, note="": progress(f"{key}: whole grid{note}", done, total, None))
+                     if progress else None)
     return summarise(request, space, problem, key, study, grid_progress, stopped, cost)
 
 
@@ -1650,6 +1715,7 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
     said: dict[int, str | None] = {}  # worker -> why its search ended
     details: dict[int, str] = {}  # worker -> the error it met
     failure = None
+    shown = _StudyProgress(_names(space))
     try:
         with starting_children() as starter:
             for proc, (_reader, writer) in zip(workers, pipes, strict=True):
@@ -1662,10 +1728,7 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
             _read_reports(pipes, said, details, cost)
             failure = _worker_failure(workers, details)
             if progress and failure is None:
-                names = _names(space)
-                times = [t.value for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                         if is_tool_trial(t, names)]
-                progress(key, distinct_counts(study, space)[0], request.trials, min(times) if times else None)
+                progress(key, shown.update(study), request.trials, shown.best)  # update first
     except KeyboardInterrupt:
         _stop_workers(workers)
         _read_reports(pipes, said, details, cost)  # what the stopped workers' searches cost
@@ -1678,6 +1741,29 @@ def _run_workers(request: TuneRequest, space: SearchSpace, problem: dict[str, An
                   "trial in flight" if stopped else "")
         raise WorkerError(failure + others)
     return next((reason for reason in ("timeout", "grid", "idle") if reason in said.values()), None)
+
+
+class _StudyProgress:
+    """The distinct feasible configurations of this tool a study holds and their best time, kept as its trials
+    finish: the parent of --jobs workers shows them every 0.3 s, where keying every trial each time cost
+    O(trials) (distinct_counts). Finished trials do not change; trials still running are looked at again."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+        self.looked: set[int] = set()  # numbers of the finished trials counted
+        self.feasible: set[str] = set()
+        self.best: float | None = None
+
+    def update(self, study: optuna.Study) -> int:
+        """The distinct feasible configurations, with the study's trials finished since the last call."""
+        for t in study.get_trials(deepcopy=False):
+            if t.number in self.looked or not t.state.is_finished():
+                continue
+            self.looked.add(t.number)
+            if t.state == TrialState.COMPLETE and is_tool_trial(t, self.names):
+                self.feasible.add(config_key(t.user_attrs["config"]))
+                self.best = t.value if self.best is None else min(self.best, t.value)
+        return len(self.feasible)
 
 
 def _read_reports(pipes: list, said: dict[int, str | None], details: dict[int, str],
@@ -1734,7 +1820,7 @@ def _stop_workers(workers: list, grace_s: float = 30.0) -> int:
 
 
 def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], key: str,
-              study: optuna.Study, grid_progress: Callable[[int, int], None] | None = None,
+              study: optuna.Study, grid_progress: Callable[..., None] | None = None,
               stopped: str | None = None, cost: SearchCost | None = None) -> ProblemOutcome:
     """The outcome of a study as stored now: best (never slower than the heuristic), heuristic with its rank
     among the evaluated configurations, trial counts, parameter importance, and where the ground truth is
@@ -1811,10 +1897,17 @@ def summarise(request: TuneRequest, space: SearchSpace, problem: dict[str, Any],
     outcome.cost = cost.as_dict() if cost is not None else None
     if best is not None:
         outcome.deploy = deployment(request.kernel, problem, best["config"], request.hardware)
-    wanted, outcome.exhaustive_skipped = _exhaustive_wanted(request, space, problem,
-                                                            covered=seen >= space.grid_size)
+    wanted, outcome.exhaustive_skipped, about = _exhaustive_wanted(request, space, problem,
+                                                                   covered=seen >= space.grid_size)
     if wanted:
-        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic, grid_progress,
+        cores = grid_processes(request)
+
+        def shown(done: int, total: int, note: str = "") -> None:  # an automatic grid says what it will cost
+            # the estimate divides a one-process sample by the processes: on a busy machine it takes longer
+            grid_progress(done, total, note or f", {total:,} points, about {about:.0f} s if {cores} cores are free")
+
+        outcome.exhaustive = exhaustive_report(request, space, problem, history, best, heuristic,
+                                               shown if grid_progress and about is not None else grid_progress,
                                                study)
     # importance over the whole grid where it is known (not biased by where the sampler looked)
     if outcome.exhaustive and outcome.exhaustive.get("importance"):
@@ -1939,28 +2032,50 @@ def _beside_storage(request: TuneRequest, name: str) -> Path:
 
 def load_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]
                       ) -> list[tuple[dict[str, Any], float | None]] | None:
+    """The whole grid kept for the problem, [(configuration, time in s or None where infeasible)] in the
+    grid's order; None when it is not kept (or the file does not hold exactly this space's grid)."""
+    return _read_ground_truth(request, space, problem)[0]
+
+
+def _importance_method() -> str:
+    """What computed a kept grid importance: one computed otherwise is computed again."""
+    return f"PED-ANOVA, Optuna {optuna.__version__}"
+
+
+def _read_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any]
+                       ) -> tuple[list[tuple[dict[str, Any], float | None]] | None, dict[str, Any] | None]:
+    """(load_ground_truth's grid, {"importance": the grid importance kept with it (None: none measurable)} or
+    None when the file keeps none computed by this Optuna)."""
     path = ground_truth_path(request, space, problem)
     try:
         doc = json.loads(path.read_text())
         grid = [(dict(c), None if t is None else float(t)) for c, t in doc["grid"]]
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return None, None
     # a file that does not hold exactly this space's grid is not trusted (it is evaluated again and replaced)
     if len(grid) != space.grid_size or any(set(c) != set(space.parameters) for c, _ in grid):
-        return None
-    return grid
+        return None, None
+    kept = doc.get("importance")
+    if (not isinstance(kept, dict) or kept.get("method") != _importance_method()
+            or not (kept.get("values") is None or isinstance(kept.get("values"), dict))):
+        return grid, None
+    return grid, {"importance": kept["values"]}
 
 
 def _store_ground_truth(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
-                        grid: list[tuple[dict[str, Any], float | None]]) -> bool:
+                        grid: list[tuple[dict[str, Any], float | None]],
+                        importance: dict[str, float] | None = None) -> bool:
     """Write atomically (store.io's staging file renamed), so that a killed run leaves no half-written file,
-    and its staging file is removed by a later write there. Returns whether it was kept."""
+    and its staging file is removed by a later write there, with the grid's importance (grid_importance; kept
+    because it takes seconds on a large grid, every report would compute it again). Returns whether it was
+    kept."""
     from ascendbench.store.io import atomic_write_text
 
     path = ground_truth_path(request, space, problem)
     try:
         atomic_write_text(path, json.dumps({"kernel": request.kernel, "problem": dict(problem),
-                                            "hardware": request.hardware, "grid": grid}))
+                                            "hardware": request.hardware, "grid": grid,
+                                            "importance": {"method": _importance_method(), "values": importance}}))
     except OSError:  # a read-only folder, a file in the way: the ground truth is not kept (the report says so)
         return False
     return True
@@ -1985,23 +2100,24 @@ def _grid_from_study(study: optuna.Study, space: SearchSpace) -> list[tuple[dict
 
 
 def _exhaustive_wanted(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
-                       covered: bool = False) -> tuple[bool, str | None]:
+                       covered: bool = False) -> tuple[bool, str | None, float | None]:
     """--exhaustive / --no-exhaustive when given; else yes when the ground truth is stored, the grid is small,
     the study covers the grid (`covered`), or a timed sample says the whole grid takes at most
-    AUTO_EXHAUSTIVE_SECONDS here. Returns (wanted, why not)."""
+    AUTO_EXHAUSTIVE_SECONDS here. Returns (wanted, why not, the sample's estimate in seconds when one was
+    timed)."""
     if request.exhaustive is not None:
-        return request.exhaustive, None if request.exhaustive else "--no-exhaustive"
+        return request.exhaustive, None if request.exhaustive else "--no-exhaustive", None
     if space.grid_size <= AUTO_EXHAUSTIVE_POINTS or ground_truth_path(request, space, problem).exists():
-        return True, None
+        return True, None, None
     if covered:
-        return True, None
+        return True, None, None
     if space.grid_size > MAX_GRID_POINTS:
-        return False, f"the grid has {space.grid_size:,} points, more than {MAX_GRID_POINTS:,}"
+        return False, f"the grid has {space.grid_size:,} points, more than {MAX_GRID_POINTS:,}", None
     estimate = estimate_grid_seconds(request, space, problem)
     if estimate <= AUTO_EXHAUSTIVE_SECONDS:
-        return True, None
+        return True, None, estimate
     return False, (f"the whole grid ({space.grid_size:,} points) is estimated at {estimate:.0f} s here, over "
-                   f"{AUTO_EXHAUSTIVE_SECONDS:.0f} s: --exhaustive evaluates it (and keeps it)")
+                   f"{AUTO_EXHAUSTIVE_SECONDS:.0f} s: --exhaustive evaluates it (and keeps it)"), estimate
 
 
 def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Mapping[str, Any],
@@ -2022,6 +2138,7 @@ def estimate_grid_seconds(request: TuneRequest, space: SearchSpace, problem: Map
     return per_point * len(points) / grid_processes(request)
 
 
+IMPORTANCE_SHOWN_POINTS = 1000  # exhaustive_report says it computes a grid importance over this many points or more
 TOP_RANKS = 5  # exhaustive_report's `top`: the configurations ranked 1 to 5, ties included ...
 MAX_TOP_SHOWN = 50  # ... at most this many (the rest counted in top_left_out)
 
@@ -2051,15 +2168,18 @@ def grid_importance(feasible: Sequence[tuple[dict[str, Any], float]], space: Sea
 
 def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[str, Any], history: list[float],
                       best: dict[str, Any] | None, heuristic: dict[str, Any] | None = None,
-                      progress: Callable[[int, int], None] | None = None,
+                      progress: Callable[..., None] | None = None,
                       study: optuna.Study | None = None) -> dict[str, Any]:
     """The true optimum of the grid and how close the study got: regret = best / optimum - 1, the true rank
     (1 = optimal) of the best found and of the heuristic among the grid's feasible points, and the number of
     distinct configurations it took to come within 1% and 5% of the optimum (None: not reached). The grid is
     read from the ground-truth store when it holds it; else taken from the study when the study covers the
     whole grid (workers sharing a study with --sampler grid spread the evaluation over machines); else
-    evaluated here. Either of the last two is then stored."""
-    grid, source = load_ground_truth(request, space, problem), "store"
+    evaluated here. Either of the last two is then stored, with the grid's importance.
+
+    progress(done, total) is called as grid points are evaluated, and progress(total, total, note) before a
+    grid importance that takes seconds (IMPORTANCE_SHOWN_POINTS), note saying so."""
+    (grid, known), source = _read_ground_truth(request, space, problem), "store"
     if grid is None and study is not None:
         grid, source = _grid_from_study(study, space), "study"
     grid_cost: dict[str, Any] | None = None
@@ -2067,8 +2187,15 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
         grid_cost = {}
         grid, source = evaluate_grid(request, space, problem, progress, grid_cost), "evaluated"
     stored = source == "store"
-    kept = stored or _store_ground_truth(request, space, problem, grid)
     feasible = [(c, t) for c, t in grid if t is not None]
+    if known is not None:
+        grid_importance_ = known["importance"]
+    else:
+        if progress is not None and len(feasible) >= IMPORTANCE_SHOWN_POINTS:  # seconds on a large grid
+            progress(len(grid), len(grid), ": parameter importance")
+        grid_importance_ = grid_importance(feasible, space)
+    # a ground truth kept without its importance (an older file) gets it
+    kept = (stored and known is not None) or _store_ground_truth(request, space, problem, grid, grid_importance_)
     if not feasible:
         return {"points": len(grid), "feasible": 0, "within_1pct": 0, "top": [], "top_left_out": 0,
                 "importance": None, "optimum": None, "regret": None, "best_rank": None,
@@ -2087,7 +2214,7 @@ def exhaustive_report(request: TuneRequest, space: SearchSpace, problem: dict[st
     return {"points": len(grid), "feasible": len(feasible),
             "within_1pct": bisect.bisect_right(times, opt * 1.01),
             "top": top[:MAX_TOP_SHOWN], "top_left_out": max(0, len(top) - MAX_TOP_SHOWN),
-            "importance": grid_importance(feasible, space),
+            "importance": grid_importance_,
             "optimum": {"config": config, "time_s": opt, "throughput": throughput},
             "regret": best["time_s"] / opt - 1 if best else None,
             "best_rank": rank(best["time_s"]) if best else None,

@@ -17,8 +17,27 @@ def test_g1_prints_the_trace_and_the_choice():
     assert out.exit_code == 0, out.output
     assert "128x128x256" in out.output and "aicore_num 16" in out.output and "acc_loop 8" in out.output
     assert "(source: selector)" in out.output and "atlas-300t-a2" in out.output
-    for text in ("16x16", "32x32", "64x64", "128x128", "1024", "accepted: 16 < 20", "rejected: 1024 >= 20"):
+    for text in ("16x16", "32x32", "64x64", "128x128", "1024"):
         assert text in out.output
+
+
+def test_verdicts_say_which_limit_in_words(monkeypatch):
+    # the selector rule named, and each verdict says what it compared: blocks (aicore_num) against AI cores
+    import io
+
+    from rich.console import Console
+
+    monkeypatch.setattr(hgemm, "out_console", Console(width=300, file=io.StringIO(), color_system=None))
+    out = runner.invoke(root, ["hgemm", "select", "--m", "2048", "--n", "128", "--k", "100"])
+    assert out.exit_code == 0, out.output
+    text = hgemm.out_console.file.getvalue()
+    assert "rejected: 1024 blocks, not fewer than the 20 AI cores" in text  # 16x16: 128 x 8 blocks
+    assert "accepted: 16 blocks, fewer than the 20 AI cores" in text  # 128x128: 16 x 1
+    assert "skipped: K0 1024 is not below 2K = 200" in text and "skipped: K0 256 is not below 2K = 200" in text
+    assert "rejected: 1024 >= 20" not in text
+    assert ("the paper's self-adaptive tiling selector (HGEMM §4.2.3) takes the first tile whose aicore_num, "
+            "the blocks the tiling launches (one per AI core), is below the threshold, the chip's 20 AI cores; "
+            "it tries only the K0 of Table 2 below 2K") in text
 
 
 def test_json_gives_the_decision():
@@ -40,7 +59,7 @@ def test_fallback_and_batch():
 
 def test_k0_rejections_are_shown():
     out = runner.invoke(root, ["hgemm", "select", "--m", "16", "--n", "16", "--k", "64"])
-    assert out.exit_code == 0 and "skipped: K0 >= 2K = 128" in out.output and "256x128x128" in out.output
+    assert out.exit_code == 0 and "skipped: K0 128 is not below 2K = 128" in out.output and "256x128x128" in out.output
 
 
 def one_line_error(out, text):
