@@ -27,7 +27,8 @@ from ascendbench.kernels.hgemm import GemmShape, HgemmParams, equivalent_params,
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
-__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable", "Tunable"]
+__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable", "Tunable",
+           "clear_evaluations"]
 
 
 class Infeasible(Exception):
@@ -163,6 +164,12 @@ class HgemmTunable:
 _HGEMM_EVALUATIONS: OrderedDict = OrderedDict()
 _HGEMM_EVALUATIONS_KEPT = 32768
 _HGEMM_LOCK = threading.Lock()
+
+
+def clear_evaluations() -> None:
+    """Forget the evaluations HgemmTunable.evaluate keeps in this process (a benchmark timing the model cold)."""
+    with _HGEMM_LOCK:
+        _HGEMM_EVALUATIONS.clear()
 
 
 class ScanTunable:
