@@ -56,6 +56,9 @@ def _print(result, saved_to: Path | None, md: bool = False) -> None:
         t.add_row(r.id, r.kind, r.claim, paper, sim, f"{r.ratio:.2f}" if r.ratio is not None else "", r.tolerance,
                   verdict)
     report.table(t, "ID", stack=True)  # at 80 columns: a block per claim, its statement whole-worded
+    for chip, profile in result.hardware.items():
+        if profile.get("name", chip) != chip:
+            report.note(f"the claims of {escape(chip)} evaluated on {escape(str(profile.get('name')))} (--hardware)")
     s = result.summary
     report.note(f"{s.holds}/{s.rows} rows hold in {result.wall_time_s:.1f} s; misses: "
                 f"{escape(', '.join(s.misses)) or 'none'}")
@@ -76,6 +79,34 @@ def _claim_ids() -> list[str]:
     return list(dict.fromkeys(c.claim for c in load_claims()))
 
 
+def _claim_chips() -> list[str]:
+    """The papers' chips the claims were measured on (claims.toml's `hardware`), in first-use order."""
+    from ascendbench.reference.claims import load_claims
+
+    return list(dict.fromkeys(c.hardware for c in load_claims() if c.hardware))
+
+
+def _profiles(given: list[str]) -> dict:
+    """--hardware CHIP=PROFILE values as {chip: HardwareProfile}; a bad one fails (exit 2) naming it."""
+    from ascendbench.hardware import HardwareError, load_profile
+
+    chips, profiles = _claim_chips(), {}
+    for value in given:
+        chip, sep, profile = value.partition("=")
+        if not sep or not profile:
+            fail(f"--hardware: expected CHIP=PROFILE (the paper's chip, then a shipped profile or a .toml path), "
+                 f"e.g. ascend-910b4=my-910b4.toml; got {value!r}")
+        if chip not in chips:
+            fail(f"--hardware: the claims were measured on {' and '.join(chips)}, not {chip!r}")
+        if chip in profiles:
+            fail(f"--hardware: {chip} is given twice")
+        try:
+            profiles[chip] = load_profile(profile)
+        except HardwareError as exc:
+            fail(str(exc))
+    return profiles
+
+
 def validate(
     only: Annotated[list[str] | None, typer.Option("--only", metavar="<ids>",
                                                    autocompletion=complete_from(_claim_ids, separator=","),
@@ -87,6 +118,11 @@ def validate(
     strict: Annotated[bool, typer.Option("--strict", help="Validation claims outside tolerance fail too.")] = False,
     random_shapes: Annotated[int, count_option("--random", help="Shapes of random-5000 evaluated for G-7 "
                                                "(1 ... 5000).")] = RANDOM_SHAPES,
+    hardware: Annotated[list[str] | None, typer.Option(
+        "--hardware", metavar="<chip=profile>", autocompletion=complete_from(
+            lambda: [f"{chip}=" for chip in _claim_chips()]),
+        help="Evaluate the claims measured on a paper's chip (ascend-910b4, atlas-300t-a2) with another "
+             "profile: a shipped name or a .toml, e.g. one `ascendbench correlate` fitted; may be repeated.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                              "results/validate/<all|quick|only>/<time>-<id>.json).")] = None,
     no_save: NoSaveOption = False,
@@ -123,12 +159,13 @@ def validate(
     if out is not None and no_save:
         fail("--out: cannot be combined with --no-save")
     check_target(out, "out", ".json", {})
+    profiles = _profiles(hardware or [])
 
     progress, report = progress_bar(json_out)
     with progress:
         result = run_validation(ids, quick=quick, strict=strict, random_shapes=random_shapes,
                                 progress=lambda stage, done, total: report(f"claim {stage}", done, total),
-                                command=command_line())
+                                command=command_line(), hardware=profiles)
     result.wall_time_s = time.perf_counter() - wall0
     doc = result.model_dump(mode="json")
     selection = "quick" if quick else ("only" if ids is not None else "all")

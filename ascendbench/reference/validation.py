@@ -5,7 +5,9 @@ docs/fidelity.md (reference/readme.py) is made from it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from ascendbench.reference import RANDOM_SHAPES
 
@@ -15,7 +17,8 @@ FAILING_KINDS = ("exact", "calibration", "shape")
 
 
 def run_validation(only: list[str] | None = None, quick: bool = False, strict: bool = False,
-                   random_shapes: int = RANDOM_SHAPES, progress=None, command: list[str] | None = None):
+                   random_shapes: int = RANDOM_SHAPES, progress=None, command: list[str] | None = None,
+                   hardware: Mapping[str, Any] | None = None):
     """Evaluate the selected claims and return the ValidationResult (Python API of `ascendbench validate`).
 
     Args:
@@ -24,6 +27,9 @@ def run_validation(only: list[str] | None = None, quick: bool = False, strict: b
         strict: validation claims outside tolerance fail too.
         random_shapes: shapes of the random-5000 workload evaluated for G-7 (1 ... 5000).
         progress: report(stage, done, total) callback.
+        hardware: HardwareProfiles by the name of the papers' chip they replace ("ascend-910b4",
+            "atlas-300t-a2"; claims.toml's `hardware`), e.g. a profile fitted by `ascendbench correlate`; the
+            result's `hardware` records them under that name.
 
     Raises:
         ascendbench.reference.claims.ClaimError: an ID of `only` names no claim.
@@ -34,7 +40,7 @@ def run_validation(only: list[str] | None = None, quick: bool = False, strict: b
 
     t0 = time.perf_counter()
     claims = select_claims(only, quick=quick)
-    ctx = Context(options={"random_count": random_shapes})
+    ctx = Context(profiles=dict(hardware or {}), options={"random_count": random_shapes})
     evaluations = evaluate_claims(claims, ctx, progress=progress)
     rows = [ClaimResult(**e.as_row()) for e in evaluations]
     misses = [r.id for r in rows if not r.holds]

@@ -33,6 +33,19 @@ def test_only_two_claims_json(cli, tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_hardware_evaluates_a_papers_chip_claims_on_another_profile(cli, tmp_path):
+    from ascendbench.hardware import load_profile
+
+    base = _doc(cli(["validate", "--only", "S-1", "--json", "--no-save"], tmp_path))
+    r = cli(["validate", "--only", "S-1", "--hardware", "ascend-910b4=ascend-910b2", "--json", "--no-save"], tmp_path)
+    assert r.exit_code == 0, r.output
+    doc = _doc(r)
+    assert doc["hardware"]["ascend-910b4"] == load_profile("ascend-910b2").to_dict()
+    assert doc["claims"][0]["simulated"] != base["claims"][0]["simulated"]  # the 910B2's clock and cores
+    text = cli(["validate", "--only", "S-1", "--hardware", "ascend-910b4=ascend-910b2", "--no-save"], tmp_path)
+    assert "the claims of ascend-910b4 evaluated on ascend-910b2 (--hardware)" in text.stdout
+
+
 def test_claims_md_id_selects_every_row_and_the_result_is_saved(cli, tmp_path):
     r = cli(["validate", "--only", "G-9a"], tmp_path)
     assert r.exit_code == 0, r.output
@@ -65,6 +78,12 @@ def test_out_file_equals_json_stdout(cli, tmp_path):
     (["--only", "G-9a M=16"], "(did you mean G-9b M=16, "),
     (["--only", "S-4", "--random", "10"], "--random: only G-7 evaluates random-5000 shapes"),
     (["--quick", "--random", "10"], "--random: only G-7 evaluates random-5000 shapes"),
+    (["--only", "S-1", "--hardware", "ascend-910b2"], "--hardware: expected CHIP=PROFILE"),
+    (["--only", "S-1", "--hardware", "ascend-910b2=ascend-910b4"], "--hardware: the claims were measured on "
+                                                                   "ascend-910b4 and atlas-300t-a2, not "),
+    (["--only", "S-1", "--hardware", "ascend-910b4=nope.toml"], "--hardware: unknown profile 'nope.toml'"),
+    (["--only", "S-1", "--hardware", "ascend-910b4=ascend-910b2", "--hardware", "ascend-910b4=ascend-910b3"],
+     "--hardware: ascend-910b4 is given twice"),
 ])
 def test_bad_options_one_line_exit_2_nothing_written(cli, tmp_path, args, message):
     r = cli(["validate", *args], tmp_path)
