@@ -195,12 +195,14 @@ def test_chained_chunks_of_an_exclusive_scan_extrapolate_to_the_exact_simulation
     assert extrapolated.time_cycles == pytest.approx(reference.time_cycles, rel=0.005)
 
 
-@pytest.mark.xfail(strict=True, reason="known: MCScanUL1 with fp16 output at 1e8 (4 chunks) is -4.9% off the exact "
-                   "run: the cube and the reducing AIVs read the same input, and which of them misses in L2 (the "
-                   "leader) shifts between cores in bursts that depend on the exact length, not smoothly (the "
-                   "first chunk simulated at 74-77 of its 77 steps per core: 8.07, 8.44, 8.06, 8.36 kcycles per "
-                   "step); at 77 and 75 steps later chunks also miss on 12% of the row scans in phase II (the "
-                   "chunk's input and fp32 row scans fill 86% of L2), at the scaled sizes they do not")
+@pytest.mark.xfail(strict=True, reason="known: MCScanUL1 with fp16 output at 1e8 (4 chunks, 77 tiles per block) is "
+                   "-4.9% off the exact run. MCScanUL1 splits the tiles over B cubes and 2B AIVs: with an odd count "
+                   "c per block, 2 ceil(t / 2B) = c + 1 and block b's AIVs read b tiles ahead of its cube, which "
+                   "changes who pays each miss; a chunk simulated at 74-77 steps takes 8.07, 8.44, 8.06, 8.36 "
+                   "kcycles per step, and at odd counts later chunks also miss on 12% of the row scans in phase II. "
+                   "The instances (16, 24) are even; odd ones (17, 25) are no better (+7.6%: the lead of b tiles does "
+                   "not scale, and the AIVs' MTE2 busy time bounds the makespan). Same cause: MCScanUL1 at s = 64, "
+                   "1e8 (205 per block), -4.8%")
 def test_chained_chunks_with_fp16_output_extrapolate_to_the_exact_simulation():
     n, params = 100_000_000, ScanParams(out_dtype="fp16")
     extrapolated = SCAN_KERNELS["mcscan-ul1"].simulate(n, params, HW)
