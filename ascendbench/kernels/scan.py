@@ -341,7 +341,10 @@ class ScanKernel:
         units, resize, window = self._scaling(hw, params, n, length)
 
         def build(engine: Engine, u: int) -> None:
-            self._builder(hw, params, n, offset, resize(u), warm)(engine, 0)
+            # the stretch of the vector scaled too (L2Cache.rescaled scales the addresses of what it holds): the
+            # next chunk's instance at any scale starts where the previous chunk's ended, as in the full problem
+            self._builder(hw, params, n, offset if u == units else round(offset * u / units), resize(u),
+                          warm)(engine, 0)
 
         def count(engine: Engine) -> None:
             self._builder(hw, params, n, offset, length, warm)(engine, 1 << 62)

@@ -179,24 +179,31 @@ class L2Cache:
         return sum(s.size for s in self._segs.get(buf, ()))
 
     def rescaled(self, scale: float) -> L2Cache:
-        """These contents at another scale (sim.result.simulate_scaled): the capacity and every resident
-        segment's bytes multiplied by scale / self.scale, in the same order and with the same dirty shares;
-        addresses do not carry over between scales, so every segment becomes anonymous."""
+        """These contents at another scale (sim.result.simulate_scaled): the capacity, every resident segment's
+        bytes and the addresses of the named ones multiplied by f = scale / self.scale, in the same order and
+        with the same dirty shares. A problem scaled by f lays its buffers out scaled by f (a workspace used
+        again, the next stretch of the input), so what it finds resident is what the problem at the other
+        scale would find, in proportion."""
         if scale == self.scale:
             return self.clone()
         f = scale / self.scale
         out = L2Cache(self.capacity * f, scale=scale)
-        # Neighbours in age order with the same dirty share become one anonymous segment of their summed size
-        # (oldest stamp): nothing can come between them later (new data is younger, anonymous data is never
-        # touched), and LRU eviction takes the same bytes, oldest first, with the same dirty share either way.
-        run: list = []  # [stamp, bytes, dirty share] of the segment being merged
+        # Neighbours in age order that are anonymous with the same dirty share become one anonymous segment of
+        # their summed size (oldest stamp): nothing can come between them later (new data is younger, anonymous
+        # data is never touched), and LRU eviction takes the same bytes, oldest first, with the same dirty
+        # share either way.
+        run: list = []  # [stamp, bytes, dirty share] of the anonymous segment being merged
         for stamp, _, seg in self._live():
-            if run and run[2] == seg.dirty:
+            if seg.buf is None and run and run[2] == seg.dirty:
                 run[1] += seg.size * f
-            else:
-                if run:
-                    out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
+                continue
+            if run:
+                out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
+                run = []
+            if seg.buf is None:
                 run = [stamp, seg.size * f, seg.dirty]
+            else:
+                out._push(_Segment(seg.buf, seg.lo * f, seg.hi * f, seg.w, seg.dirty, stamp))
         if run:
             out._push(_Segment(None, 0.0, run[1], 1.0, run[2], run[0]))
         out._stamp = self._stamp

@@ -12,8 +12,8 @@ from ascendbench.hardware import HardwareProfile
 from ascendbench.sim.engine import DYNAMIC_COUNTERS, Engine, Op, RunStats, gc_paused, prefix_stats, unit_kind
 from ascendbench.sim.l2 import L2Cache
 
-__all__ = ["Gap", "RunCache", "SimResult", "Span", "fixed_cost", "partition", "sequence", "simulate", "simulate_2d",
-           "simulate_scaled"]
+__all__ = ["Gap", "RunCache", "SimResult", "Span", "dissimilarity", "fixed_cost", "partition", "sequence", "simulate",
+           "simulate_2d", "simulate_scaled"]
 
 
 def intervals(spans: dict[str, tuple[float, float]], makespan: float) -> list[tuple[str, float, float]]:
@@ -386,8 +386,11 @@ def simulate_scaled(
     share included), so that what is reused and what is evicted stays as in the full problem, but never
     smaller than `window` bytes (what the cores have in flight at once: a reuse a few steps apart must still
     hit); every time-like quantity and what L2 and HBM served (DYNAMIC_COUNTERS) is then extended linearly to
-    `units` steps, as in `simulate`. `count(engine)` builds the full program for its exact static counters
-    (with loops truncated by kernels.programs.loop) without running it.
+    `units` steps, as in `simulate`. Instances that are not self-similar (`dissimilarity`: the makespan does
+    not grow, or a phase shrinks) are replaced by twice as large ones, twice at most, or by the exact run when
+    that is at most twice as large again; if they still are not, the result's gap label says why.
+    `count(engine)` builds the full program for its exact static counters (with loops truncated by
+    kernels.programs.loop) without running it.
 
     `l2`: what L2 holds at the start (at any scale: L2Cache.rescaled); the result's `l2_end` is what the
     larger run's L2 held at the end, at its scale. group_cores=False simulates every core (Engine).
@@ -410,18 +413,51 @@ def simulate_scaled(
         ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, units), 0, None, None, group=group,
                                        l2=start)[0].ops)
         return _to_result(hw, engine, stats, phases, False, counters, ops=ops)
-    runs = []
-    for k in keep:
-        scale = min(1.0, max(k / units, window / full))
-        start = state.rescaled(scale) if scale != state.scale else state  # _run copies it
-        runs.append((k, start, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores, l2=start)))
-    (k1, _, _, s1, p1), (k2, start, engine, s2, p2) = runs
+    for retry in range(_RETRIES + 1):
+        runs = []
+        for k in keep:
+            scale = min(1.0, max(k / units, window / full))
+            start = state.rescaled(scale) if scale != state.scale else state  # _run copies it
+            runs.append((k, start, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores,
+                                         l2=start)))
+        (k1, _, _, s1, p1), (k2, start, engine, s2, p2) = runs
+        issue = dissimilarity((s1, p1), (s2, p2), (units - k2) / (k2 - k1))
+        # Instances that are not self-similar (not yet in the steady state, or on either side of a cliff) are
+        # replaced by twice as large ones (_RETRIES times at most), or by the exact run when that is at most
+        # twice their size again; otherwise the result's gap says so.
+        if issue is None or retry == _RETRIES or 2 * keep[1] > _MAX_KEEP:
+            break
+        keep = (2 * keep[0], 2 * keep[1])
+        if units <= 2 * keep[1]:
+            return simulate_scaled(hw, build, units, count, keep=keep, exact_limit=units, l2=l2, window=window,
+                                   group_cores=group_cores)
     ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, k2), 0, None, None, group=group_cores,
                                    l2=start)[0].ops)
-    # The instances are self-similar, so the makespan extends linearly like the rest. (No HBM bound: the
+    # Self-similar instances (dissimilarity): the makespan extends linearly like the rest. (No HBM bound: the
     # write-backs of dirty lines that allocations evict may still be queued when the kernel's last op ends.)
     return _extended(hw, engine, (s1, p1), (s2, p2), (units - k2) / (k2 - k1), _count_static(hw, count),
-                     bounded=False, label=f"extrapolated steady state ({units:,} steps, {k2:,} simulated)", ops=ops)
+                     bounded=False, label=f"extrapolated steady state ({units:,} steps, {k2:,} simulated"
+                     + (f"; the instances are not self-similar: {issue})" if issue else ")"), ops=ops)
+
+
+def dissimilarity(run1: tuple, run2: tuple, factor: float) -> str | None:
+    """Why two scaled instances (stats, phase partition) of one problem, extended by `factor` times their
+    difference as in simulate_scaled, are not self-similar: the makespan does not grow, or a phase that takes
+    time in both shrinks (its increment per step is negative); None when neither happens. Instances that
+    find different things resident (what L2 holds at the start not in proportion) show it: a phase then
+    extrapolates to nothing while the exact run spends time in it."""
+    (s1, p1), (s2, p2) = run1, run2
+    if s2.makespan <= s1.makespan:
+        return f"the makespan does not grow ({s1.makespan:,.0f} -> {s2.makespan:,.0f} cycles)"
+    for name, v2 in p2.items():
+        v1 = p1.get(name, 0.0)
+        if v1 > 0.0 and v2 > 0.0 and v2 < v1 * (1.0 - _SHRINK):
+            return (f"phase {name!r} shrinks ({v1:,.0f} -> {v2:,.0f} cycles; extrapolated "
+                    f"{v2 + factor * (v2 - v1):,.0f})")
+    return None
+
+
+_SHRINK = 0.01  # dissimilarity: a phase shrinking by more than this share is not noise
 
 
 def _extended(hw: HardwareProfile, engine: Engine, run1: tuple, run2: tuple, factor: float,
@@ -461,6 +497,7 @@ def _steady_gap(hw: HardwareProfile, shown: float, makespan: float, hbm_cycles: 
 
 
 _MAX_KEEP = 400  # simulate_scaled: the largest instance it runs to keep its L2 from needing a floor
+_RETRIES = 2  # simulate_scaled: how often instances that are not self-similar are replaced by twice as large ones
 
 
 def build_at(build: Callable[[Engine, int], None], units: int) -> Callable[[Engine, int], None]:

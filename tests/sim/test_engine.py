@@ -363,3 +363,22 @@ def test_l2_lookups_match_a_byte_by_byte_reference_and_keep_the_index_consistent
         args = (rng.choice("xy"), (lo := rng.randrange(0, 900)), lo + rng.randrange(1, 120), 1, rng.random() < 0.4)
         assert copy.access(*args) == small.access(*args) and copy.used == small.used
     assert big.resident("x") + big.resident("y") == pytest.approx(len(resident))
+
+
+def test_l2_rescaled_scales_the_addresses_with_the_capacity():
+    """An L2 state at another scale holds the same buffers in proportion (a workspace used again by the next
+    chunk is found at the scaled addresses), in the same age order and with the same dirty shares."""
+    from ascendbench.sim.l2 import L2Cache
+
+    cache = L2Cache(1000, dirty_fill=1000, scale=0.5)
+    cache.access("ws", 0, 300, 1, True)  # dirty workspace
+    cache.access("x", 1000, 1200, 1, False)  # clean input
+    cache.allocate(100, dirty=False)  # anonymous traffic
+    small = cache.rescaled(0.25)
+    _check_index(small)
+    assert (small.capacity, small.scale, small.used) == (500, 0.25, pytest.approx(500))
+    assert (small.resident("ws"), small.resident("x"), small.dirty_bytes()) == (150, 100, pytest.approx(350))
+    assert small.access("ws", 0, 150, 1, False) == (1.0, 0.0)  # the scaled workspace hits
+    assert small.access("x", 500, 600, 1, False)[0] == 1.0
+    assert small.access("x", 1000, 1200, 1, False)[0] == 0.0  # the unscaled addresses miss
+    assert cache.rescaled(0.5) is not cache and cache.rescaled(0.5).resident("ws") == 300  # same scale: a copy
