@@ -86,6 +86,16 @@ def _claim_chips() -> list[str]:
     return list(dict.fromkeys(c.hardware for c in load_claims() if c.hardware))
 
 
+def _complete_hardware(incomplete: str) -> list[str]:
+    """Shell completion of --hardware: the papers' chips (`ascend-910b4=`), then after '=' the shipped profiles."""
+    from ascendbench.hardware import list_profiles
+
+    chip, sep, profile = incomplete.partition("=")
+    if not sep:
+        return [f"{c}=" for c in _claim_chips() if c.startswith(chip)]
+    return [f"{chip}={p}" for p in list_profiles() if p.startswith(profile)] if chip in _claim_chips() else []
+
+
 def _profiles(given: list[str]) -> dict:
     """--hardware CHIP=PROFILE values as {chip: HardwareProfile}; a bad one fails (exit 2) naming it."""
     from ascendbench.hardware import HardwareError, load_profile
@@ -119,8 +129,7 @@ def validate(
     random_shapes: Annotated[int, count_option("--random", help="Shapes of random-5000 evaluated for G-7 "
                                                "(1 ... 5000).")] = RANDOM_SHAPES,
     hardware: Annotated[list[str] | None, typer.Option(
-        "--hardware", metavar="<chip=profile>", autocompletion=complete_from(
-            lambda: [f"{chip}=" for chip in _claim_chips()]),
+        "--hardware", metavar="<chip=profile>", autocompletion=_complete_hardware,
         help="Evaluate the claims measured on a paper's chip (ascend-910b4, atlas-300t-a2) with another "
              "profile: a shipped name or a .toml, e.g. one `ascendbench correlate` fitted; may be repeated.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "

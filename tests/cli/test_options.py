@@ -105,7 +105,7 @@ def expected_choices() -> list[tuple[str, str, tuple]]:
             kernel = path.split()[1]
             out += [(path, f, tuple(choices(kernel, f))) for f in REGISTRY[kernel].Params.model_fields
                     if f in names and choices(kernel, f)]
-        if "hardware" in names:
+        if "hardware" in names and path != "validate":  # validate's is CHIP=PROFILE: test_validate_hardware...
             out.append((path, "hardware", tuple(list_profiles())))
         if "sampler" in names:
             out.append((path, "sampler", SAMPLERS))
@@ -127,6 +127,17 @@ def test_completion_offers_every_choice():
     assert {"algorithm", "dtype", "variant", "s", "hardware", "sampler", "formats", "target", "rows"} <= kinds
     for path, name, values in table:
         assert completions(by_path[path], name) == [str(v) for v in values], (path, name)
+
+
+def test_validate_hardware_completes_a_chip_then_its_profile():
+    from ascendbench.hardware import list_profiles
+
+    validate = dict(commands())["validate"]
+    assert completions(validate, "hardware") == ["ascend-910b4=", "atlas-300t-a2="]
+    assert completions(validate, "hardware", "atl") == ["atlas-300t-a2="]
+    assert completions(validate, "hardware", "ascend-910b4=ascend-910b") == [
+        f"ascend-910b4={p}" for p in list_profiles() if p.startswith("ascend-910b")]
+    assert completions(validate, "hardware", "nope=a") == []
 
 
 def test_completion_narrows_to_what_was_typed():
