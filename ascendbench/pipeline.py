@@ -85,7 +85,9 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
             CLI's: ascend-910b4, atlas-300t-a2 for hgemm).
         verify: compare the outputs with the NumPy reference.
         model_only: timings and counters only, no data (arrays must be None).
-        input_file, input_sha256: recorded in the document when the arrays came from a file.
+        input_file: a .npy (the kernel's first input) or .npz (its arrays by name) read as the arrays when no
+            arrays are given (ParamError naming input_file when missing or unreadable); with arrays, where they
+            came from (the CLI reads its --input so). input_sha256: the file's, recorded in the document.
         command: the command line recorded in the document (default: the Python API).
         values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...) and, for a streaming
             kernel, its run options (`spec.run_options`): scan: warm_l2, progress, generator, out, keep_output,
@@ -121,13 +123,24 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
                               model_only=model_only, input_file=input_file, command=command, values=values,
                               wall0=wall0)
     params = spec.params(values)
+    read = input_file is not None and arrays is None
+    if read:  # the API's input_file: read here, as the CLI's --input is
+        if model_only:
+            raise ParamError("input-file", NO_DATA_WITH_MODEL_ONLY)
+        arrays, sha = _read_input(spec, Path(input_file))
+        input_sha256 = input_sha256 or sha
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     notes: list[str] = []
     if arrays is not None:
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         if not arrays:
             raise ParamError("input", f"holds no arrays; expected {', '.join(s.name for s in spec.inputs)}")
-        params = spec.bind(params, arrays)
+        try:
+            params = spec.bind(params, arrays)
+        except ParamError as exc:
+            if exc.param != "input" or not read:
+                raise
+            raise ParamError("input-file", exc.detail, suggestion=exc.suggestion) from None
     if getattr(params, spec.size_field) is None:
         raise ParamError(spec.size_field, "is required without --input")
     _checked(spec.check, params, hw)
@@ -171,6 +184,34 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
                     data="none" if model_only else ("file" if input_file is not None else "generated"),
                     input_file=input_file, input_sha256=input_sha256, model_s=model_s, functional_s=functional_s)
     return ctx.run(doc, sim, baseline=base, arrays=outcome.arrays if outcome is not None else None, notes=notes)
+
+
+def _read_input(spec: KernelSpec, path: Path) -> tuple[dict[str, np.ndarray], str]:
+    """The arrays of an input_file given without arrays: a .npy is the kernel's first input, a .npz its arrays by
+    name (checked as the user's arrays are), and the file's sha256. ParamError naming input_file when the file is
+    missing or unreadable."""
+    import hashlib
+    import io
+    import zipfile
+
+    from ascendbench.store.io import unreadable_npy
+
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ParamError("input-file", f"file not found: {path}") from None
+    except OSError as exc:
+        raise ParamError("input-file", f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        loaded = np.load(io.BytesIO(data), allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            arrays = {spec.inputs[0].name: loaded}
+        else:
+            with loaded:
+                arrays = {k: loaded[k] for k in loaded.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ParamError("input-file", f"{path} {unreadable_npy(path, exc, '.npy or .npz file')}") from None
+    return arrays, hashlib.sha256(data).hexdigest()
 
 
 def _checked(step, *args):

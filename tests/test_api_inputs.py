@@ -1,0 +1,51 @@
+"""ascendbench.run's file and option arguments (issue 39): an input_file is read or refused, never only recorded;
+every bad argument is a ParamError naming the keyword argument; an error leaves no file behind."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import ascendbench
+from ascendbench.kernels import ParamError
+
+
+def _error(name: str, **options) -> str:
+    with pytest.raises(ParamError) as err:
+        ascendbench.run(name, **options)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("name", ["sort", "topk"])
+def test_a_missing_input_file_is_refused_not_replaced_by_generated_data(tmp_path, name):
+    missing = tmp_path / "missing.npy"
+    extra = {"k": 2} if name == "topk" else {}
+    assert _error(name, n=10, input_file=missing, **extra) == f"input_file: file not found: {missing}"
+    assert _error(name, input_file=missing, **extra) == f"input_file: file not found: {missing}"
+
+
+def test_the_input_file_is_read_and_its_sha256_recorded(tmp_path):
+    keys = np.array([5, -3, 9, 0, 2], np.int32)
+    path = tmp_path / "keys.npy"
+    np.save(path, keys)
+    run = ascendbench.run("sort", input_file=path)
+    assert run.result.problem.data == "file"
+    assert run.result.problem.n == 5
+    assert run.result.problem.input_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    np.testing.assert_array_equal(run.arrays["values"], np.sort(keys))
+    top = ascendbench.run("topk", input_file=path, k=2)
+    np.testing.assert_array_equal(top.arrays["values"], [9, 5])
+
+
+def test_a_bad_input_file_names_input_file(tmp_path):
+    flat, text, npz = tmp_path / "m.npy", tmp_path / "t.txt", tmp_path / "z.npz"
+    np.save(flat, np.zeros((2, 3), np.int32))
+    text.write_text("hello")
+    np.savez(npz, keys=np.zeros(3))
+    assert _error("sort", input_file=flat) == "input_file: array 'values' must be 1-D, got shape (2, 3)"
+    assert _error("sort", input_file=text).startswith(f"input_file: {text} is not a .npy or .npz file")
+    assert _error("sort", input_file=npz) == "input_file: unexpected array 'keys'; allowed names: values"
+    assert _error("sort", input_file=flat, model_only=True) == (
+        "input_file: there is no data with model_only; drop one of them")
