@@ -49,3 +49,10 @@ def test_a_bad_input_file_names_input_file(tmp_path):
     assert _error("sort", input_file=npz) == "input_file: unexpected array 'keys'; allowed names: values"
     assert _error("sort", input_file=flat, model_only=True) == (
         "input_file: there is no data with model_only; drop one of them")
+
+
+def test_a_tile_that_overflows_a_buffer_names_the_tile_size():
+    assert _error("hgemm", m=64, n=64, k=64, m0=4096) == (
+        "m0: L0A: 4096x128x128 tiling: A block M0 x K0 fp16 (1 slot(s)) needs 1048576 bytes in total, 65536 bytes "
+        "available on atlas-300t-a2")
+    assert _error("hgemm", m=64, n=64, k=64, n0=4096).startswith("n0: L0B: ")

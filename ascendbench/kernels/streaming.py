@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ascendbench.hardware import HardwareProfile
-from ascendbench.kernels.base import ParamError, get_kernel
+from ascendbench.kernels.base import BufferCapacityError, ParamError, get_kernel
 from ascendbench.kernels.contract import (
     FROM_INPUT,
     MAX_ELEMENTS,
@@ -369,6 +369,12 @@ class HgemmRunParams(KernelParams):
                            alpha=self.alpha, beta=self.beta)
 
 
+# The tile sizes each on-chip buffer of an HGEMM tiling holds (kernels/hgemm.py _block_bytes; L1's depth K1
+# follows from the others).
+_TILE_SIDES = {"L0A": ("m0", "k0"), "L0B": ("k0", "n0"), "L0C": ("m0", "n0"), "L1": ("m0", "n0", "k0"),
+               "UB": ("m0", "n0")}
+
+
 class HgemmKernel(KernelSpec):
     """HGEMM with the dual-stream design of the HGEMM paper; variant gemm-example is CATLASS's basic matmul."""
 
@@ -504,5 +510,12 @@ class HgemmKernel(KernelSpec):
         options.setdefault("params", params.hgemm)
         # every shape is always timed; without data (model_only) there is nothing to verify
         options["verify"] = not options.pop("model_only") and options["verify"]
-        return run_hgemm(ctx, m, n, k, batch=params.batch, warm_l2=params.warm_l2,
-                         every_core=params.every_core, **options)
+        try:
+            return run_hgemm(ctx, m, n, k, batch=params.batch, warm_l2=params.warm_l2,
+                             every_core=params.every_core, **options)
+        except BufferCapacityError as exc:  # the user's tile, not the profile: the message names the tile size
+            tile = options["params"]
+            named = [x for x in _TILE_SIDES.get(str(exc).split(":", 1)[0], ()) if getattr(tile, x) is not None]
+            if not named:
+                raise
+            raise ParamError(max(named, key=lambda x: getattr(tile, x)), str(exc)) from None  # the larger side

@@ -111,7 +111,10 @@ ERRORS = [
     (["--m", "4", "--n", "4", "--k", "4", "--alpha", "70000"], "--alpha: must be representable in fp16"),
     (["--m", "4", "--n", "4", "--k", "4", "--beta", "-1e5"], "--beta: must be representable in fp16"),
     (["--m", "4", "--n", "4", "--k", "4", "--m0", "24"], "--m0: must be a positive multiple of 16"),
-    (["--m", "64", "--n", "64", "--k", "64", "--m0", "256", "--n0", "16", "--k0", "256"], "L0A:"),
+    (["--m", "64", "--n", "64", "--k", "64", "--m0", "256", "--n0", "16", "--k0", "256"], "--m0: L0A:"),
+    (["--m", "64", "--n", "64", "--k", "64", "--m0", "4096"], ("--m0: L0A: 4096x128x128 tiling: A block M0 x K0 fp16 "
+                                                               "(1 slot(s)) needs 1048576 bytes in total")),
+    (["--m", "64", "--n", "64", "--k", "64", "--m0", "16", "--n0", "16", "--k0", "4096"], "--k0: L0A:"),
     (["--m", "4", "--n", "4", "--k", "4", "--variant", "cublas"], "--variant: must be one of"),
     (["--workload", "nope"], "--workload: unknown workload 'nope'"),
     (["--workload", "fig6", "--m", "4"], "--workload: cannot be combined"),
