@@ -243,8 +243,41 @@ def _run_streaming(spec: KernelSpec, *, arrays, seed, hardware, verify, model_on
         if set(arrays) - names:
             raise ParamError("input", f"{spec.name} takes the arrays {', '.join(sorted(names))}")
         options |= dict(arrays)  # the sizes and dtype left out come from the arrays
+    _check_run_options(options)
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
-    return spec.run_streaming(RunContext(spec, params, hw, command, wall0), **options)
+    target = options.get("output_path")
+    fresh = target is not None and not Path(target).exists()
+    try:
+        return spec.run_streaming(RunContext(spec, params, hw, command, wall0), **options)
+    except BaseException:
+        if fresh:  # a failed run leaves no half-written output behind (the CLI's rule, generic._drop)
+            Path(target).unlink(missing_ok=True)
+        raise
+
+
+def _check_run_options(options: dict[str, Any]) -> None:
+    """The types of a streaming kernel's run options, and an output_path the run can create (as the CLI checks
+    its --output-file): ParamError naming the option."""
+    progress, keep, out, target = (options.get(k) for k in ("progress", "keep_output", "out", "output_path"))
+    if progress is not None and not callable(progress):
+        raise ParamError("progress", f"must be a callable progress(stage, done, total) or None, got {progress!r}")
+    if keep is not None and not isinstance(keep, bool):
+        raise ParamError("keep-output", f"must be True, False or None, got {keep!r}")
+    if out is not None and not isinstance(out, np.ndarray):
+        raise ParamError("out", f"must be an (n,) array or memory map of the output dtype, got {type(out).__name__}")
+    if target is None:
+        return
+    if not isinstance(target, (str, os.PathLike)):
+        raise ParamError("output-path", f"must be a path, got {type(target).__name__}")
+    path = Path(target)
+    if not path.name.removesuffix(".partial").endswith(".npy"):  # .partial: the CLI's staged --output-file
+        raise ParamError("output-path", f"must end in .npy, got {str(path)!r}")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ParamError("output-path", f"{str(parent)!r} is not a folder" if parent.exists()
+                         else f"folder {str(parent)!r} does not exist")
+    if path.exists() and not path.is_file():
+        raise ParamError("output-path", f"{str(path)!r} exists and is not a regular file")
 
 
 def _document(ctx: RunContext, sim: SimResult, base: SimResult | None, base_params: KernelParams | None,

@@ -56,3 +56,28 @@ def test_a_tile_that_overflows_a_buffer_names_the_tile_size():
         "m0: L0A: 4096x128x128 tiling: A block M0 x K0 fp16 (1 slot(s)) needs 1048576 bytes in total, 65536 bytes "
         "available on atlas-300t-a2")
     assert _error("hgemm", m=64, n=64, k=64, n0=4096).startswith("n0: L0B: ")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"out": "x.json"}, "out: must be an (n,) array or memory map of the output dtype, got str"),
+    ({"output_path": "nodir/x.npy"}, "output_path: folder 'nodir' does not exist"),
+    ({"output_path": "d.txt"}, "output_path: must end in .npy, got 'd.txt'"),
+    ({"output_path": "dir.npy"}, "output_path: 'dir.npy' exists and is not a regular file"),
+    ({"progress": "yes"}, "progress: must be a callable progress(stage, done, total) or None, got 'yes'"),
+    ({"keep_output": "yes"}, "keep_output: must be True, False or None, got 'yes'"),
+])
+def test_a_bad_scan_run_option_is_a_param_error_naming_it(tmp_path, monkeypatch, options, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir.npy").mkdir()
+    assert _error("scan", n=100, **options) == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.npy"]
+
+
+def test_a_refused_scan_leaves_no_output_file(tmp_path):
+    path = tmp_path / "c.npy"
+    message = _error("scan", n=10**5, algorithm="mcscan-ul1", generator="counting", output_path=path)
+    assert message.startswith("algorithm: mcscan-ul1 rounds each row's sum")
+    assert list(tmp_path.iterdir()) == []
+    run = ascendbench.run("scan", n=1000, generator="counting", output_path=path)
+    np.testing.assert_array_equal(np.load(path), np.cumsum(np.arange(1000.0)))
+    assert run.verification.passed
