@@ -35,11 +35,16 @@ def run(name: str, **options):
 
     A ParamError names the keyword argument in Python's spelling with the closest one when it was misspelt
     ("dtyp: is not a parameter of sort; did you mean dtype?")."""
-    from ascendbench.kernels.base import ParamError
+    from ascendbench.hardware import HardwareError
+    from ascendbench.kernels.base import InputError, ParamError
     from ascendbench.pipeline import run as _run
+    from ascendbench.workloads import WorkloadError
 
     try:
         return _run(name, **options)
+    except (InputError, HardwareError, WorkloadError) as exc:  # their messages name the CLI's options
+        exc.args = (_python_message(str(exc)),)
+        raise
     except ParamError as exc:
         if exc.param == "kernel":  # get_spec's name for what is run's first argument
             exc.param = "name"
@@ -50,6 +55,21 @@ def run(name: str, **options):
 
             exc.suggestion = suggest(exc.param.replace("-", "_"), inspect.signature(_run).parameters)
         raise exc.in_python_names()
+
+
+# The CLI's file options and the keyword arguments of run that take the same files.
+_FILE_ARGUMENTS = {"input": "input_file", "a": "a_file", "b": "b_file", "c": "c_file", "output-file": "output_path"}
+
+
+def _python_message(message: str) -> str:
+    """An error message's CLI options ("--input: file not found: x.npy") as run's keyword arguments ("input_file:
+    file not found: x.npy")."""
+    import re
+
+    from ascendbench.kernels.base import python_name
+
+    return re.sub(r"(?<![\w-])--([a-z0-9][a-z0-9-]*)",
+                  lambda m: _FILE_ARGUMENTS.get(m.group(1)) or python_name(m.group(1)), message)
 
 
 def list_kernels() -> list[str]:

@@ -118,6 +118,7 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ParamError("seed", f"must be a non-negative integer, got {seed!r}")
     hardware = spec.default_hardware if hardware is None else hardware
+    values = _keyword_names(spec, values)
     if spec.streaming:
         return _run_streaming(spec, arrays=arrays, seed=seed, hardware=hardware, verify=verify,
                               model_only=model_only, input_file=input_file, command=command, values=values,
@@ -184,6 +185,22 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
                     data="none" if model_only else ("file" if input_file is not None else "generated"),
                     input_file=input_file, input_sha256=input_sha256, model_s=model_s, functional_s=functional_s)
     return ctx.run(doc, sim, baseline=base, arrays=outcome.arrays if outcome is not None else None, notes=notes)
+
+
+def _keyword_names(spec: KernelSpec, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with the CLI's further names of a field taken as the field (topp: n -> vocab); ParamError for a
+    dashed name (out-dtype), which Python spells with underscores."""
+    for key in values:
+        if "-" in key:
+            raise ParamError(key, f"keyword arguments are spelt with underscores: use {key.replace('-', '_')}, "
+                                  f"not {key!r}")
+    for field, aliases in spec.aliases.items():
+        for alias in (a.removeprefix("--").replace("-", "_") for a in aliases if a.startswith("--")):
+            if alias in values and alias not in spec.Params.model_fields:
+                if field in values:
+                    raise ParamError(alias, f"is another name of {field}; give one of them")
+                values = {(field if k == alias else k): v for k, v in values.items()}
+    return values
 
 
 def _read_input(spec: KernelSpec, path: Path) -> tuple[dict[str, np.ndarray], str]:

@@ -81,3 +81,32 @@ def test_a_refused_scan_leaves_no_output_file(tmp_path):
     run = ascendbench.run("scan", n=1000, generator="counting", output_path=path)
     np.testing.assert_array_equal(np.load(path), np.cumsum(np.arange(1000.0)))
     assert run.verification.passed
+
+
+def test_file_hardware_and_workload_errors_name_the_keyword_arguments(tmp_path):
+    from ascendbench.hardware import HardwareError
+    from ascendbench.kernels.base import InputError
+    from ascendbench.workloads import WorkloadError
+
+    missing = tmp_path / "nope.npy"
+    for error, name, options, message in [
+        (InputError, "scan", {"input_file": missing}, f"input_file: file not found: {missing}"),
+        (InputError, "hgemm", {"a_file": missing}, f"a_file: file not found: {missing}"),
+        (HardwareError, "sort", {"n": 10, "hardware": "nohw"}, "hardware: unknown profile 'nohw'; use one of"),
+        (WorkloadError, "hgemm", {"workload": "nowl"}, "workload: unknown workload 'nowl'; choose from"),
+    ]:
+        with pytest.raises(error) as err:
+            ascendbench.run(name, **options)
+        assert str(err.value).startswith(message)
+
+
+def test_dashed_keywords_are_refused_with_their_python_spelling():
+    assert _error("scan", n=100, **{"out-dtype": "fp16"}) == (
+        "out_dtype: keyword arguments are spelt with underscores: use out_dtype, not 'out-dtype'")
+    assert _error("scan", n=100, **{"model-only": True}) == (
+        "model_only: keyword arguments are spelt with underscores: use model_only, not 'model-only'")
+
+
+def test_topp_takes_n_as_vocab_as_its_command_does():
+    assert ascendbench.run("topp", n=100).result.problem.n == 100
+    assert _error("topp", n=100, vocab=100) == "n: is another name of vocab; give one of them"
