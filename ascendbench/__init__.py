@@ -34,7 +34,8 @@ def run(name: str, **options):
     """Run registry kernel `name` through the pipeline (ascendbench.pipeline.run: arguments, returns, errors).
 
     A ParamError names the keyword argument in Python's spelling with the closest one when it was misspelt
-    ("dtyp: is not a parameter of sort; did you mean dtype?")."""
+    ("dtyp: is not a parameter of sort; did you mean dtype?"); so do InputError, HardwareError and WorkloadError
+    ("input_file: file not found: x.npy", where the CLI says --input)."""
     from ascendbench.hardware import HardwareError
     from ascendbench.kernels.base import InputError, ParamError
     from ascendbench.pipeline import run as _run
@@ -48,6 +49,8 @@ def run(name: str, **options):
     except ParamError as exc:
         if exc.param == "kernel":  # get_spec's name for what is run's first argument
             exc.param = "name"
+        if exc.detail == "is required without --input":  # the CLI's one data option is two arguments here
+            exc.detail = "is required without arrays or input_file"
         if exc.suggestion is None and exc.detail.startswith("is not a parameter"):  # run's own keywords too
             import inspect
 

@@ -110,3 +110,8 @@ def test_dashed_keywords_are_refused_with_their_python_spelling():
 def test_topp_takes_n_as_vocab_as_its_command_does():
     assert ascendbench.run("topp", n=100).result.problem.n == 100
     assert _error("topp", n=100, vocab=100) == "n: is another name of vocab; give one of them"
+
+
+@pytest.mark.parametrize("name, size", [("sort", "n"), ("scan", "n"), ("batched-scan", "batch")])
+def test_a_missing_size_names_both_data_arguments(name, size):
+    assert _error(name) == f"{size}: is required without arrays or input_file"
