@@ -61,7 +61,7 @@ def run(name: str, **options):
 
 
 # The CLI's file options and the keyword arguments of run that take the same files.
-_FILE_ARGUMENTS = {"input": "input_file", "a": "a_file", "b": "b_file", "c": "c_file", "output-file": "output_path"}
+_FILE_ARGUMENTS = {"input": "input_file", "a": "a_file", "b": "b_file", "c": "c_file"}
 
 
 def _python_message(message: str) -> str:

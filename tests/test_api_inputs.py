@@ -115,3 +115,12 @@ def test_topp_takes_n_as_vocab_as_its_command_does():
 @pytest.mark.parametrize("name, size", [("sort", "n"), ("scan", "n"), ("batched-scan", "batch")])
 def test_a_missing_size_names_both_data_arguments(name, size):
     assert _error(name) == f"{size}: is required without arrays or input_file"
+
+
+def test_a_full_disk_names_output_path(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9 - 100, 100))
+    assert _error("scan", n=1000, output_path=tmp_path / "y.npy") == (
+        "output_path: the output needs 0.0 GB on disk, 0.0 GB free")
+    assert list(tmp_path.iterdir()) == []

@@ -68,7 +68,8 @@ def _rebuild(param: str, detail: str, suggestion: str | None, named: bool, pytho
 
 _OPTION = re.compile(r"(?<![\w-])--([a-z0-9][a-z0-9-]*)")  # an option a message mentions: "drop --dtype"
 _NAMED = re.compile(r"--([a-z0-9][a-z0-9-]*): (.*)", re.DOTALL)
-_PYTHON_NAMES = {"input": "arrays"}  # options whose keyword argument is named otherwise (ascendbench.run)
+# options whose keyword argument is named otherwise (ascendbench.run)
+_PYTHON_NAMES = {"input": "arrays", "output-file": "output_path"}
 
 
 def _cli_name(param: str) -> str:
