@@ -86,8 +86,9 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
         verify: compare the outputs with the NumPy reference.
         model_only: timings and counters only, no data (arrays must be None).
         input_file: a .npy (the kernel's first input) or .npz (its arrays by name) read as the arrays when no
-            arrays are given (ParamError naming input_file when missing or unreadable); with arrays, where they
-            came from (the CLI reads its --input so). input_sha256: the file's, recorded in the document.
+            arrays are given (ParamError naming input_file when missing or unreadable). input_sha256: with arrays
+            and input_file, the caller read the file into the arrays (the CLI's --input) and gives its sha256;
+            arrays and input_file without it are refused. Both are recorded in the document.
         command: the command line recorded in the document (default: the Python API).
         values: the kernel's parameters (its Params model: sizes, dtypes, variant, ...) and, for a streaming
             kernel, its run options (`spec.run_options`): scan: warm_l2, progress, generator, out, keep_output,
@@ -128,8 +129,9 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     if read:  # the API's input_file: read here, as the CLI's --input is
         if model_only:
             raise ParamError("input-file", NO_DATA_WITH_MODEL_ONLY)
-        arrays, sha = _read_input(spec, Path(input_file))
-        input_sha256 = input_sha256 or sha
+        arrays, input_sha256 = _read_input(spec, Path(input_file))
+    elif input_file is not None and input_sha256 is None:  # a file nobody read is no provenance
+        raise ParamError("input", "give either arrays or input_file, not both")
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
     notes: list[str] = []
     if arrays is not None:

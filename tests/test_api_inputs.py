@@ -124,3 +124,8 @@ def test_a_full_disk_names_output_path(tmp_path, monkeypatch):
     assert _error("scan", n=1000, output_path=tmp_path / "y.npy") == (
         "output_path: the output needs 0.0 GB on disk, 0.0 GB free")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_arrays_and_an_input_file_nobody_read_are_refused(tmp_path):
+    assert _error("sort", arrays={"values": np.arange(4)}, input_file=tmp_path / "x.npy") == (
+        "arrays: give either arrays or input_file, not both")
