@@ -156,6 +156,10 @@ def test_input_file_errors(tmp_path, cli):
     assert out.exit_code == 2 and "--n: 99 disagrees with the input's length 100" in out.output
     out = cli(["run", "scan", "--input", "ok.npy", "--dtype", "int8"], tmp_path)
     assert out.exit_code == 2 and "--dtype: int8 disagrees with the input array's fp16" in out.output
+    np.savez(tmp_path / "one.npz", x=np.ones(10, np.float16))  # one array: the message said "several"
+    out = cli(["run", "scan", "--input", "one.npz"], tmp_path)
+    assert out.exit_code == 2 and out.output.strip() == ("error: --input: one.npz is a .npz archive (arrays: 'x'); "
+                                                         "give one 1-D .npy array"), out.output
     assert result_files(tmp_path) == []
 
 
