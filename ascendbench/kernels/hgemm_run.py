@@ -233,7 +233,7 @@ def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed,
             a, b, c = _gemm_inputs(shape, seed + i, params.beta, params.alpha)
         out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
         if found := fp16_overflow(a, b, c if params.beta != 0 else None, out, params):
-            raise _overflow_error(found, bool(mats), params)
+            raise _overflow_error(found, bool(mats), params, None if keep_output else shape)
         v = verify_hgemm(a, b, c if params.beta != 0 else None, out, params)
         verification = verification_record(v)
         verify_s = time.perf_counter() - t1
@@ -249,11 +249,13 @@ def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed,
             out if keep_output else None, model_s, verify_s, sim.extrapolated)
 
 
-def _overflow_error(found, files: bool, params) -> ValueError:
+def _overflow_error(found, files: bool, params, shape=None) -> ValueError:
     """The refusal of a shape whose fp16 C would hold inf (kernels.hgemm.fp16_overflow's finding): names --a/--b
-    for the files' A @ B, else --alpha (--beta too when C is read)."""
+    for the files' A @ B, else --alpha (--beta too when C is read); `shape`: the workload's shape, named."""
     stage, (bi, i, j), value = found
     at = f"C[{i}, {j}]" + (f" of batch {bi}" if bi else "")
+    if shape is not None:
+        at += f" of the workload's shape M x N x K = {shape.m} x {shape.n} x {shape.k}"
     if stage == "ab":
         why = (f"A @ B reaches {value:,.6g} at {at}, past fp16's 65504 (the cube writes A @ B to fp16 before "
                "alpha scales it): C would hold inf")

@@ -185,3 +185,13 @@ def test_fp16_overflow_names_the_element_and_beta():
     assert fp16_overflow(a, b, c, out, params) == ("scaled", (1, 2, 3), 80000.0)
     c[0, 0, 0] = np.nan  # a NaN input is verify_hgemm's to report, not an overflow
     assert fp16_overflow(a, b, c, out, params) is None
+
+
+def test_fp16_overflow_in_a_workload_names_its_shape():
+    from ascendbench.kernels.hgemm import GemmShape, HgemmParams
+    from ascendbench.kernels.hgemm_run import _overflow_error
+
+    exc = _overflow_error(("scaled", (1, 2, 3), 1e5), False, HgemmParams(alpha=2.0, beta=1.0), GemmShape(8, 9, 10, 2))
+    assert str(exc) == ("--alpha: alpha * A @ B + beta * C is 100,000 at C[2, 3] of batch 1 of the workload's shape "
+                        "M x N x K = 8 x 9 x 10; a step of the kernel's fp16 arithmetic (alpha * A @ B, beta * C, "
+                        "their sum) passes 65504 there: C would hold inf; give a smaller |alpha| or |beta|")
