@@ -33,8 +33,8 @@ def check_memory(elements: int | None, option: str, bytes_per_element: int = 16)
     available = available_memory()
     if available is not None and needed > 0.9 * available:
         fail(
-            f"--{option}: the functional run of {elements} elements needs about {needed / 2**30:.1f} GiB, "
-            f"{available / 2**30:.1f} GiB available; use --model-only for timings at this size"
+            f"--{option}: the functional run of {elements:,} elements needs about {needed / 2**30:,.1f} GiB, more "
+            f"than the {available / 2**30:,.1f} GiB available; use --model-only for timings at this size"
         )
 
 

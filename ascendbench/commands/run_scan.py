@@ -97,6 +97,9 @@ def prepare(spec, options: dict[str, Any], values: dict[str, Any]) -> dict[str, 
         fail(f"--partition-limit: must be in [1, 2**31 - 1], got {limit}")
     if input_file is not None and generator != "random":
         fail("--generator: there is no generated input with --input; drop one of them")
+    if options.get("l2") == "warm" and options["warm_l2"] is False:  # None: neither --warm-l2 nor --no-warm-l2
+        # the reverse pair (--l2 flushed --warm-l2) is refused by the run (kernels/scan_run.py)
+        fail("--l2: --no-warm-l2 means a start without the input in L2; it disagrees with --l2 warm")
     values = values | given(chunk=chunk_elems)
     try:  # the scan's parameter model (kernels/streaming.py) checks the rest
         spec.params({k: v for k, v in values.items() if k != "n"})
@@ -117,7 +120,7 @@ def prepare(spec, options: dict[str, Any], values: dict[str, Any]) -> dict[str, 
                                   options["exclusive"], options["dtype"] or _header_dtype(input_file),
                                   options["out_dtype"], options["hardware"])
     tmp_output = partial_path(output_file) if output_file is not None else None  # check_files removed old ones
-    return values | {"input_file": input_file, "warm_l2": options["warm_l2"], "generator": generator,
+    return values | {"input_file": input_file, "warm_l2": bool(options["warm_l2"]), "generator": generator,
                      "partition_limit": limit, "output_path": tmp_output,
                      "keep_output": False}  # the command never reads the array: verified on the fly
 

@@ -49,6 +49,7 @@ __all__ = [
     "equivalent_params",
     "example_block",
     "example_swizzle_direction",
+    "fp16_overflow",
     "hgemm_counters",
     "paper_selection",
     "resolve_tiling",
@@ -924,6 +925,31 @@ def compute_hgemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, params: Hg
             c1 = np.matmul(a[:, :, s0:s1].astype(np.float32), b[:, s0:s1, :].astype(np.float32)).astype(np.float16)
             out = (out + (alpha * c1).astype(np.float16)).astype(np.float16)
     return out
+
+
+def fp16_overflow(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, out: np.ndarray,
+                  params: HgemmParams) -> tuple[str, tuple[int, int, int], float] | None:
+    """Where compute_hgemm's fp16 arithmetic overflowed although the inputs it read are finite: None, or
+    (stage, (batch, row, column) of the first inf/NaN element of `out`, the float64 value there). stage "ab":
+    the cube's fp16 C1 = A @ B (over all of K) passes 65504 before alpha scales it; "scaled": alpha * A @ B,
+    beta * C or their sum does. Inputs holding NaN or inf return None (verify_hgemm reports them).
+
+    a: (batch, M, K), b: (batch, K, N), c: (batch, M, N) or None, out: (batch, M, N), all float16."""
+    if out.size == 0 or np.isfinite(out).all():
+        return None
+    reads_ab = params.alpha != 0 and a.shape[2] > 0
+    read = ([a, b] if reads_ab else []) + ([c] if params.beta != 0 and c is not None else [])
+    if not all(np.isfinite(x).all() for x in read):
+        return None
+    where = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
+    bi, i, j = where
+    ab = float(np.dot(a[bi, i, :].astype(np.float64), b[bi, :, j].astype(np.float64))) if reads_ab else 0.0
+    value = params.alpha * ab if reads_ab else 0.0
+    if params.beta != 0 and c is not None:
+        value += params.beta * float(c[bi, i, j])
+    if abs(ab) > _FP16_MAX:
+        return "ab", where, ab
+    return "scaled", where, value
 
 
 def verify_hgemm(a, b, c, out: np.ndarray, params: HgemmParams) -> Verification:

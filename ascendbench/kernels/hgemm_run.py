@@ -96,7 +96,9 @@ def run_hgemm(
         profile's fp16 cube peak.
 
     Raises:
-        ParamError, InputError, HardwareError, BufferCapacityError (messages name the option).
+        ParamError, InputError, HardwareError, BufferCapacityError (messages name the option). A computed C
+        whose fp16 arithmetic overflows (kernels.hgemm.fp16_overflow) raises ParamError naming --alpha (or
+        --k), or InputError naming --a/--b, before anything is returned or written.
     """
     from ascendbench.kernels.hgemm import GemmShape, HgemmParams
     from ascendbench.store.schema import GemmProblem, HgemmRunResult
@@ -210,7 +212,7 @@ def run_hgemm(
 def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed, mats, keep_output, keep_sim=False):
     """One shape of run_hgemm: (record, counters, utilisation, sim or None, output or None, model seconds,
     verify seconds, extrapolated). Module-level so that worker processes can run it."""
-    from ascendbench.kernels.hgemm import compute_hgemm, simulate_hgemm, verify_hgemm
+    from ascendbench.kernels.hgemm import compute_hgemm, fp16_overflow, simulate_hgemm, verify_hgemm
     from ascendbench.store.schema import HgemmShapeResult
 
     t0 = time.perf_counter()
@@ -230,6 +232,8 @@ def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed,
         else:
             a, b, c = _gemm_inputs(shape, seed + i, params.beta, params.alpha)
         out = compute_hgemm(a, b, c if params.beta != 0 else None, params, tiling)
+        if found := fp16_overflow(a, b, c if params.beta != 0 else None, out, params):
+            raise _overflow_error(found, bool(mats), params, None if keep_output else shape)
         v = verify_hgemm(a, b, c if params.beta != 0 else None, out, params)
         verification = verification_record(v)
         verify_s = time.perf_counter() - t1
@@ -243,6 +247,24 @@ def _hgemm_shape(i, shape, params, hw, warm_l2, every_core, verify, limit, seed,
                               phases_s=sim.phases_s, verification=verification)
     return (record, dict(sim.counters), sim.utilisation(), sim if keep_sim else None,
             out if keep_output else None, model_s, verify_s, sim.extrapolated)
+
+
+def _overflow_error(found, files: bool, params, shape=None) -> ValueError:
+    """The refusal of a shape whose fp16 C would hold inf (kernels.hgemm.fp16_overflow's finding): names --a/--b
+    for the files' A @ B, else --alpha (--beta too when C is read); `shape`: the workload's shape, named."""
+    stage, (bi, i, j), value = found
+    at = f"C[{i}, {j}]" + (f" of batch {bi}" if bi else "")
+    if shape is not None:
+        at += f" of the workload's shape M x N x K = {shape.m} x {shape.n} x {shape.k}"
+    if stage == "ab":
+        why = (f"A @ B reaches {value:,.6g} at {at}, past fp16's 65504 (the cube writes A @ B to fp16 before "
+               "alpha scales it): C would hold inf")
+        return InputError(f"--a/--b: {why}; scale the inputs down") if files else ParamError(
+            "k", f"{why}; give a smaller --k")
+    why = (f"alpha * A @ B + beta * C is {value:,.6g} at {at}; a step of the kernel's fp16 arithmetic (alpha * "
+           "A @ B, beta * C, their sum) passes 65504 there: C would hold inf")
+    names = "|alpha|" + (" or |beta|" if params.beta != 0 else "")
+    return ParamError("alpha", f"{why}; give a smaller {names}" + (" or smaller --a/--b/--c values" if files else ""))
 
 
 def _hgemm_chunk_at(args):

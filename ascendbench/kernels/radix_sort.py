@@ -297,8 +297,7 @@ class RadixSortKernel(KeysKernel):
               "seed": "Seed of the generated keys.", "input_file": "Keys as a 1-D .npy, or a .npz with an array "
                                                                    "'values'.",
               "output_file": "Save 'values' and 'indices' as .npz.", "verify": "Compare with NumPy's stable sort.",
-              "warm_l2": "Start with the keys in L2."},
-        model_only=False)
+              "warm_l2": "Start with the keys in L2."})
 
     def compute(self, arrays, params, seed=0):
         values, indices = radix_sort(arrays["values"], params.descending)

@@ -204,8 +204,11 @@ def load_npy(path: Path, ndim: int, axes: str = "", background_hash: bool = Fals
     InputError naming --input."""
     path = Path(path)
     x = open_npy(path, mmap=True)
-    if not isinstance(x, np.ndarray):
-        raise InputError(f"--input: {path} holds several arrays; give one {ndim}-D .npy array{axes}")
+    if not isinstance(x, np.ndarray):  # a .npz archive, of any number of arrays
+        names = ", ".join(repr(name) for name in x.files)
+        x.close()
+        raise InputError(f"--input: {path} is a .npz archive (arrays: {names or 'none'}); give one {ndim}-D .npy "
+                         f"array{axes}")
     if x.ndim != ndim:
         raise InputError(f"--input: array must be {ndim}-D{axes}, got shape {tuple(x.shape)}")
     if x.dtype not in DTYPES:

@@ -379,6 +379,8 @@ class WeightedSampleKernel(contract.KernelSpec):
         if weights.dtype != np.float16:
             raise ParamError("input", f"weights must be float16 (the MCScan's input), got {weights.dtype}; convert "
                                       "with weights.astype(numpy.float16)")
+        if weights.shape[0] == 0:
+            raise ParamError("input", "weights of shape (0,) hold no categories; at least one is needed")
         return super().bind(params, arrays)
 
     def check(self, params, hw):

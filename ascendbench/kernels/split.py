@@ -580,7 +580,7 @@ def _values_and_flags_command(doc: str, flag_name: str, *, variant: str, input_f
         "dtype": f"Values dtype of generated data: {', '.join(contract.DTYPE_NAMES)} (default fp16).",
         "seed": f"Seed of the generated values and {flag_name}.", "input_file": input_file,
         "output_file": output_file, "verify": verify, **more, "warm_l2": "Start with the values in L2."},
-        model_only=False, output=output)
+        output=output)
 
 
 class _FlagKernel(contract.KernelSpec):

@@ -106,8 +106,8 @@ class ScanKernelEntry(KernelSpec):
                              "block, so any n streams."),
             ExtraOption("partition_limit", ("--partition-limit",), "count", PARTITION_LIMIT,
                         help="Items per streaming partition (default 2**31-1; results do not depend on it)."),
-            ExtraOption("warm_l2", ("--warm-l2/--no-warm-l2",), "bool", False,
-                        help="Start with the input in L2 (the same as --l2 warm)."),
+            ExtraOption("warm_l2", ("--warm-l2/--no-warm-l2",), "bool", None,  # None: not given (--l2 decides)
+                        help="Start with the input in L2 (the same as --l2 warm; default: off)."),
         ),
         omit=("verify",),  # the streaming scan always verifies, on the fly
         order=("n", "algorithm", "s", "blocks", "chunk", "exclusive", "dtype", "out_dtype", "seed", "input_file",

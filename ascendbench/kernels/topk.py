@@ -289,8 +289,7 @@ class TopkKernel(KeysKernel):
               "seed": "Seed of the generated values.",
               "input_file": "Values as a 1-D .npy, or a .npz with an array 'values'.",
               "output_file": "Save 'values' and 'indices' as .npz.",
-              "verify": "Compare with the first k of NumPy's stable sort.", "warm_l2": "Start with the values in L2."},
-        model_only=False)
+              "verify": "Compare with the first k of NumPy's stable sort.", "warm_l2": "Start with the values in L2."})
 
     def params(self, values=None, **kwargs):
         merged = {**(values or {}), **kwargs}

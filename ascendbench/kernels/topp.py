@@ -61,6 +61,9 @@ class TopPResult:
     u: np.ndarray
 
 
+_FP32_MAX = float(np.finfo(np.float32).max)
+
+
 def _rows(probs) -> np.ndarray:
     if isinstance(probs, np.ma.MaskedArray):
         raise ParamError("probs", "masked arrays are not supported; pass the data you mean")
@@ -74,7 +77,8 @@ def _rows(probs) -> np.ndarray:
 
 
 def check_probs(probs: np.ndarray) -> None:
-    """Check that every row is a probability row: finite, non-negative, not all zero, at least one token.
+    """Check that every row is a probability row: finite, non-negative, not all zero, at least one token, a
+    sum within float32's range (the rule's running sum is float32).
     (Rows need not sum to 1: the rule compares the running sum with p as Llama does.)
 
     Raises:
@@ -103,6 +107,17 @@ def check_probs(probs: np.ndarray) -> None:
         if zero.any():
             r = int(np.argmax(zero))
             raise DistributionError(f"{where(lo + r)} is all zero; a probability row needs a positive entry")
+        # the rule's running sum is float32: a row whose sum passes float32's largest would make it inf
+        sums = block.sum(axis=1, dtype=np.float64)
+        over = sums > _FP32_MAX
+        if over.any():
+            r = int(np.argmax(over))
+            raise DistributionError(_sum_overflow(where(lo + r), float(sums[r])))
+
+
+def _sum_overflow(where: str, total: float) -> str:
+    return (f"{where} sums to {total:.6g}, past float32's largest {_FP32_MAX:.6g} (the running sum would be "
+            "inf); scale the row down")
 
 
 def _check_p(p) -> np.float32:
@@ -163,7 +178,12 @@ def top_p_draw(probs: np.ndarray, p: float, u: np.ndarray, *, variant: str = "ra
         block = rows[lo: lo + step]
         order = _sort_desc(block, variant)
         s = np.take_along_axis(block, order, axis=1).astype(np.float32)
-        c = np.cumsum(s, axis=1, dtype=np.float32)
+        with np.errstate(over="ignore"):  # a row within _FP32_MAX whose float32 rounding still passes it
+            c = np.cumsum(s, axis=1, dtype=np.float32)
+        if not np.isfinite(c[:, -1]).all():
+            r = int(np.argmax(~np.isfinite(c[:, -1])))
+            raise DistributionError(_sum_overflow(f"probs: row {lo + r}" if probs.ndim == 2 else "probs",
+                                                  float(block[r].sum(dtype=np.float64))))
         # a prefix of each row (module docstring); p = 1 keeps every token, also where an fp16 row sums past 1
         keep = (c - s) <= p32 if p32 < 1 else np.ones(s.shape, dtype=bool)
         m = keep.sum(axis=1)
@@ -415,6 +435,9 @@ class TopPKernel(contract.KernelSpec):
         if probs.ndim not in (1, 2):
             raise ParamError("input", f"probs must have shape (vocab,) or (batch, vocab), got {tuple(probs.shape)}")
         rows, length = probs.shape if probs.ndim == 2 else (1, probs.shape[0])
+        if length == 0 and rows > 0:
+            raise ParamError("input", f"probs of shape {tuple(probs.shape)} has no tokens; a probability row needs "
+                                      "at least one")
         if "vocab" in params.model_fields_set and params.vocab != length:
             raise ParamError("vocab", f"{params.vocab} disagrees with the input's {length} tokens per row; drop "
                                       "--vocab or make them equal")

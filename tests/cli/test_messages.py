@@ -126,7 +126,9 @@ def _commands_with(*options: str) -> list[str]:
 # An array of each command's own kind: the refusal must not depend on the file being one it could read.
 INPUTS = {"scan": np.ones(1000, np.float16), "batched-scan": np.ones((4, 256), np.float16),
           "segmented-scan": np.ones(1000, np.float16), "sample": np.full(1000, 1e-3, np.float32),
-          "topp": np.full(1000, 1e-3, np.float16)}
+          "topp": np.full(1000, 1e-3, np.float16), "sort": np.ones(1000, np.float16),
+          "topk": np.ones(1000, np.float16), "split": np.ones(1000, np.float16),
+          "compress": np.ones(1000, np.float16)}
 
 
 def test_every_command_with_input_and_model_only_is_listed():
@@ -138,8 +140,9 @@ def test_an_input_with_model_only_is_refused_naming_both(tmp_path, cli, command)
     # run scan, batched-scan and segmented-scan timed the file's size and said nothing of the data they did not
     # read; ascendbench.run, sample and topp refused the pair: now every command refuses it, before reading
     np.save(tmp_path / "x.npy", INPUTS[command])
-    out = cli(["run", command, "--input", "x.npy", "--model-only"], tmp_path)
+    k = ["--k", "1"] if command == "topk" else []  # topk's --k is required
+    out = cli(["run", command, *k, "--input", "x.npy", "--model-only"], tmp_path)
     assert one_line(out) == "error: --input: there is no data with --model-only; drop one of them"
     assert leftovers(tmp_path, {"x.npy"}) == []
-    out = cli(["run", command, "--input", "missing.npy", "--model-only", "--no-save"], tmp_path)
+    out = cli(["run", command, *k, "--input", "missing.npy", "--model-only", "--no-save"], tmp_path)
     assert one_line(out) == "error: --input: there is no data with --model-only; drop one of them"

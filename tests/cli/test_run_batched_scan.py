@@ -222,3 +222,15 @@ def test_title_fits_or_wraps_at_the_terminal_width(tmp_path, cli, columns, width
                              "on ascend-910b4", "─" * 80]
     else:
         assert lines[0].strip("─") == f" {title} "
+
+
+def test_the_memory_refusal_formats_its_counts(tmp_path, cli, monkeypatch):
+    from ascendbench import pipeline
+
+    monkeypatch.setattr(pipeline, "available_memory", lambda: 8 * 2**30)
+    out = cli(["run", "batched-scan", "--batch", "2**40", "--length", "2**40", "--no-save"], tmp_path)
+    assert out.exit_code == 2, out.output
+    # 2**80 elements at 16 bytes each, plus 1 GiB: 2**54 + 1 GiB (printed as the float it rounds to)
+    assert out.output.strip() == ("error: --length: the functional run of 1,208,925,819,614,629,174,706,176 elements "
+                                  "needs about 18,014,398,509,481,984.0 GiB, more than the 8.0 GiB available; use "
+                                  "--model-only for timings at this size")

@@ -150,3 +150,51 @@ def test_workload_on_worker_processes_gives_the_same_result():
     two = ascendbench.run("hgemm", workload="fig6", jobs=2, verify=False).result
     assert [s.time_s for s in one.shapes] == [s.time_s for s in two.shapes]
     assert one.counters == two.counters and two.model["worker_processes"] == 2
+
+
+def test_fp16_overflow_of_c_is_refused_before_anything_is_written(tmp_path, cli):
+    from ascendbench.kernels.hgemm import GemmShape
+    from ascendbench.kernels.hgemm_run import _gemm_inputs
+
+    args = ["--output-file", "c.npy", "--out", "r.json", "--trace", "t.json"]
+    out = cli(["run", "hgemm", "--m", "256", "--n", "256", "--k", "1024", "--alpha", "65504", *args], tmp_path)
+    assert out.exit_code == 2, out.output
+    a, b, _ = _gemm_inputs(GemmShape(256, 256, 1024), 0, 0.0, 65504.0)
+    first = 65504.0 * float(a[0, 0].astype(np.float64) @ b[0, :, 0].astype(np.float64))  # C[0, 0] overflows
+    assert out.output.strip() == (f"error: --alpha: alpha * A @ B + beta * C is {first:,.6g} at C[0, 0]; a step of "
+                                  "the kernel's fp16 arithmetic (alpha * A @ B, beta * C, their sum) passes 65504 "
+                                  "there: C would hold inf; give a smaller |alpha|")
+    np.save(tmp_path / "a.npy", np.full((2, 64, 1024), 300, np.float16))
+    np.save(tmp_path / "b.npy", np.full((2, 1024, 64), 300, np.float16))
+    out = cli(["run", "hgemm", "--a", "a.npy", "--b", "b.npy", *args], tmp_path)
+    assert out.exit_code == 2, out.output
+    assert out.output.strip() == ("error: --a/--b: A @ B reaches 9.216e+07 at C[0, 0], past fp16's 65504 (the cube "
+                                  "writes A @ B to fp16 before alpha scales it): C would hold inf; scale the "
+                                  "inputs down")  # 300 * 300 * 1024
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"]
+
+
+def test_fp16_overflow_names_the_element_and_beta():
+    from ascendbench.kernels.hgemm import HgemmParams, fp16_overflow
+
+    a = np.zeros((2, 3, 4), np.float16)
+    b = np.zeros((2, 4, 5), np.float16)
+    c = np.zeros((2, 3, 5), np.float16)
+    c[1, 2, 3] = 40000
+    params = HgemmParams(alpha=1.0, beta=2.0)
+    out = np.zeros_like(c)
+    assert fp16_overflow(a, b, c, out, params) is None
+    out[1, 2, 3] = np.inf
+    assert fp16_overflow(a, b, c, out, params) == ("scaled", (1, 2, 3), 80000.0)
+    c[0, 0, 0] = np.nan  # a NaN input is verify_hgemm's to report, not an overflow
+    assert fp16_overflow(a, b, c, out, params) is None
+
+
+def test_fp16_overflow_in_a_workload_names_its_shape():
+    from ascendbench.kernels.hgemm import GemmShape, HgemmParams
+    from ascendbench.kernels.hgemm_run import _overflow_error
+
+    exc = _overflow_error(("scaled", (1, 2, 3), 1e5), False, HgemmParams(alpha=2.0, beta=1.0), GemmShape(8, 9, 10, 2))
+    assert str(exc) == ("--alpha: alpha * A @ B + beta * C is 100,000 at C[2, 3] of batch 1 of the workload's shape "
+                        "M x N x K = 8 x 9 x 10; a step of the kernel's fp16 arithmetic (alpha * A @ B, beta * C, "
+                        "their sum) passes 65504 there: C would hold inf; give a smaller |alpha| or |beta|")

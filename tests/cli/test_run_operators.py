@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+import ascendbench
 from ascendbench.store.operators import OperatorRunResult
 
 
@@ -145,6 +146,14 @@ def test_a_broken_npz_is_a_one_line_error(tmp_path, cli, op):
 def test_a_size_beyond_memory_is_refused(tmp_path, cli, op):
     out = cli(["run", *op, "--n", "1e13", "--no-save"], tmp_path)
     assert out.exit_code == 2 and "--n: a functional run of 10,000,000,000,000 elements needs about" in out.output
+    assert out.output.rstrip().endswith("give a smaller --n or use --model-only"), out.output
+    # the advice works: --model-only times the size, as ascendbench.run(model_only=True) does
+    out = cli(["run", *op, "--n", "1e13", "--model-only", "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["verification"]["performed"] is False
+    if op[0] != "topk":  # topk's model takes 7 s at this size: not run a second time
+        assert doc["simulated"]["time_s"] == ascendbench.run(op[0], n=10**13, model_only=True).time_s
 
 
 @pytest.mark.parametrize("op, name", [("split", "flags"), ("compress", "mask")])

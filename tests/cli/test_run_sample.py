@@ -71,6 +71,7 @@ ERRORS = [
     (["--input", "nan.npy"], "--input: weights: element 2 is NaN"),
     (["--input", "inf.npy"], "--input: weights: element 0 is infinite"),
     (["--input", "zero.npy"], "--input: weights: the total weight is zero"),
+    (["--input", "empty.npy"], "--input: weights of shape (0,) hold no categories; at least one is needed"),
     (["--input", "f32.npy"], "--input: weights must be float16"),
     (["--input", "two.npy"], "--input: array 'weights' must be 1-D"),
     (["--input", "other.npz"], "--input: unexpected array 'probs'"),
@@ -87,6 +88,7 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, 
     np.save(tmp_path / "nan.npy", np.array([1, 1, np.nan], np.float16))
     np.save(tmp_path / "inf.npy", np.array([np.inf, 1], np.float16))
     np.save(tmp_path / "zero.npy", np.zeros(5, np.float16))
+    np.save(tmp_path / "empty.npy", np.zeros(0, np.float16))
     np.save(tmp_path / "f32.npy", ok.astype(np.float32))
     np.save(tmp_path / "two.npy", np.ones((2, 2), np.float16))
     np.savez(tmp_path / "other.npz", probs=ok)

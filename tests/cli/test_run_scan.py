@@ -114,7 +114,19 @@ ERROR_CASES = [
     (["--n", "1e5", "--model-only", "--output-file", "y.npy"], "--output-file: there is no output with --model-only"),
     (["--input", "missing.npy"], "--input: file not found"),
     (["--n", "2**60"], "--n: the functional run of"),
+    (["--n", "1e5", "--l2", "warm", "--no-warm-l2"], "--l2: --no-warm-l2 means a start without the input in L2; "
+                                                     "it disagrees with --l2 warm"),
+    (["--n", "1e5", "--no-warm-l2", "--l2", "warm"], "--l2: --no-warm-l2 means a start without the input in L2"),
+    (["--n", "1e5", "--l2", "flushed", "--warm-l2"], "--l2: --warm-l2 means --l2 warm; it disagrees with --l2 flushed"),
 ]
+
+
+@pytest.mark.parametrize("args, start", [(["--l2", "clean", "--no-warm-l2"], "clean"), (["--no-warm-l2"], "flushed"),
+                                         (["--l2", "warm", "--warm-l2"], "warm"), (["--warm-l2"], "warm"), ([], "flushed")])
+def test_l2_and_warm_l2_that_agree_run(tmp_path, cli, args, start):
+    out = cli(["run", "scan", "--n", "1e3", *args, "--json", "--no-save"], tmp_path)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["model"]["l2"] == start
 
 
 @pytest.mark.parametrize("args, message", ERROR_CASES)
@@ -144,6 +156,10 @@ def test_input_file_errors(tmp_path, cli):
     assert out.exit_code == 2 and "--n: 99 disagrees with the input's length 100" in out.output
     out = cli(["run", "scan", "--input", "ok.npy", "--dtype", "int8"], tmp_path)
     assert out.exit_code == 2 and "--dtype: int8 disagrees with the input array's fp16" in out.output
+    np.savez(tmp_path / "one.npz", x=np.ones(10, np.float16))  # one array: the message said "several"
+    out = cli(["run", "scan", "--input", "one.npz"], tmp_path)
+    assert out.exit_code == 2 and out.output.strip() == ("error: --input: one.npz is a .npz archive (arrays: 'x'); "
+                                                         "give one 1-D .npy array"), out.output
     assert result_files(tmp_path) == []
 
 

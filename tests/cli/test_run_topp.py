@@ -77,6 +77,9 @@ ERRORS = [
     (["--input", "neg.npy"], "--input: probs: row 1: token 2 is negative (-0.5)"),
     (["--input", "nan.npy"], "--input: probs: row 0: token 0 is NaN"),
     (["--input", "zero.npy"], "--input: probs: row 1 is all zero"),
+    (["--input", "huge.npy"], "--input: probs: row 1 sums to 6e+38, past float32's largest 3.40282e+38 (the "
+                              "running sum would be inf); scale the row down"),
+    (["--input", "empty.npy"], "--input: probs of shape (0,) has no tokens; a probability row needs at least one"),
     (["--input", "i16.npy"], "--input: probs must be float16, float32 or float64, got int16"),
     (["--input", "three.npy"], "--input: probs must have shape (vocab,) or (batch, vocab)"),
     (["--input", "other.npz"], "--input: a .npz must hold one array named 'probs'"),
@@ -95,6 +98,8 @@ def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, 
     np.save(tmp_path / "nan.npy", np.array([[np.nan, 0.5]], np.float16))
     np.save(tmp_path / "zero.npy", np.array([[0.5, 0.5], [0, 0]], np.float16))
     np.save(tmp_path / "i16.npy", ok.astype(np.int16))
+    np.save(tmp_path / "huge.npy", np.array([[1, 1], [3e38, 3e38]], np.float32))
+    np.save(tmp_path / "empty.npy", np.zeros(0, np.float32))
     np.save(tmp_path / "three.npy", np.ones((2, 2, 2), np.float16))
     np.savez(tmp_path / "other.npz", weights=ok)
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
@@ -151,3 +156,12 @@ def test_a_dtype_outside_fp16_and_fp32_is_one_line(tmp_path, cli):
     out = cli(["run", "topp", "--vocab", "100", "--dtype", "bf16"], tmp_path)
     assert out.exit_code == 2 and out.output.strip().startswith("error: --dtype: ")
     assert "fp16" in out.output and "fp32" in out.output and result_files(tmp_path) == []
+
+
+def test_the_float32_running_sum_is_guarded_where_the_row_check_cannot_see_it(monkeypatch):
+    from ascendbench.kernels import topp
+    from ascendbench.kernels.sampling import DistributionError
+
+    monkeypatch.setattr(topp, "check_probs", lambda probs: None)  # as if rounding alone passed float32's largest
+    with pytest.raises(DistributionError, match=r"^probs: row 1 sums to 6e\+38, past float32's largest"):
+        topp.top_p_draw(np.array([[1, 1], [3e38, 3e38]], np.float32), 0.5, np.zeros(2))
