@@ -285,5 +285,6 @@ def _shape_from_files(mats: dict[str, np.ndarray]) -> tuple[int | None, int | No
                                  f"({axis.upper()} = {dims[axis]})")
             dims[axis] = int(dim)
     if len(batches) > 1:
-        raise InputError(f"--a/--b/--c: batch sizes differ: {sorted(batches)}")
+        raise InputError(f"--a/--b/--c: batch sizes differ: {sorted(batches)}; every matrix takes the same leading "
+                         "batch (a 2-D one is a batch of 1: B is not shared across A's batch)")
     return dims.get("m"), dims.get("n"), dims.get("k"), batches.pop()

@@ -427,8 +427,10 @@ class HgemmKernel(KernelSpec):
         extras=(
             WORKLOAD,
             ExtraOption("a_file", ("--a",), "path", help="A as a float16 .npy (M x K, or batch x M x K)."),
-            ExtraOption("b_file", ("--b",), "path", help="B as a float16 .npy (K x N)."),
-            ExtraOption("c_file", ("--c",), "path", help="C as a float16 .npy (M x N)."),
+            ExtraOption("b_file", ("--b",), "path", help="B as a float16 .npy (K x N, or batch x K x N: the same "
+                                                          "batch as A)."),
+            ExtraOption("c_file", ("--c",), "path", help="C as a float16 .npy (M x N, or batch x M x N: the same "
+                                                          "batch as A)."),
             ExtraOption("jobs", ("--jobs",), "count", help="Worker processes for a workload's shapes (default: the "
                                                           "usable cores, at most 8, for 64 shapes or more; at most 4 "
                                                           "per usable core)."),

@@ -141,6 +141,10 @@ def test_disagreeing_files(tmp_path, cli):
     np.save(tmp_path / "f.npy", np.zeros((4, 5), np.float32))
     out = cli(["run", "hgemm", "--a", "f.npy", "--b", "b.npy"], tmp_path)
     assert out.exit_code == 2 and "--a: array dtype must be float16" in out.output
+    np.save(tmp_path / "a2.npy", np.zeros((2, 4, 6), np.float16))  # a batch of 2 A beside one B
+    out = cli(["run", "hgemm", "--a", "a2.npy", "--b", "b.npy"], tmp_path)
+    assert out.exit_code == 2 and "--a/--b/--c: batch sizes differ: [1, 2]; every matrix takes the same " in out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "a2.npy", "b.npy", "f.npy"]
 
 
 def test_workload_on_worker_processes_gives_the_same_result():
