@@ -78,17 +78,12 @@ class Starter:
 
 
 @contextlib.contextmanager
-def starting_children() -> Iterator[Starter]:
-    """Start child processes without losing a Ctrl-C (see the module docstring). Yields a Starter; raises
-    KeyboardInterrupt on leaving when a SIGINT or SIGTERM came meanwhile (the caller stops the children it
-    started), after interrupts.note() recorded it for the exit status."""
-    from multiprocessing import resource_tracker
-
-    # started lazily by the first child otherwise, and its own start unblocks SIGINT in this thread
-    resource_tracker.ensure_running()
+def _signals_recorded() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM only recorded meanwhile (interrupts.note(), and in the yielded list), in the main
+    thread; elsewhere nothing changes (handlers can only be set there)."""
     came: list[int] = []
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
-        yield Starter(came)
+    if threading.current_thread() is not threading.main_thread():
+        yield came
         return
 
     def record(signum: int, _frame: Any) -> None:
@@ -97,10 +92,23 @@ def starting_children() -> Iterator[Starter]:
 
     old = {sig: signal.signal(sig, record) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield Starter(came)
+        yield came
     finally:
         for sig, previous in old.items():
             signal.signal(sig, previous)
+
+
+@contextlib.contextmanager
+def starting_children() -> Iterator[Starter]:
+    """Start child processes without losing a Ctrl-C (see the module docstring). Yields a Starter; raises
+    KeyboardInterrupt on leaving when a SIGINT or SIGTERM came meanwhile (the caller stops the children it
+    started), after interrupts.note() recorded it for the exit status."""
+    from multiprocessing import resource_tracker
+
+    # started lazily by the first child otherwise, and its own start unblocks SIGINT in this thread
+    resource_tracker.ensure_running()
+    with _signals_recorded() as came:
+        yield Starter(came)
     if came:
         raise KeyboardInterrupt
 
@@ -117,7 +125,13 @@ def imap_in_workers(function: Callable[[Any], _T], tasks: list, jobs: int) -> It
     """function(task) for every task, in the order they finish, from `jobs` spawned worker processes (a Pool,
     not a ProcessPoolExecutor: on Ctrl-C the executor's shutdown ran every queued task first; terminate()
     stops at once). The pool starts inside starting_children(), so a Ctrl-C while it starts is not lost, and
-    it is terminated when the caller stops early or anything is raised, SIGINT included."""
+    it is terminated when the caller stops early or anything is raised, SIGINT included; callers close the
+    generator when they stop (contextlib.closing), so that this happens then and not at garbage collection.
+
+    The pool is stopped and joined with SIGINT and SIGTERM only recorded: a second one (a second Ctrl-C, or
+    the copy `timeout -s INT` sends to the process group after the one to the parent) raised inside
+    Pool.terminate() left it halfway, its workers never stopped and the join waiting for them for ever.
+    Raises KeyboardInterrupt when one came while a finished pool was being joined."""
     import multiprocessing
 
     pool = None
@@ -125,11 +139,14 @@ def imap_in_workers(function: Callable[[Any], _T], tasks: list, jobs: int) -> It
         with starting_children() as starter:
             pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
         yield from pool.imap_unordered(function, tasks)
-        pool.close()
+        with _signals_recorded() as came:
+            pool.close()
+            pool.join()
     except BaseException:
         if pool is not None:
-            pool.terminate()
+            with _signals_recorded():
+                pool.terminate()
+                pool.join()
         raise
-    finally:
-        if pool is not None:
-            pool.join()
+    if came:
+        raise KeyboardInterrupt
