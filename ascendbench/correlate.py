@@ -17,6 +17,7 @@ Errors are fractions: error = simulated / measured - 1.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import functools
@@ -748,10 +749,11 @@ def fit_constants(measurements: Sequence[Measurement], names: Sequence[str], fol
             if progress is not None:
                 progress(labels[i], i + 1, len(tasks))
     else:
-        for done, (i, fitted) in enumerate(imap_in_workers(_fit_task, list(enumerate(tasks)), jobs), start=1):
-            fits[i] = fitted
-            if progress is not None:
-                progress(f"fitting on {jobs} processes ({k} folds, then all rows)", done, len(tasks))
+        with contextlib.closing(imap_in_workers(_fit_task, list(enumerate(tasks)), jobs)) as finished:
+            for done, (i, fitted) in enumerate(finished, start=1):
+                fits[i] = fitted
+                if progress is not None:
+                    progress(f"fitting on {jobs} processes ({k} folds, then all rows)", done, len(tasks))
     held_before, held_after = [], []
     for fold in range(k):
         test = [m for i, m in enumerate(rows) if i % k == fold]

@@ -30,6 +30,7 @@ __all__ = ["JOBS_PER_CORE", "Starter", "child_started", "imap_in_workers", "jobs
 
 JOBS_PER_CORE = 4  # --jobs above this many per usable core only thrash (the model is CPU-bound, no I/O waits)
 _T = TypeVar("_T")
+_POLL_S = 0.1  # how long a recorded Ctrl-C may wait for imap_in_workers to act on it
 
 
 def usable_cores() -> int:
@@ -78,17 +79,12 @@ class Starter:
 
 
 @contextlib.contextmanager
-def starting_children() -> Iterator[Starter]:
-    """Start child processes without losing a Ctrl-C (see the module docstring). Yields a Starter; raises
-    KeyboardInterrupt on leaving when a SIGINT or SIGTERM came meanwhile (the caller stops the children it
-    started), after interrupts.note() recorded it for the exit status."""
-    from multiprocessing import resource_tracker
-
-    # started lazily by the first child otherwise, and its own start unblocks SIGINT in this thread
-    resource_tracker.ensure_running()
+def _signals_recorded() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM only recorded meanwhile (interrupts.note(), and in the yielded list), in the main
+    thread; elsewhere nothing changes (handlers can only be set there)."""
     came: list[int] = []
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
-        yield Starter(came)
+    if threading.current_thread() is not threading.main_thread():
+        yield came
         return
 
     def record(signum: int, _frame: Any) -> None:
@@ -97,10 +93,23 @@ def starting_children() -> Iterator[Starter]:
 
     old = {sig: signal.signal(sig, record) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield Starter(came)
+        yield came
     finally:
         for sig, previous in old.items():
             signal.signal(sig, previous)
+
+
+@contextlib.contextmanager
+def starting_children() -> Iterator[Starter]:
+    """Start child processes without losing a Ctrl-C (see the module docstring). Yields a Starter; raises
+    KeyboardInterrupt on leaving when a SIGINT or SIGTERM came meanwhile (the caller stops the children it
+    started), after interrupts.note() recorded it for the exit status."""
+    from multiprocessing import resource_tracker
+
+    # started lazily by the first child otherwise, and its own start unblocks SIGINT in this thread
+    resource_tracker.ensure_running()
+    with _signals_recorded() as came:
+        yield Starter(came)
     if came:
         raise KeyboardInterrupt
 
@@ -117,19 +126,37 @@ def imap_in_workers(function: Callable[[Any], _T], tasks: list, jobs: int) -> It
     """function(task) for every task, in the order they finish, from `jobs` spawned worker processes (a Pool,
     not a ProcessPoolExecutor: on Ctrl-C the executor's shutdown ran every queued task first; terminate()
     stops at once). The pool starts inside starting_children(), so a Ctrl-C while it starts is not lost, and
-    it is terminated when the caller stops early or anything is raised, SIGINT included."""
+    it is terminated when the caller stops early or anything is raised; callers close the generator when they
+    stop (contextlib.closing), so that this happens then and not at garbage collection.
+
+    While the pool runs, SIGINT and SIGTERM are only recorded, and KeyboardInterrupt is raised here between
+    results (within _POLL_S): raised inside the pool's own code (a second Ctrl-C, or the copy `timeout -s INT`
+    sends to the process group after the one to the parent, arriving in Pool.terminate()), it left the pool
+    halfway stopped, its workers never stopped and the join waiting for them for ever."""
     import multiprocessing
 
     pool = None
-    try:
-        with starting_children() as starter:
-            pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
-        yield from pool.imap_unordered(function, tasks)
-        pool.close()
-    except BaseException:
-        if pool is not None:
-            pool.terminate()
-        raise
-    finally:
-        if pool is not None:
+    with _signals_recorded() as came:
+        try:
+            with starting_children() as starter:
+                pool = starter.start(lambda: multiprocessing.get_context("spawn").Pool(jobs))
+            results = pool.imap_unordered(function, tasks)
+            while not came:
+                try:
+                    item = results.next(timeout=_POLL_S)
+                except multiprocessing.TimeoutError:
+                    continue
+                except StopIteration:
+                    break
+                yield item
+            if came:
+                raise KeyboardInterrupt
+            pool.close()
             pool.join()
+        except BaseException:
+            if pool is not None:
+                pool.terminate()
+                pool.join()
+            raise
+    if came:  # during the last join
+        raise KeyboardInterrupt

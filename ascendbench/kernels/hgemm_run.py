@@ -9,6 +9,7 @@ workload spread over worker processes. `ascendbench.run("hgemm", ...)` comes her
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -149,11 +150,12 @@ def run_hgemm(
         chunk = max(1, total // (jobs * 8))
         chunks = [(i, range(i, min(total, i + chunk)), shapes[i: i + chunk], task) for i in range(0, total, chunk)]
         done = 0
-        for start, items in imap_in_workers(_hgemm_chunk_at, chunks, jobs):
-            results[start: start + len(items)] = items
-            done += len(items)
-            if progress:
-                progress(f"simulating on {jobs} processes", done, total)
+        with contextlib.closing(imap_in_workers(_hgemm_chunk_at, chunks, jobs)) as finished:
+            for start, items in finished:
+                results[start: start + len(items)] = items
+                done += len(items)
+                if progress:
+                    progress(f"simulating on {jobs} processes", done, total)
     records = [r[0] for r in results]
     sims = [r[3] for r in results if r[3] is not None]
     if not sims:  # the shapes ran in worker processes; keep the first one's timeline (for --trace)

@@ -152,3 +152,38 @@ def test_ctrl_c_stops_run_hgemm_on_worker_processes_at_once(tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted", err
     _assert_gone(workers)
+
+
+# The first SIGINT comes from a worker while the parent waits for results; the second arrives in the middle
+# of Pool.terminate(), as the group's copy of `timeout -s INT`'s signal or a second Ctrl-C does.
+_SECOND_CTRL_C = """
+import functools, os, signal
+from multiprocessing import pool
+from ascendbench.interrupts import run_script
+from ascendbench.processes import imap_in_workers
+
+original = pool.Pool._help_stuff_finish
+
+def second_ctrl_c(*args):
+    os.kill(os.getpid(), signal.SIGINT)
+    return original(*args)
+
+def main():
+    pool.Pool._help_stuff_finish = staticmethod(second_ctrl_c)
+    print("workers", flush=True)
+    for _ in imap_in_workers(functools.partial(os.kill, os.getpid()), [signal.SIGINT] + [0] * 1000, 2):
+        pass
+    print("finished", flush=True)
+
+run_script(main)
+"""
+
+
+def test_a_second_ctrl_c_while_the_pool_stops_does_not_hang_the_command(tmp_path):
+    # Before, the second KeyboardInterrupt left Pool.terminate() halfway: the workers were never stopped and
+    # the parent joined the pool's result thread for ever (2 of 9 `timeout -s INT 3 ... run hgemm --jobs 2`).
+    proc = subprocess.Popen([sys.executable, "-c", _SECOND_CTRL_C], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = _end(proc)
+    assert proc.returncode == 130, err
+    assert out.split() == ["workers"] and err.strip().splitlines() == ["interrupted"], (out, err)
