@@ -238,6 +238,9 @@ def problems_of(kernel: str, space: SearchSpace, problems: str | None, given: Ma
     are left out), else the problem set `problems` of the space file (default: its "default" set). Returns them
     as JSON-ready dicts and, for HGEMM, their shapes (M, N, K, batch) for the claim G-6. Raises ParamError."""
     given = {k: v for k, v in given.items() if v is not None}
+    if problems is not None and not problems.strip():  # not the default set: the user named none
+        raise ParamError("problems", f"must name a problem set of {space.path}, got {problems!r}; choose from "
+                                     f"{', '.join(space.problem_sets) or '(none)'}")
     if kernel == "hgemm":
         return _hgemm_problems(space, problems, given)
     if kernel == "scan":
