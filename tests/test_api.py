@@ -61,6 +61,7 @@ def test_tune_returns_the_summary_tune_json_prints(tmp_path, monkeypatch, kernel
                                           "results/tuning/studies.journal) or an RDB URL such as sqlite:///studies.db")),
     ("hgemm", {"m": 64, "n": 64}, "m: give m, n and k together (or workload / problems)"),
     ("hgemm", {"workload": "nope"}, "workload: unknown workload 'nope'; choose from "),
+    ("hgemm", {"problems": ""}, "problems: must name a problem set of "),
     ("scan", {"dtype": "int8"}, "n: is required with dtype / exclusive (a problem set gives its own)"),
     ("scan", {"n": 1000, "hardware": "nope"}, "hardware: unknown profile 'nope'; use one of "),
     ("sortt", {"n": 1000}, "kernel: unknown tunable kernel 'sortt' (did you mean 'sort'?); choose from scan, "

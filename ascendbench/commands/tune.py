@@ -79,8 +79,20 @@ ReplayOption = Annotated[bool, typer.Option("--replay/--no-replay", help="Answer
                                             "(evaluations.sqlite) instead of simulating them again.")]
 SpaceOption = Annotated[Path | None, typer.Option("--space", help="Search space TOML (default: "
                                                   "tuning_spaces/<kernel>.toml).")]
-ProblemsOption = Annotated[str | None, typer.Option("--problems", help="A named problem set of the space file "
-                                                    "(default: its 'default' set when no problem is given).")]
+
+
+def problems_option(space: str):
+    """--problems of `tune <space>`: shell completion offers the problem sets of its space file (the shipped one;
+    a broken file offers none), any text is parsed (session.problems_of names the sets a bad one may choose)."""
+    def sets() -> tuple[str, ...]:
+        try:
+            return tuple(session.load_search_space(space).problem_sets)
+        except ParamError:
+            return ()
+
+    return Annotated[str | None, choice_option("--problems", choices=sets, closed=False, help="A named problem set "
+                                               "of the space file (default: its 'default' set when no problem is "
+                                               "given).")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Result JSON path (default: "
                                                 "results/tuning/<kernel>/<time>-<id>.json).")]
 
@@ -89,7 +101,7 @@ def common_options(spec) -> dict[str, tuple[Any, Any]]:
     """The options every `tune <kernel>` command has, as (Annotated option type, default) by parameter name, for
     the commands made from the registry (commands/generic.py)."""
     return {
-        "problems": (ProblemsOption, None), "trials": (TrialsOption, 200), "timeout": (TimeoutOption, None),
+        "problems": (problems_option(spec.space), None), "trials": (TrialsOption, 200), "timeout": (TimeoutOption, None),
         "sampler": (SamplerOption, "tpe"), "seed": (SeedOption, 0), "seeds": (SeedsOption, 1),
         "storage": (StorageOption, None), "study_name": (StudyOption, None), "jobs": (JobsOption, 1),
         "exhaustive": (ExhaustiveOption, None), "replay": (ReplayOption, True), "space": (SpaceOption, None),

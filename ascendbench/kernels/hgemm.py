@@ -176,8 +176,8 @@ def resolve_tiling(shape: GemmShape, params: HgemmParams, hw: HardwareProfile) -
     the selector gives the others without a fit check (the user's sizes decide what fits).
 
     Raises:
-        ParamError: invalid options; BufferCapacityError: a block that does not fit L0A, L0B, L0C, L1 or UB,
-        or no tile of the selector fits.
+        ParamError: invalid options (SplitK above the K0 blocks of K, ceil(K / K0): a split would be empty);
+        BufferCapacityError: a block that does not fit L0A, L0B, L0C, L1 or UB, or no tile of the selector fits.
     """
     check_params(shape, params)
     if params.variant == "gemm-example":
@@ -198,6 +198,11 @@ def resolve_tiling(shape: GemmShape, params: HgemmParams, hw: HardwareProfile) -
     n0 = params.n0 or decision.n0
     k0 = params.k0 or decision.k0
     tiling = _tiling(m0, n0, k0, "user" if user else decision.source, decision, shape, params, hw)
+    k_blocks = max(1, math.ceil(shape.k / k0))  # a split takes whole K0 blocks: more splits than blocks run empty
+    if params.split_k > k_blocks:
+        raise ParamError("split-k", f"must be at most {k_blocks} for K = {shape.k:,} with K0 = {k0} (its ceil(K / "
+                                    f"K0) K blocks: more splits would be empty; a smaller --k0 allows more), got "
+                                    f"{params.split_k:,}")
     _check_buffers(tiling, params, hw)
     return tiling
 

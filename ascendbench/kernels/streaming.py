@@ -99,8 +99,9 @@ class ScanKernelEntry(KernelSpec):
         },
         from_input=("l2",),
         extras=(
-            ExtraOption("chunk", ("--chunk",), help="Elements per L2 chunk: 'auto' (default: the paper's rule), "
-                                                    "'off'/0, or a count such as 2**24."),
+            ExtraOption("chunk", ("--chunk",), choices=("auto", "off"), closed=False, metavar="<str>",
+                        help="Elements per L2 chunk: 'auto' (default: the paper's rule), 'off'/0, or a count such as "
+                             "2**24."),  # completion offers the words; the count the command's steps parse
             ExtraOption("generator", ("--generator",), choices=GENERATORS, default="random",
                         help="Generated input: random (seeded), constant (ones) or counting; produced block by "
                              "block, so any n streams."),

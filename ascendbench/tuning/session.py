@@ -218,20 +218,18 @@ def _registry_problems(kernel: str, space: SearchSpace, problems: str | None, gi
     return checked
 
 
-# the problem options of the kernels with commands of their own in commands/tune.py; the others: their model's
-_OWN_PROBLEM_OPTIONS = {"hgemm": ("m", "n", "k", "batch", "workload", "every_core"),
-                        "scan": ("n", "dtype", "exclusive"),
-                        "batched-scan": ("batch", "length", "dtype", "exclusive")}
-
-
 def problem_options(kernel: str) -> tuple[str, ...]:
     """The problem's keyword arguments of tunable kernel `kernel` (its sizes and fixed parameters: what a problem
-    is made of; the search space's parameters are not among them)."""
-    if kernel in _OWN_PROBLEM_OPTIONS:
-        return _OWN_PROBLEM_OPTIONS[kernel]
+    is made of; the search space's parameters are not among them): as its KernelSpec.tune_command declares the
+    options of `tune <kernel>` (the fields not tuned nor omitted, then the extras; in its order when given)."""
     spec = spec_for_space(kernel)
+    cmd = spec.tune_command
     tuned = set(spec.tuned())
-    return tuple(name for name in spec.Params.model_fields if name not in tuned)
+    names = [name for name in spec.Params.model_fields if name not in tuned and name not in cmd.omit]
+    names += [extra.name for extra in cmd.extras]
+    if cmd.order:
+        names.sort(key=cmd.order.index)
+    return tuple(names)
 
 
 def problems_of(kernel: str, space: SearchSpace, problems: str | None, given: Mapping[str, Any]
@@ -240,6 +238,9 @@ def problems_of(kernel: str, space: SearchSpace, problems: str | None, given: Ma
     are left out), else the problem set `problems` of the space file (default: its "default" set). Returns them
     as JSON-ready dicts and, for HGEMM, their shapes (M, N, K, batch) for the claim G-6. Raises ParamError."""
     given = {k: v for k, v in given.items() if v is not None}
+    if problems is not None and not problems.strip():  # not the default set: the user named none
+        raise ParamError("problems", f"must name a problem set of {space.path}, got {problems!r}; choose from "
+                                     f"{', '.join(space.problem_sets) or '(none)'}")
     if kernel == "hgemm":
         return _hgemm_problems(space, problems, given)
     if kernel == "scan":

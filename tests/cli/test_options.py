@@ -4,6 +4,8 @@ alike (KernelSpec.options), and choices are offered by shell completion.
 The command tree is walked through typer.main.get_command with duck typing (p.opts, p.secondary_opts): newer
 typer versions bundle their own click, so click's classes are not checked for."""
 
+import tomllib
+
 import pytest
 import typer.main
 
@@ -95,6 +97,7 @@ def expected_choices() -> list[tuple[str, str, tuple]]:
     from ascendbench.plotting import FORMATS
     from ascendbench.reference.figures import FIGURES
     from ascendbench.store.export import ROW_KINDS
+    from ascendbench.tuning.space import space_path
     from ascendbench.tuning.study import SAMPLERS
     from ascendbench.workloads import list_workloads
 
@@ -113,7 +116,10 @@ def expected_choices() -> list[tuple[str, str, tuple]]:
             out.append((path, "workload", tuple(list_workloads())))
         if path in ("reproduce", "tune plot"):
             out.append((path, "formats", FORMATS))
-    out += [("run scan", "generator", GENERATORS), ("results export", "rows", ROW_KINDS),
+        if path.startswith("tune ") and "problems" in names:  # the sets of the kernel's shipped space file
+            sets = tomllib.loads(space_path(path.split()[1]).read_text())["problems"]
+            out.append((path, "problems", tuple(sets)))
+    out += [("run scan", "chunk", ("auto", "off")), ("run scan", "generator", GENERATORS), ("results export", "rows", ROW_KINDS),
             ("hgemm select", "selector", ("paper", "learned")), ("hardware show", "name", tuple(list_profiles())),
             ("reproduce", "target", (*FIGURES, "all", "list"))]
     return out
@@ -124,7 +130,8 @@ def test_completion_offers_every_choice():
     table = expected_choices()
     assert len(table) >= 60  # every command's choices, not an empty walk
     kinds = {name for _, name, _ in table}
-    assert {"algorithm", "dtype", "variant", "s", "hardware", "sampler", "formats", "target", "rows"} <= kinds
+    assert {"algorithm", "dtype", "variant", "s", "hardware", "sampler", "formats", "target", "rows", "problems",
+            "chunk"} <= kinds
     for path, name, values in table:
         assert completions(by_path[path], name) == [str(v) for v in values], (path, name)
 
@@ -145,6 +152,8 @@ def test_completion_narrows_to_what_was_typed():
     assert completions(by_path["run scan"], "algorithm", "mcscan") == ["mcscan-ul1", "mcscan"]
     assert completions(by_path["run sort"], "dtype", "uint") == ["uint8", "uint16", "uint32"]
     assert completions(by_path["tune scan"], "hardware", "atlas") == ["atlas-300t-a2"]
+    assert completions(by_path["tune hgemm"], "problems", "f") == ["fig6"]
+    assert completions(by_path["run scan"], "chunk", "o") == ["off"]
     # --only takes comma-separated claim IDs: the part after the last comma is completed
     assert completions(by_path["validate"], "only", "S-4,G-1") == ["S-4,G-1", "S-4,G-10", "S-4,G-11"]
 

@@ -119,6 +119,9 @@ ERRORS = [
     (["--workload", "nope"], "--workload: unknown workload 'nope'"),
     (["--workload", "fig6", "--m", "4"], "--workload: cannot be combined"),
     (["--m", "4", "--n", "4", "--k", "4", "--split-k", "0"], "--split-k: must be at least 1"),
+    (["--m", "256", "--n", "256", "--k", "256", "--split-k", "1000"],
+     "--split-k: must be at most 1 for K = 256 with K0 = 256 (its ceil(K / K0) K blocks: more splits would be "
+     "empty; a smaller --k0 allows more), got 1,000"),
     (["--m", "4", "--n", "4", "--k", "4", "--batch", "0"], "--batch: must be from 1 to 2**40"),
     (["--m", "4", "--n", "4", "--k", "4", "--output-file", "o.txt"], "--output-file: must end in .npy"),
 ]

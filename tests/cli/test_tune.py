@@ -115,6 +115,9 @@ def test_exhaustive_flag(tmp_path, cli):
     (["scan", "--n", "1e6", "--dtype", "fp64"], "--dtype: must be one of fp16, int8, got 'fp64'"),
     (["scan", "--n", "1e6", "--problems", "sizes"], "--n: give --n or --problems, not both"),
     (["scan", "--space", str(__file__)], "--space: "),
+    (["scan", "--problems", ""], "--problems: must name a problem set of "),
+    (["scan", "--problems", " "], "got ' '; choose from default, sizes"),
+    (["sort", "--problems", ""], "--problems: must name a problem set of "),
 ])
 def test_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, cli, args, message):
     (tmp_path / "blocker").write_text("")

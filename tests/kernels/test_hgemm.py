@@ -1,5 +1,7 @@
 """HGEMM kernel: BLAS semantics, functional result vs NumPy, options acting through mechanisms, claims."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -113,8 +115,22 @@ def test_batch_runs_independent_problems():
 
 
 def test_split_k_accumulates_partials():
-    a, b, c, out, params = run(64, 64, 2048, split_k=4, alpha=0.5, beta=0.5)
+    a, b, c, out, params = run(64, 64, 2048, k0=256, split_k=4, alpha=0.5, beta=0.5)  # 8 K blocks, 2 a split
     assert verify_hgemm(a, b, c, out, params).passed
+
+
+def test_split_k_above_the_k_blocks_is_refused():
+    # K = 256: the selector's K0 = 256 is one K block (no split); K0 = 64 is four (up to four splits)
+    assert resolve_tiling(GemmShape(256, 256, 256), HgemmParams(), HW).k0 == 256
+    with pytest.raises(ParamError) as err:
+        resolve_tiling(GemmShape(256, 256, 256), HgemmParams(split_k=1000), HW)
+    assert str(err.value.in_python_names()).startswith("split_k: must be at most 1 for K = 256 with K0 = 256 ")
+    assert "got 1,000" in str(err.value)
+    assert resolve_tiling(GemmShape(256, 256, 256), HgemmParams(k0=64, split_k=4), HW).k0 == 64
+    with pytest.raises(ParamError, match=r"^--split-k: must be at most 4 for K = 256 with K0 = 64 .*got 5$"):
+        resolve_tiling(GemmShape(256, 256, 256), HgemmParams(k0=64, split_k=5), HW)
+    with pytest.raises(ParamError, match=r"^--split-k: must be at most 1 for K = 0 "):  # no K: nothing to split
+        resolve_tiling(GemmShape(8, 8, 0), HgemmParams(split_k=2), HW)
 
 
 def test_wrong_result_is_detected():
@@ -129,6 +145,11 @@ def test_wrong_result_is_detected():
        alpha=st.sampled_from([0.0, 1.0, -0.5]), beta=st.sampled_from([0.0, 1.0, 0.25]),
        split_k=st.sampled_from([1, 2, 4]))
 def test_random_shapes_match_numpy(m, n, k, batch, alpha, beta, split_k):
+    k_blocks = max(1, math.ceil(k / resolve_tiling(GemmShape(m, n, k, batch), HgemmParams(), HW).k0))
+    if split_k > k_blocks:  # a split would be empty
+        with pytest.raises(ParamError, match=f"^--split-k: must be at most {k_blocks} "):
+            run(m, n, k, batch, alpha=alpha, beta=beta, split_k=split_k)
+        return
     a, b, c, out, params = run(m, n, k, batch, alpha=alpha, beta=beta, split_k=split_k)
     assert verify_hgemm(a, b, c if beta != 0 else None, out, params).passed
 
@@ -354,6 +375,8 @@ def test_tile_misfit_agrees_with_the_buffer_checks_of_a_run():
             for k0, _ in TABLE_2.values():
                 for shape, params in ((GemmShape(2048, 512, 4096), HgemmParams()),
                                       (GemmShape(100, 100, 100), HgemmParams(double_buffer=False, split_k=2))):
+                    # SplitK up to K's K0 blocks (more is refused before the buffers; the same K1 either way)
+                    params = dataclasses.replace(params, split_k=min(params.split_k, math.ceil(shape.k / k0)))
                     why = tile_misfit(m0, n0, k0, shape, params, hw)
                     try:
                         resolve_tiling(shape, dataclasses.replace(params, m0=m0, n0=n0, k0=k0), hw)
