@@ -499,7 +499,7 @@ def format_time(seconds: float | None) -> str:
 SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort
 _WRAPPED = 8  # width counted for a column that wraps, when checking that the unwrapped ones fit
 _LEAST = 3  # the narrowest a column may get beside whole key columns (else the keys fold too)
-_KEY_WORD = 24  # a key's words up to this long (shapes, names) never fold; longer ones (paths) may
+_KEY_WORD = 40  # a key's words up to this long (shapes, names, constants) never fold; longer ones (paths) may
 
 
 def whole_keys(table, *keys: str):
@@ -542,9 +542,10 @@ def whole_keys(table, *keys: str):
     # headers whole too ("rank", not "ra" / "nk") where they fit
     least = {id(column): max(longest, header_word[id(column)]) for column, longest in words}
     room = width - fixed - borders - sum(least.values())
-    if room < 0 and keys:
-        # long key cells (file paths) give way, folding down to their header's longest word, rather than a
-        # header break ("p" / "r" / "o" / "b" ... beside a path); a word up to _KEY_WORD (a shape, a name) stays
+    if room < 0 and keys and room + sum(least.values()) - sum(longest for _, longest in words) >= 0:
+        # only the headers do not fit: long key cells (file paths) give way, folding down to their header's
+        # longest word, rather than a header break ("p" / "r" / "o" / "b" ... beside a path); a word up to
+        # _KEY_WORD (a shape, a name) stays
         key_columns = [column for column in table.columns if column.header in keys]
         floor = {id(c): max([_LEAST] + [len(w) for w in str(c.header).split()]
                             + [len(w) for t in c.cells for w in Text.from_markup(str(t)).plain.split()

@@ -135,3 +135,17 @@ def test_a_long_key_column_gives_way_before_a_header_breaks(monkeypatch):
     column = "".join(line[at:].strip(" │└─┘") for line in text.splitlines()[4:])  # the file column's cells
     assert column == "results/runs/hgemm/20261204T155033Z-81fd9c.json" \
                      "results/runs/mcscan-ul1/20261204T155032Z-766f19.json", text  # folded, nothing cut
+
+
+def test_a_key_column_of_names_does_not_give_way_for_a_header(monkeypatch):
+    # hardware show at 132 columns: a source's 89-character path leaves no room for the header "value" beside
+    # "3": the key column ("fixpipe_to_l1_bytes_per_cycle", a name, not a path) must not give way for it
+    monkeypatch.setattr(common, "out_console", Console(width=132, file=io.StringIO()))
+    table = Table()
+    for header in ("constant", "value", "source"):
+        table.add_column(header)
+    table.add_row("fixpipe_to_l1_bytes_per_cycle", "128", "pypto cost model, "
+                  "matmul/quant_batch_matmul_v4/op_host/op_tiling/quant_batch_matmul_v4_pergroup_tiling.cpp: 128")
+    text = _render(common.whole_keys(table, "constant"), 132)
+    assert max(len(line) for line in text.splitlines()) <= 132
+    assert "fixpipe_to_l1_bytes_per_cycle" in text and "constant" in text, text
