@@ -499,6 +499,7 @@ def format_time(seconds: float | None) -> str:
 SHORT_CELLS = 12  # columns whose cells are all this short (numbers, times, verdicts) wrap only as a last resort
 _WRAPPED = 8  # width counted for a column that wraps, when checking that the unwrapped ones fit
 _LEAST = 3  # the narrowest a column may get beside whole key columns (else the keys fold too)
+_KEY_WORD = 40  # a key's words up to this long (shapes, names, constants) never fold; longer ones (paths) may
 
 
 def whole_keys(table, *keys: str):
@@ -510,7 +511,7 @@ def whole_keys(table, *keys: str):
     added; returns the table."""
     from rich.text import Text
 
-    short, words, fixed, natural = [], [], 0, {}
+    short, words, fixed, natural, header_word = [], [], 0, {}, {}
     for column in table.columns:
         cells = [Text.from_markup(c) if isinstance(c, str) else c for c in column.cells]
         widest = max([c.cell_len for c in cells if isinstance(c, Text)] + [len(str(column.header))])
@@ -522,8 +523,9 @@ def whole_keys(table, *keys: str):
             continue
         if widest <= SHORT_CELLS:
             short.append((column, widest))
-        texts = [c.plain for c in cells if isinstance(c, Text)]  # a header may break inside a word
+        texts = [c.plain for c in cells if isinstance(c, Text)]
         words.append((column, max((len(w) for t in texts for w in t.split()), default=1)))
+        header_word[id(column)] = max((len(w) for w in str(column.header).split()), default=1)
     width = out_console.width
     borders = 3 * len(table.columns) + 1  # padding and a border per column, the closing border
     if borders + sum(natural.values()) <= width:
@@ -537,15 +539,32 @@ def whole_keys(table, *keys: str):
     # Text wrapped between words only (a tile "128x192x128" is never cut to "128x192x12" / "8"), where every
     # column's longest word fits beside the key columns: the widths are set here, as rich's own shrinking narrows
     # the widest columns first, below a column's least width, and then cuts the table's edge
-    least = {id(column): longest for column, longest in words}
+    # headers whole too ("rank", not "ra" / "nk") where they fit
+    least = {id(column): max(longest, header_word[id(column)]) for column, longest in words}
     room = width - fixed - borders - sum(least.values())
+    if room < 0 and keys and room + sum(least.values()) - sum(longest for _, longest in words) >= 0:
+        # only the headers do not fit: long key cells (file paths) give way, folding down to their header's
+        # longest word, rather than a header break ("p" / "r" / "o" / "b" ... beside a path); a word up to
+        # _KEY_WORD (a shape, a name) stays
+        key_columns = [column for column in table.columns if column.header in keys]
+        floor = {id(c): max([_LEAST] + [len(w) for w in str(c.header).split()]
+                            + [len(w) for t in c.cells for w in Text.from_markup(str(t)).plain.split()
+                               if len(w) <= _KEY_WORD]) for c in key_columns}
+        if sum(natural[id(c)] - floor[id(c)] for c in key_columns) >= -room:
+            for column in sorted(key_columns, key=lambda c: natural[id(c)], reverse=True):
+                give = min(-room, natural[id(column)] - floor[id(column)])
+                column.no_wrap, column.min_width, column.width = False, None, natural[id(column)] - give
+                room += give
+    if room < 0:
+        # not every header word fits beside the cells' words: the cells' words first, then as many headers
+        least = {id(column): longest for column, longest in words}
+        room = width - fixed - borders - sum(least.values())
+        for column, _ in words if room >= 0 else ():
+            if least[id(column)] < header_word[id(column)] <= least[id(column)] + room:
+                room -= header_word[id(column)] - least[id(column)]
+                least[id(column)] = header_word[id(column)]
     if room >= 0:
-        # then headers whole ("rank", not "ra" / "nk"), then short values on one line, the cheapest first
-        for column, _ in words:
-            header = max((len(w) for w in str(column.header).split()), default=1)
-            if least[id(column)] < header <= least[id(column)] + room:
-                room -= header - least[id(column)]
-                least[id(column)] = header
+        # then short values on one line, the cheapest first
         one_line = set()
         for column, widest in sorted(short, key=lambda item: item[1] - least[id(item[0])]):
             if widest - least[id(column)] <= room:

@@ -25,7 +25,9 @@ from ascendbench.commands.common import (
     fail,
     format_time,
     out_console,
+    stacked,
     whole_keys,
+    whole_words_fit,
 )
 from ascendbench.commands.markdown import MdOption, Report
 from ascendbench.redact import mask_url
@@ -320,7 +322,9 @@ def list_results(
     profile and the ascendbench version that wrote it. A file that does not match its kind's schema is listed as not
     valid, and one that cannot be read (empty, truncated, not JSON) as not readable, each with no problems and
     the reason (the "error" field of --json, a line under the table); JSON files of other tools (no
-    schema_version) are counted in one line. --md prints the table as Markdown."""
+    schema_version) are counted in one line. --md prints the table as Markdown. On the terminal, a version
+    that every readable file shares is said once under the table instead of in a column, and where the paths
+    do not fit beside the other columns, each is printed whole on a line of its own under its row."""
     from ascendbench.store.documents import result_kind
 
     _one_format(json_out, md)
@@ -356,20 +360,65 @@ def list_results(
         if foreign:
             out_console.print(foreign, highlight=False, markup=False)
         return
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
-    for col in ("created (UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file"):
-        table.add_column(col, justify="right" if col == "problems" else "left")
+    cells = []
     for r in rows:
         kind = (r["kind"] if r["valid"] else f"{r['kind']} [yellow](not valid)[/]" if r["readable"] else
                 "[red](not readable)[/]")
-        table.add_row(escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), escape(r["ran"]),
-                      str(r["problems"]), escape(r["hardware"]), escape(r["tool_version"]), escape(r["path"]))
+        cells.append([escape(r["created_at"][:16].replace("T", " ")), kind, escape(r["kernel"]), escape(r["ran"]),
+                      str(r["problems"]), escape(r["hardware"]), escape(r["tool_version"]), escape(r["path"])])
     report = Report(md)
-    report.table(table, "file")
+    columns, versions = _LIST_COLUMNS, {r["tool_version"] for r in rows if r["readable"]}
+    one_version = not md and len(versions) == 1 and "" not in versions  # then said once, under the table
+    if one_version:
+        columns = tuple(c for c in columns if c != "version")
+        cells = [row[:6] + row[7:] for row in cells]
+    table = _list_table(cells, columns)
+    if md or whole_words_fit(table, "file"):
+        report.table(table, "file")
+    else:  # a path folded over lines cannot be pasted: each on a line of its own under its row
+        _print_paths_under_rows(cells, columns)
+    if one_version:
+        report.lines([f"every readable file was written by ascendbench {versions.pop()}"], bullets=False)
     # the reason of each file left without problems, one line each
     report.lines([f"{r['path']} is {r['error']}" for r in rows if r["error"]])
     if foreign:
         report.lines([foreign], bullets=False)
+
+
+_LIST_COLUMNS = ("created (UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file")
+
+
+def _list_table(cells: list[list[str]], columns: tuple[str, ...] = _LIST_COLUMNS, **options) -> Table:
+    """results list's table of `cells` (rich markup, a row each) under the headers `columns`."""
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), **options)
+    for col in columns:
+        table.add_column(col, justify="right" if col == "problems" else "left")
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
+def _print_paths_under_rows(cells: list[list[str]], columns: tuple[str, ...]) -> None:
+    """results list on a terminal too narrow for the paths beside the other columns: the table without its
+    file column (whole_keys: words and dates whole), each row followed by its path whole on a line of its own
+    (one long line the terminal wraps, which still pastes whole); where not even the other columns' longest
+    words fit, a block per row (stacked)."""
+    narrow = _list_table([row[:-1] for row in cells], columns[:-1])
+    if not whole_words_fit(narrow):
+        out_console.print(stacked(_list_table(cells, columns), "file"))
+        return
+    out_console.print()
+    whole_keys(narrow)  # sets the widths of the columns that wrap; the others keep their natural width
+    widths = [column.width or max(Text.from_markup(str(c)).cell_len for c in [column.header, *column.cells])
+              for column in narrow.columns]
+    for i, row in enumerate(cells):
+        # a table per row, with the same column widths, so that the path can go between the rows
+        one = _list_table([row[:-1]], columns[:-1], show_header=i == 0, show_edge=False)
+        for column, like, width in zip(one.columns, narrow.columns, widths):
+            column.width, column.no_wrap, column.overflow = width, like.no_wrap, like.overflow
+        out_console.print(one)
+        out_console.print(Text.assemble(" ", Text.from_markup(row[-1])), highlight=False, soft_wrap=True)
+    out_console.print()
 
 
 @app.command("show")

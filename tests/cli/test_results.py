@@ -468,3 +468,26 @@ def test_export_takes_a_file_named_twice_or_also_in_a_folder_once(two_scans, cli
     export = cli(["results", "export", "a.json", "./a.json", ".", "--rows", "runs"], two_scans)
     files = [row["file"] for row in csv.DictReader(io.StringIO(export.stdout))]
     assert export.exit_code == 0 and sorted(files) == ["a.json", "b.json"], files
+
+
+@pytest.mark.parametrize("width", [80, 132])
+def test_list_keeps_headers_dates_and_paths_whole_on_a_narrow_terminal(tmp_path, cli, columns, width):
+    # a newcomer's three runs (default paths such as results/runs/mcscan-ul1/<stamp>-<id>.json): at 132 columns
+    # "problems" was printed one letter per line, at 80 the paths folded over 8 lines and dates broke as
+    # "2026-1" / "2-04"
+    for args in (["scan", "--n", "1e4"], ["sort", "--n", "1e4"], ["hgemm", "--m", "256", "--n", "256", "--k", "256"]):
+        assert cli(["run", *args], tmp_path).exit_code == 0
+    rows = json.loads(cli(["results", "list", "--json"], tmp_path).stdout)
+    columns(width)
+    out = cli(["results", "list"], tmp_path)
+    assert out.exit_code == 0
+    lines = out.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= width, out.stdout
+    words = [w for line in lines for w in line.split()]
+    for header in ("created", "(UTC)", "kind", "kernel", "ran", "problems", "hardware", "file"):
+        assert header in words or (header == "file" and width == 80), (header, out.stdout)
+    assert len(rows) == 3 and all(len(r["path"]) >= 46 for r in rows)
+    for r in rows:
+        assert r["path"] in words, (r["path"], out.stdout)  # whole on one line: it can be pasted
+        assert r["created_at"][:10] in words, out.stdout
+    assert lines[-1] == f"every readable file was written by ascendbench {rows[0]['tool_version']}"

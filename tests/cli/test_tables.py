@@ -113,3 +113,39 @@ def test_dump_json_writes_non_finite_numbers_as_null_also_from_a_models_float_fi
                                                  "max_rel_error": None, "tolerance": None},
                                 "rows": [None, 1.5, "µs"]}
     assert "NaN" not in text and "Infinity" not in text
+
+
+def test_a_long_key_column_gives_way_before_a_header_breaks(monkeypatch):
+    # results list at 132 columns (its width when piped): the whole path left 4 columns for "problems", printed
+    # one letter per line, and the date broke as "2026-1" / "2-04"
+    monkeypatch.setattr(common, "out_console", Console(width=132, file=io.StringIO()))
+    table = Table()
+    for header in ("created (UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file"):
+        table.add_column(header)
+    for ran, hardware, path in (("proposed", "atlas-300t-a2", "results/runs/hgemm/20261204T155033Z-81fd9c.json"),
+                                ("mcscan-ul1", "ascend-910b4", "results/runs/mcscan-ul1/20261204T155032Z-766f19.json")):
+        table.add_row("2026-12-04 15:50", "operator", "scan", ran, "1", hardware, "0.1.0", path)
+    text = _render(common.whole_keys(table, "file"), 132)
+    assert max(len(line) for line in text.splitlines()) <= 132
+    words = [w for line in text.splitlines() for w in line.split()]
+    for whole in ("created", "(UTC)", "kind", "kernel", "ran", "problems", "hardware", "version", "file",
+                  "2026-12-04", "mcscan-ul1", "atlas-300t-a2"):
+        assert whole in words, (whole, text)
+    at = next(line for line in text.splitlines() if "problems" in line).index("file")
+    column = "".join(line[at:].strip(" │└─┘") for line in text.splitlines()[4:])  # the file column's cells
+    assert column == "results/runs/hgemm/20261204T155033Z-81fd9c.json" \
+                     "results/runs/mcscan-ul1/20261204T155032Z-766f19.json", text  # folded, nothing cut
+
+
+def test_a_key_column_of_names_does_not_give_way_for_a_header(monkeypatch):
+    # hardware show at 132 columns: a source's 89-character path leaves no room for the header "value" beside
+    # "3": the key column ("fixpipe_to_l1_bytes_per_cycle", a name, not a path) must not give way for it
+    monkeypatch.setattr(common, "out_console", Console(width=132, file=io.StringIO()))
+    table = Table()
+    for header in ("constant", "value", "source"):
+        table.add_column(header)
+    table.add_row("fixpipe_to_l1_bytes_per_cycle", "128", "pypto cost model, "
+                  "matmul/quant_batch_matmul_v4/op_host/op_tiling/quant_batch_matmul_v4_pergroup_tiling.cpp: 128")
+    text = _render(common.whole_keys(table, "constant"), 132)
+    assert max(len(line) for line in text.splitlines()) <= 132
+    assert "fixpipe_to_l1_bytes_per_cycle" in text and "constant" in text, text
