@@ -25,6 +25,7 @@ from ascendbench.kernels.run_steps import (
     generate_input,
     load_npy,
     open_npy,
+    provenance,
     sha256,
     verification_record,
 )
@@ -139,9 +140,7 @@ def run_batched_scan(
         t1 = time.perf_counter()
         data = "file" if input_file is not None else "generated"
         if x is None:
-            if progress:
-                progress("generating input", 0, n)
-            x = generate_input(n, dtype, seed).reshape(batch, length)
+            x = generate_input(n, dtype, seed, progress).reshape(batch, length)
         done = [0]
 
         def tick(k: int) -> None:
@@ -177,10 +176,7 @@ def run_batched_scan(
             dtype=dtype,
             out_dtype=params.out,
             exclusive=exclusive,
-            seed=seed if data == "generated" else None,
-            input_file=str(input_file) if input_file is not None else None,
-            input_sha256=sha,
-            data=data,
+            **provenance(data, seed, input_file, sha),
         ),
         metrics=metrics,
         phases_s=phases,
@@ -350,9 +346,7 @@ def run_segmented_scan(
         t1 = time.perf_counter()
         data = "file" if input_file is not None else "generated"
         if values is None:
-            if progress:
-                progress("generating input", 0, n)
-            values = generate_input(n, dtype, seed)
+            values = generate_input(n, dtype, seed, progress)
         if progress:
             progress("scanning", 0, n)
         output = ss.compute_segmented(values, flags, params, hw)
@@ -377,10 +371,8 @@ def run_segmented_scan(
             exclusive=exclusive,
             flags=flag_source,
             segment_length=None if flag_source == "file" else segment_length,
-            seed=seed if data == "generated" or flag_source != "file" else None,
-            input_file=str(input_file) if input_file is not None else None,
-            input_sha256=sha,
-            data=data,
+            **provenance(data, seed, input_file, sha)
+            | {"seed": seed if data == "generated" or flag_source != "file" else None},  # the seed made the flags
         ),
         metrics=metrics,
         phases_s=sim.phases_s,

@@ -125,9 +125,12 @@ def consume_partitions(pieces, check, total: int, output: np.ndarray | None = No
     return check.close()
 
 
-def generate_input(n: int, dtype: str, seed: int) -> np.ndarray:
+def generate_input(n: int, dtype: str, seed: int, progress=None) -> np.ndarray:
     """Seeded test data: fp16 uniform in [0, 1) (prefix sums grow steadily, as for probabilities) or int8
-    uniform in [-128, 127] (sums stay well inside int32 for any n that fits in memory)."""
+    uniform in [-128, 127] (sums stay well inside int32 for any n that fits in memory). progress(stage, done,
+    total), if given, is told "generating input" first."""
+    if progress:
+        progress("generating input", 0, n)
     rng = np.random.default_rng(seed)
     if dtype == "int8":
         return rng.integers(-128, 128, size=n, dtype=np.int8)
@@ -139,6 +142,13 @@ def generate_input(n: int, dtype: str, seed: int) -> np.ndarray:
 
 
 DTYPES = {np.dtype(np.float16): "fp16", np.dtype(np.int8): "int8"}  # input dtype -> CLI dtype name
+
+
+def provenance(data: str, seed: int | None, input_file: Path | str | None, sha: str | None) -> dict[str, Any]:
+    """A run document's data fields: where the input came from ("file", "generated" or "none"), the seed only
+    when it made the data, the input file and its sha256."""
+    return {"seed": seed if data == "generated" else None,
+            "input_file": str(input_file) if input_file is not None else None, "input_sha256": sha, "data": data}
 
 
 def sha256(path: Path) -> str:

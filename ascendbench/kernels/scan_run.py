@@ -37,6 +37,7 @@ from ascendbench.kernels.run_steps import (
     check_int,
     consume_partitions,
     load_npy,
+    provenance,
     verification_record,
 )
 from ascendbench.kernels.scan import (
@@ -302,8 +303,7 @@ def run_scan(
         kernel=algorithm,
         params=params.to_dict() | {"warm_l2": start == "warm", "l2": start},
         problem=Problem(n=n, dtype=dtype, out_dtype=params.out, exclusive=exclusive,
-                        seed=seed if data == "generated" else None,
-                        input_file=str(input_file) if input_file is not None else None, input_sha256=sha, data=data,
+                        **provenance(data, seed, input_file, sha),
                         generator=generator if data == "generated" and not x_given else None,
                         offset_type=offset_type(n), partition_limit=partition_limit, partitions=parts.count,
                         output=kept),
