@@ -13,6 +13,13 @@ Prints, with the issue's targets for this 2-core machine:
 - each scan kernel's timing model alone at n = 1e6, 1e8, 1e9 and 2**40 (the tuner's cost function: target
   10 ms at any n).
 
+With --instances, only what bounds the multi-core scans' model time (minutes; no targets):
+- the engine's cost per op on a synthetic chain of vector ops, against a bare heap loop that only orders the
+  same number of events (the least any Python discrete-event engine pays per op);
+- MCScan and MCScanUL1 at n = 1e8 (inclusive and exclusive), each L2 chunk simulated at instances of
+  (2, 3) to (16, 24) steps per core (sim.result.simulate_scaled's `keep`): the error against the exact run
+  (force_exact), the engine ops simulated and the model's time.
+
 The fresh processes import compiled bytecode, as an installed package has it (pip compiles on install; a first
 run writes it), kept in a temporary folder (PYTHONPYCACHEPREFIX) and written by one untimed start beforehand:
 an environment with PYTHONDONTWRITEBYTECODE set would otherwise compile every module again in every run.
@@ -55,7 +62,10 @@ def best_of(fn, repeat: int = 3) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=argparse_count("n"), default=10**8)
+    ap.add_argument("--instances", action="store_true", help="only what bounds the multi-core scans' model time")
     args = ap.parse_args(argv)
+    if args.instances:
+        return instances()
     n = args.n
     rows = []
 
@@ -126,6 +136,76 @@ def main(argv=None) -> int:
     for what, value, target, ok in rows:
         print(f"{what:<{width}}  {value:>28}  target {target:<9} {'ok' if ok else 'MISSED'}")
     return 0 if all(r[3] for r in rows) else 1
+
+
+def engine_cost_per_op(count: int = 50_000) -> tuple[float, float]:
+    """Microseconds per op of the engine (build and run) on `count` vector ops in 40 independent chains, and of
+    a bare heap loop ordering the same events (tuples, no objects)."""
+    import heapq
+
+    from ascendbench.sim.engine import Engine, gc_paused
+
+    hw = load_profile()
+    with gc_paused():
+        t0 = time.perf_counter()
+        engine = Engine(hw)
+        last: list = [None] * 40
+        for i in range(count):
+            last[i % 40] = engine.compute(f"core{i % 40 // 2}.aiv{i % 2}", "VECTOR", 10, deps=[last[i % 40]])
+        engine.run()
+        per_op = (time.perf_counter() - t0) / count
+    t0 = time.perf_counter()
+    end = [0.0] * count
+    heap = [(0.0, i) for i in range(40)]
+    while heap:
+        start, i = heapq.heappop(heap)
+        end[i] = start + 10
+        if i + 40 < count:
+            heapq.heappush(heap, (end[i], i + 40))
+    return per_op * 1e6, (time.perf_counter() - t0) / count * 1e6
+
+
+def instances() -> int:
+    """What bounds the multi-core scans' model time (see the module docstring, --instances)."""
+    import ascendbench.kernels.scan as scan_module
+    from ascendbench.sim import result as result_module
+
+    engine_us, bare_us = engine_cost_per_op()
+    print(f"engine: {engine_us:.2f} us per op (build and run, vector ops without transfers); a bare heap loop: "
+          f"{bare_us:.2f} us per event")
+    real_scaled, real_run = scan_module.simulate_scaled, result_module._run
+    ops = [0]
+
+    def counted(*args, **kwargs):
+        out = real_run(*args, **kwargs)
+        ops[0] += len(out[0].ops)
+        return out
+
+    hw = load_profile()
+    print(f"{'kernel':<11} {'n':>5} {'exclusive':>9} {'instances':>9} {'error':>8} {'ops':>7} {'model':>8}"
+          f" {'bare-loop floor':>15}")
+    result_module._run = counted
+    try:
+        for name in ("mcscan", "mcscan-ul1"):
+            for exclusive in (False, True):
+                params = ScanParams(exclusive=exclusive)
+                scan_module.simulate_scaled = real_scaled
+                exact = SCAN_KERNELS[name].simulate(10**8, params, hw, force_exact=True).time_cycles
+                for keep in ((2, 3), (4, 6), (8, 12), (16, 24)):
+                    def forced(*args, keep=keep, **kwargs):
+                        kwargs["keep"] = keep
+                        return real_scaled(*args, **kwargs)
+
+                    scan_module.simulate_scaled = forced
+                    ops[0] = 0
+                    t0 = time.perf_counter()
+                    got = SCAN_KERNELS[name].simulate(10**8, params, hw).time_cycles
+                    ms = (time.perf_counter() - t0) * 1e3
+                    print(f"{name:<11} {'1e8':>5} {exclusive!s:>9} {str(keep):>9} {(got / exact - 1) * 100:+7.2f}%"
+                          f" {ops[0]:>7,} {ms:>6.0f} ms {ops[0] * bare_us / 1e3:>12.1f} ms")
+    finally:
+        scan_module.simulate_scaled, result_module._run = real_scaled, real_run
+    return 0
 
 
 if __name__ == "__main__":
