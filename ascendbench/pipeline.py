@@ -234,6 +234,9 @@ def read_input(path: Path, first: str, option: str = "input") -> tuple[dict[str,
             arrays = {k: loaded[k] for k in loaded.files}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # a member (np.load reads them lazily)
             raise InputError(f"--{option}: cannot read {path}: {exc}") from None
+    for name, member in arrays.items():  # np.load gives a member without the .npy magic as its raw bytes
+        if not isinstance(member, np.ndarray):
+            raise InputError(f"--{option}: {path} is not a readable .npz archive ({name!r} is not a .npy array)")
     return arrays, hashlib.sha256(data).hexdigest()
 
 
