@@ -41,7 +41,7 @@ from ascendbench.store.operators import (
     OperatorVerification,
 )
 
-__all__ = ["KernelRun", "available_memory", "read_input", "run"]
+__all__ = ["KernelRun", "available_memory", "check_host_memory", "read_input", "run"]
 
 
 def available_memory() -> int | None:
@@ -59,15 +59,20 @@ def available_memory() -> int | None:
         return None
 
 
-def _check_memory(spec: KernelSpec, params: KernelParams, generated: bool) -> None:
-    needed, option = spec.functional_bytes(params, generated)
+def check_host_memory(needed: float, option: str, what: str, advice: str) -> None:
+    """Refuse a functional run that needs `needed` bytes of host memory: more than 90% of what is available now,
+    or more than 2**62 bytes. Raises ParamError naming `option`: "<what> needs about N GiB, more than the M GiB
+    available; <advice>" (the pipeline's operators; the row scans' commands, commands/run_batched.py)."""
     available = available_memory()
     if needed > 2**62 or (available is not None and needed > 0.9 * available):
-        what = (f"a functional run of {spec.describe_size(params)}" if option == spec.size_field
-                else "the functional run")
         have = f", more than the {available / 2**30:,.1f} GiB available" if available is not None else ""
-        raise ParamError(option, f"{what} needs about {needed / 2**30:,.1f} GiB{have}; give a smaller --{option} "
-                                 "or use --model-only")
+        raise ParamError(option, f"{what} needs about {needed / 2**30:,.1f} GiB{have}; {advice}")
+
+
+def _check_memory(spec: KernelSpec, params: KernelParams, generated: bool) -> None:
+    needed, option = spec.functional_bytes(params, generated)
+    what = f"a functional run of {spec.describe_size(params)}" if option == spec.size_field else "the functional run"
+    check_host_memory(needed, option, what, f"give a smaller --{option} or use --model-only")
 
 
 def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int = 0,
