@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ascendbench.hardware import HardwareProfile, load_profile
-from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityError, ParamError
+from ascendbench.kernels.base import NO_DATA_WITH_MODEL_ONLY, BufferCapacityError, InputError, ParamError
 from ascendbench.kernels.contract import Check, KernelParams, KernelRun, KernelSpec, Outcome
 from ascendbench.kernels.partition import offset_type
 from ascendbench.kernels.registry import get_spec
@@ -41,7 +41,7 @@ from ascendbench.store.operators import (
     OperatorVerification,
 )
 
-__all__ = ["KernelRun", "available_memory", "run"]
+__all__ = ["KernelRun", "available_memory", "check_host_memory", "read_input", "run"]
 
 
 def available_memory() -> int | None:
@@ -59,15 +59,20 @@ def available_memory() -> int | None:
         return None
 
 
-def _check_memory(spec: KernelSpec, params: KernelParams, generated: bool) -> None:
-    needed, option = spec.functional_bytes(params, generated)
+def check_host_memory(needed: float, option: str, what: str, advice: str) -> None:
+    """Refuse a functional run that needs `needed` bytes of host memory: more than 90% of what is available now,
+    or more than 2**62 bytes. Raises ParamError naming `option`: "<what> needs about N GiB, more than the M GiB
+    available; <advice>" (the pipeline's operators; the row scans' commands, commands/run_batched.py)."""
     available = available_memory()
     if needed > 2**62 or (available is not None and needed > 0.9 * available):
-        what = (f"a functional run of {spec.describe_size(params)}" if option == spec.size_field
-                else "the functional run")
         have = f", more than the {available / 2**30:,.1f} GiB available" if available is not None else ""
-        raise ParamError(option, f"{what} needs about {needed / 2**30:,.1f} GiB{have}; give a smaller --{option} "
-                                 "or use --model-only")
+        raise ParamError(option, f"{what} needs about {needed / 2**30:,.1f} GiB{have}; {advice}")
+
+
+def _check_memory(spec: KernelSpec, params: KernelParams, generated: bool) -> None:
+    needed, option = spec.functional_bytes(params, generated)
+    what = f"a functional run of {spec.describe_size(params)}" if option == spec.size_field else "the functional run"
+    check_host_memory(needed, option, what, f"give a smaller --{option} or use --model-only")
 
 
 def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int = 0,
@@ -129,7 +134,10 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     if read:  # the API's input_file: read here, as the CLI's --input is
         if model_only:
             raise ParamError("input-file", NO_DATA_WITH_MODEL_ONLY)
-        arrays, input_sha256 = _read_input(spec, Path(input_file))
+        try:
+            arrays, input_sha256 = read_input(Path(input_file), spec.inputs[0].name, "input-file")
+        except InputError as exc:  # run's argument, as its other arguments' errors are: a ParamError
+            raise ParamError.from_message(str(exc), "input-file") from None
     elif input_file is not None and input_sha256 is None:  # a file nobody read is no provenance
         raise ParamError("input", "give either arrays or input_file, not both")
     hw = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware)
@@ -205,10 +213,12 @@ def _keyword_names(spec: KernelSpec, values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _read_input(spec: KernelSpec, path: Path) -> tuple[dict[str, np.ndarray], str]:
-    """The arrays of an input_file given without arrays: a .npy is the kernel's first input, a .npz its arrays by
-    name (checked as the user's arrays are), and the file's sha256. ParamError naming input_file when the file is
-    missing or unreadable."""
+def read_input(path: Path, first: str, option: str = "input") -> tuple[dict[str, np.ndarray], str]:
+    """The arrays of a user's input file and its sha256 (hex), both of the one read of its bytes: a .npy is the
+    array named `first` (the kernel's first input), a .npz its arrays by name. Names, shapes and dtypes are the
+    caller's to check (KernelSpec.bind; the CLI's --input adds its own checks, commands/run_operators.py).
+    Raises InputError naming --<option> when the file is missing or unreadable (`run`'s input_file: a ParamError
+    naming input_file)."""
     import hashlib
     import io
     import zipfile
@@ -217,19 +227,21 @@ def _read_input(spec: KernelSpec, path: Path) -> tuple[dict[str, np.ndarray], st
 
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise ParamError("input-file", f"file not found: {path}") from None
-    except OSError as exc:
-        raise ParamError("input-file", f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
         loaded = np.load(io.BytesIO(data), allow_pickle=False)
-        if isinstance(loaded, np.ndarray):
-            arrays = {spec.inputs[0].name: loaded}
-        else:
-            with loaded:
-                arrays = {k: loaded[k] for k in loaded.files}
+    except FileNotFoundError:
+        raise InputError(f"--{option}: file not found: {path}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise ParamError("input-file", f"{path} {unreadable_npy(path, exc, '.npy or .npz file')}") from None
+        raise InputError(f"--{option}: {path} {unreadable_npy(path, exc, '.npy or .npz file')}") from None
+    if isinstance(loaded, np.ndarray):
+        return {first: loaded}, hashlib.sha256(data).hexdigest()
+    with loaded:
+        try:
+            arrays = {k: loaded[k] for k in loaded.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # a member (np.load reads them lazily)
+            raise InputError(f"--{option}: cannot read {path}: {exc}") from None
+    for name, member in arrays.items():  # np.load gives a member without the .npy magic as its raw bytes
+        if not isinstance(member, np.ndarray):
+            raise InputError(f"--{option}: {path} is not a readable .npz archive ({name!r} is not a .npy array)")
     return arrays, hashlib.sha256(data).hexdigest()
 
 

@@ -4,6 +4,7 @@ every bad argument is a ParamError naming the keyword argument; an error leaves 
 from __future__ import annotations
 
 import hashlib
+import zipfile
 
 import numpy as np
 import pytest
@@ -49,6 +50,13 @@ def test_a_bad_input_file_names_input_file(tmp_path):
     assert _error("sort", input_file=npz) == "input_file: unexpected array 'keys'; allowed names: values"
     assert _error("sort", input_file=flat, model_only=True) == (
         "input_file: there is no data with model_only; drop one of them")
+    # the CLI's reader (pipeline.read_input): its messages, naming input_file
+    junk = tmp_path / "junk.npz"
+    with zipfile.ZipFile(junk, "w") as archive:
+        archive.writestr("values.npy", b"junk")
+    assert _error("sort", input_file=junk) == (
+        f"input_file: {junk} is not a readable .npz archive ('values' is not a .npy array)")
+    assert _error("sort", input_file=tmp_path) == f"input_file: {tmp_path} cannot be read: Is a directory"
 
 
 def test_a_tile_that_overflows_a_buffer_names_the_tile_size():

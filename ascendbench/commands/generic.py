@@ -308,20 +308,19 @@ def _drop(path: Path | None) -> None:
 
 
 def tune_parameters(spec: KernelSpec) -> list[inspect.Parameter]:
-    """The options of `tune <spec.space>`: the problem's (every field the search space does not tune, without
-    TuneCommand.omit, then the kernel's extras; in TuneCommand.order when it gives one), each optional (a problem
-    set of the space file may give the problem), then the options every `tune` has (tune.common_options)."""
+    """The options of `tune <spec.space>`: the problem's (tuning/session.problem_options: every field the search
+    space does not tune, without TuneCommand.omit, then the kernel's extras; in TuneCommand.order when it gives
+    one), each optional (a problem set of the space file may give the problem), then the options every `tune` has
+    (tune.common_options)."""
     from ascendbench.commands import tune as tune_module
+    from ascendbench.tuning.session import problem_options
 
     cmd = spec.tune_command
-    tuned = set(spec.tuned())
     fields = spec.Params.model_fields
-    own = [_optional(_option(spec, name, fields[name], cmd.help.get(name), no_input=True)) for name in fields
-           if name not in tuned and name not in cmd.omit] + [_extra(extra) for extra in cmd.extras]
-    if cmd.order:
-        missing = {p.name for p in own} ^ set(cmd.order)
-        assert not missing, f"{spec.name}: TuneCommand.order must name every own option once: {sorted(missing)}"
-        own.sort(key=lambda p: cmd.order.index(p.name))
+    extras = {extra.name: extra for extra in cmd.extras}
+    own = [_extra(extras[name]) if name in extras
+           else _optional(_option(spec, name, fields[name], cmd.help.get(name), no_input=True))
+           for name in problem_options(spec)]
     return own + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
                   for name, (kind, default) in tune_module.common_options(spec).items()]
 
@@ -331,11 +330,11 @@ def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
     tune_command (the options of tune_parameters): one problem from the options, or a problem set of the space
     file (--problems); the problems are tuning/session.py's, the search and its report commands/tune.py's."""
     from ascendbench.commands import tune as tune_module
+    from ascendbench.tuning.session import problem_options
 
     for spec in specs:
-        tuned = set(spec.tuned())
-        fields = [name for name in spec.Params.model_fields if name not in tuned and name not in spec.tune_command.omit]
         extras = [extra.name for extra in spec.tune_command.extras]
+        fields = [name for name in problem_options(spec) if name not in extras]
 
         def command(_spec: KernelSpec = spec, _fields: list[str] = fields, _extras: list[str] = extras,
                     **options: Any) -> None:
@@ -344,8 +343,9 @@ def add_tune_commands(app: typer.Typer, specs: list[KernelSpec]) -> None:
             problems, shapes = tune_module._problems(_spec.space, space, options["problems"], **given)
             tune_module.run_tune(_spec.space, problems, space, options, claims_for=shapes)
 
-        doc = spec.tune_command.doc or (f"Tune {spec.title} ({', '.join(sorted(tuned))}) on the timing model and "
-                                        "compare with the paper's choice.")
+        tuned = ", ".join(sorted(spec.tuned()))
+        doc = spec.tune_command.doc or (f"Tune {spec.title} ({tuned}) on the timing model and compare with the "
+                                        "paper's choice.")
         _register(app, spec, command, tune_parameters(spec), doc, spec.space)
 
 

@@ -24,18 +24,18 @@ from ascendbench.kernels.base import ParamError
 
 
 def check_memory(elements: int | None, option: str, bytes_per_element: int = 16) -> None:
-    """Refuse a functional run that would not fit the host's memory (one line naming the option)."""
+    """Refuse a functional run of `elements` that would not fit the host's memory (pipeline.check_host_memory;
+    one line naming the option, exit 2)."""
     if not elements:
         return
-    needed = elements * bytes_per_element + 2**30  # input, output, reference and block temporaries
-    from ascendbench.pipeline import available_memory
+    from ascendbench.pipeline import check_host_memory
 
-    available = available_memory()
-    if available is not None and needed > 0.9 * available:
-        fail(
-            f"--{option}: the functional run of {elements:,} elements needs about {needed / 2**30:,.1f} GiB, more "
-            f"than the {available / 2**30:,.1f} GiB available; use --model-only for timings at this size"
-        )
+    needed = elements * bytes_per_element + 2**30  # input, output, reference and block temporaries
+    try:
+        check_host_memory(needed, option, f"the functional run of {elements:,} elements",
+                          "use --model-only for timings at this size")
+    except ParamError as exc:
+        fail(str(exc))
 
 
 def header_elements(path: Path) -> int | None:

@@ -4,11 +4,9 @@ One-line errors with exit status 2, as every command's."""
 
 from __future__ import annotations
 
-import hashlib
 import io
-import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from rich.table import Table
@@ -22,12 +20,10 @@ from ascendbench.commands.common import (
     print_utilisation,
 )
 from ascendbench.hardware import HardwareError, load_profile
-from ascendbench.store.io import unreadable_npy
+from ascendbench.kernels.base import InputError
+from ascendbench.pipeline import KernelRun, read_input
 
-if TYPE_CHECKING:
-    from ascendbench.pipeline import KernelRun
-
-__all__ = ["load_array", "load_arrays", "output", "output_suffix", "prepare", "read_input", "report"]
+__all__ = ["check_array", "check_arrays", "output", "output_suffix", "prepare", "report"]
 
 
 def output_suffix(output_file: Path | None, model_only: bool) -> str:
@@ -42,35 +38,14 @@ def output_suffix(output_file: Path | None, model_only: bool) -> str:
     return output_file.suffix
 
 
-def read_input(path: Path) -> tuple[Any, bytes]:
-    """np.load of an --input .npy or .npz (an array or an NpzFile) and the file's bytes; fails (exit 2) when the
-    file is missing or unreadable."""
-    if not path.exists():
-        fail(f"--input: file not found: {path}")
-    try:
-        data = path.read_bytes()
-        return np.load(io.BytesIO(data), allow_pickle=False), data
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        fail(f"--input: {path} {unreadable_npy(path, exc, '.npy or .npz file')}")
-
-
-def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict[str, np.ndarray], str]:
-    """Arrays of an --input file: a .npy is the array named `single`; a .npz holds named arrays among `allowed`.
-    Every array must be 1-D and all of one length. Returns (arrays, sha256 of the file); bad files fail (exit 2)."""
-    loaded, data = read_input(path)
-    if isinstance(loaded, np.ndarray):
-        arrays = {single: loaded}
-    else:
-        with loaded:
-            unknown = [k for k in loaded.files if k not in allowed]
-            if unknown:
-                fail(f"--input: unexpected array {unknown[0]!r} in {path}; allowed names: {', '.join(allowed)}")
-            try:
-                arrays = {k: loaded[k] for k in loaded.files}
-            except (OSError, ValueError) as exc:
-                fail(f"--input: cannot read {path}: {exc}")
-        if not arrays:
-            fail(f"--input: {path} holds no arrays; expected {', '.join(allowed)}")
+def check_arrays(path: Path, arrays: dict[str, np.ndarray], allowed: tuple[str, ...]) -> None:
+    """The arrays of an --input file of 1-D inputs: named among `allowed`, at least one, every one 1-D and all of
+    one length; fails (exit 2) otherwise."""
+    unknown = [k for k in arrays if k not in allowed]
+    if unknown:
+        fail(f"--input: unexpected array {unknown[0]!r} in {path}; allowed names: {', '.join(allowed)}")
+    if not arrays:
+        fail(f"--input: {path} holds no arrays; expected {', '.join(allowed)}")
     lengths = set()
     for name, a in arrays.items():
         if a.ndim != 1:
@@ -78,23 +53,13 @@ def load_arrays(path: Path, allowed: tuple[str, ...], single: str) -> tuple[dict
         lengths.add(a.shape[0])
     if len(lengths) > 1:
         fail(f"--input: arrays must have one length, got {', '.join(f'{k}: {v.shape[0]}' for k, v in arrays.items())}")
-    return arrays, hashlib.sha256(data).hexdigest()
 
 
-def load_array(path: Path, name: str) -> tuple[dict[str, np.ndarray], str]:
+def check_array(arrays: dict[str, np.ndarray], name: str) -> None:
     """The one input array of an --input file: a .npy array, or a .npz with one array named `name` (topp's
-    'probs'). Returns ({name: array}, sha256 of the file); shape and dtype are the kernel's to check. Bad files
-    fail with exit status 2."""
-    loaded, data = read_input(path)
-    if not isinstance(loaded, np.ndarray):
-        with loaded:
-            if loaded.files != [name]:
-                fail(f"--input: a .npz must hold one array named {name!r}, found {', '.join(loaded.files) or 'none'}")
-            try:
-                loaded = loaded[name]
-            except (OSError, ValueError) as exc:
-                fail(f"--input: cannot read {path}: {exc}")
-    return {name: loaded}, hashlib.sha256(data).hexdigest()
+    'probs'); shape and dtype are the kernel's to check. Fails (exit 2) otherwise."""
+    if list(arrays) != [name]:
+        fail(f"--input: a .npz must hold one array named {name!r}, found {', '.join(arrays) or 'none'}")
 
 
 def prepare(spec, options: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -114,10 +79,15 @@ def prepare(spec, options: dict[str, Any], values: dict[str, Any]) -> dict[str, 
         fail(str(exc))
     arrays, sha = None, None
     main = spec.inputs[0]
-    if input_file is not None and main.shape == "(n,)":
-        arrays, sha = load_arrays(input_file, tuple(i.name for i in spec.inputs), main.name)
-    elif input_file is not None:
-        arrays, sha = load_array(input_file, main.name)
+    if input_file is not None:
+        try:
+            arrays, sha = read_input(input_file, main.name)
+        except InputError as exc:
+            fail(str(exc))
+        if main.shape == "(n,)":
+            check_arrays(input_file, arrays, tuple(i.name for i in spec.inputs))
+        else:
+            check_array(arrays, main.name)
     return values | {"arrays": arrays, "input_file": input_file, "input_sha256": sha, "hardware": hw}
 
 

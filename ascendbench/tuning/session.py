@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ascendbench import __version__
 from ascendbench.hardware import HardwareError, HardwareProfile, load_profile
@@ -38,6 +38,9 @@ from ascendbench.tuning.study import (
     tune_problem,
 )
 from ascendbench.workloads import WorkloadError, load_workload
+
+if TYPE_CHECKING:
+    from ascendbench.kernels.contract import KernelSpec
 
 __all__ = ["MAX_TRIALS", "Searched", "Setup", "document", "load_search_space", "prepare", "problem_options",
            "problem_set_entry", "problems_of", "search", "tune"]
@@ -218,16 +221,20 @@ def _registry_problems(kernel: str, space: SearchSpace, problems: str | None, gi
     return checked
 
 
-def problem_options(kernel: str) -> tuple[str, ...]:
-    """The problem's keyword arguments of tunable kernel `kernel` (its sizes and fixed parameters: what a problem
-    is made of; the search space's parameters are not among them): as its KernelSpec.tune_command declares the
-    options of `tune <kernel>` (the fields not tuned nor omitted, then the extras; in its order when given)."""
-    spec = spec_for_space(kernel)
+def problem_options(kernel: str | KernelSpec) -> tuple[str, ...]:
+    """The problem's keyword arguments of tunable kernel `kernel` (its search space's name, or its KernelSpec):
+    its sizes and fixed parameters, what a problem is made of (the search space's parameters are not among them).
+    As its KernelSpec.tune_command declares them: the fields not tuned nor omitted, then the extras; in its order
+    when it gives one. The one list of the problem options of `tune <kernel>` (commands/generic.py) and of
+    `ascendbench.tune`."""
+    spec = spec_for_space(kernel) if isinstance(kernel, str) else kernel
     cmd = spec.tune_command
     tuned = set(spec.tuned())
     names = [name for name in spec.Params.model_fields if name not in tuned and name not in cmd.omit]
     names += [extra.name for extra in cmd.extras]
     if cmd.order:
+        missing = set(names) ^ set(cmd.order)
+        assert not missing, f"{spec.name}: TuneCommand.order must name every own option once: {sorted(missing)}"
         names.sort(key=cmd.order.index)
     return tuple(names)
 

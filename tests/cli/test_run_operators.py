@@ -2,6 +2,7 @@
 every user-error path (one line, exit status 2, nothing written)."""
 
 import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -108,6 +109,12 @@ def test_user_errors_are_one_line_with_status_2(tmp_path, cli, args, message):
     assert files(tmp_path) == []
 
 
+def _junk_npz(path):
+    """A zip archive whose member values.npy is no .npy (np.load gives such a member as its bytes)."""
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("values.npy", b"junk")
+
+
 @pytest.mark.parametrize("setup,args,message", [
     (lambda p: np.save(p / "a.npy", np.zeros((2, 2), np.float16)), ["run", "sort", "--input", "a.npy"], "1-D"),
     (lambda p: np.save(p / "a.npy", np.zeros(3, np.float64)), ["run", "sort", "--input", "a.npy"], "must be one of"),
@@ -120,6 +127,8 @@ def test_user_errors_are_one_line_with_status_2(tmp_path, cli, args, message):
     (lambda p: np.savez(p / "a.npz", flags=np.zeros(3, bool)), ["run", "split", "--input", "a.npz"], "'values'"),
     (lambda p: (p / "a.npy").write_bytes(b"junk"), ["run", "topk", "--input", "a.npy", "--k", "1"],
      "not a .npy or .npz file (bad magic"),
+    (lambda p: _junk_npz(p / "a.npz"), ["run", "sort", "--input", "a.npz"],
+     "error: --input: a.npz is not a readable .npz archive ('values' is not a .npy array)\n"),
     (lambda p: np.save(p / "a.npy", np.zeros(3, np.int16)), ["run", "sort", "--input", "a.npy", "--n", "4"],
      "disagrees"),
     (lambda p: np.save(p / "a.npy", np.zeros(3, np.int16)), ["run", "sort", "--input", "a.npy", "--dtype", "fp16"],
