@@ -145,7 +145,8 @@ def run(name: str, *, arrays: Mapping[str, np.ndarray] | None = None, seed: int 
     if arrays is not None:
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         if not arrays:
-            raise ParamError("input", f"holds no arrays; expected {', '.join(s.name for s in spec.inputs)}")
+            raise ParamError("input-file" if read else "input",
+                             f"holds no arrays; expected {', '.join(s.name for s in spec.inputs)}")
         try:
             params = spec.bind(params, arrays)
         except ParamError as exc:

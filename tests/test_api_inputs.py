@@ -137,3 +137,17 @@ def test_a_full_disk_names_output_path(tmp_path, monkeypatch):
 def test_arrays_and_an_input_file_nobody_read_are_refused(tmp_path):
     assert _error("sort", arrays={"values": np.arange(4)}, input_file=tmp_path / "x.npy") == (
         "arrays: give either arrays or input_file, not both")
+
+
+def test_an_npz_input_file_is_held_to_the_kernels_array_names(tmp_path):
+    """topp and sample read their array by name: an archive without it, or with another array beside it, is
+    refused naming input_file as for the other kernels (it was a KeyError, or the extra array was ignored)."""
+    probs = np.full(16, 1 / 16, np.float32)
+    np.savez(extra := tmp_path / "extra.npz", probs=probs, other=np.zeros(3))
+    np.savez(other := tmp_path / "other.npz", other=np.zeros(3))
+    np.savez(empty := tmp_path / "empty.npz")
+    assert _error("topp", input_file=extra) == "input_file: unexpected array 'other'; allowed names: probs"
+    assert _error("topp", input_file=other) == "input_file: unexpected array 'other'; allowed names: probs"
+    assert _error("sample", input_file=other) == "input_file: unexpected array 'other'; allowed names: weights"
+    assert _error("sort", input_file=empty) == "input_file: holds no arrays; expected values"
+    assert _error("sort", arrays={}) == "arrays: holds no arrays; expected values"

@@ -317,16 +317,21 @@ class KernelSpec:
     def check(self, params: KernelParams, hw: HardwareProfile) -> None:
         """Refuse (ParamError) what the model alone cannot: hardware limits, buffer capacities."""
 
-    def bind(self, params: KernelParams, arrays: Mapping[str, np.ndarray]) -> KernelParams:
-        """Params completed from the user's input arrays: the size and the dtype are the arrays' (a given one must
-        agree). Raises ParamError naming the option that disagrees."""
-        main = self.inputs[0] if self.inputs else None
+    def check_array_names(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Raises ParamError naming --input when `arrays` holds a name that is not one of the kernel's inputs, or
+        lacks its first input (overrides of `bind` call it before they read an array by name)."""
         unknown = sorted(set(arrays) - {spec.name for spec in self.inputs})
         if unknown:
             raise ParamError("input", f"unexpected array {unknown[0]!r}; allowed names: "
                                       f"{', '.join(spec.name for spec in self.inputs)}")
-        if main is not None and main.name not in arrays:
-            raise ParamError("input", f"needs an array named {main.name!r}")
+        if self.inputs and self.inputs[0].name not in arrays:
+            raise ParamError("input", f"needs an array named {self.inputs[0].name!r}")
+
+    def bind(self, params: KernelParams, arrays: Mapping[str, np.ndarray]) -> KernelParams:
+        """Params completed from the user's input arrays: the size and the dtype are the arrays' (a given one must
+        agree). Raises ParamError naming the option that disagrees."""
+        main = self.inputs[0] if self.inputs else None
+        self.check_array_names(arrays)
         first = arrays[main.name] if main is not None else next(iter(arrays.values()))
         for spec in self.inputs:  # 1-D inputs: each (n,), all of one length
             array = arrays.get(spec.name)

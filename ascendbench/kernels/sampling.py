@@ -373,6 +373,7 @@ class WeightedSampleKernel(contract.KernelSpec):
         output=".npy/.npz")
 
     def bind(self, params, arrays):
+        self.check_array_names(arrays)
         weights = arrays["weights"]
         if weights.ndim != 1:
             raise ParamError("input", f"weights must be 1-D, got shape {tuple(weights.shape)}")

@@ -431,6 +431,7 @@ class TopPKernel(contract.KernelSpec):
         output=".npy/.npz", from_input=("batch",))
 
     def bind(self, params, arrays):
+        self.check_array_names(arrays)
         probs = arrays["probs"]
         if probs.ndim not in (1, 2):
             raise ParamError("input", f"probs must have shape (vocab,) or (batch, vocab), got {tuple(probs.shape)}")
