@@ -92,7 +92,13 @@ def print_paths(saved_to, output_file, trace) -> None:
 
 
 def report_rows(t: Table, r) -> None:
-    """The rows every row-scan report shares: counters, verification, host time."""
+    """The rows every row-scan report shares after its bandwidth: fraction of HBM peak, elements per second,
+    phases, counters, verification, host time."""
+    m = r.metrics
+    t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
+    t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
+    for name, secs in r.phases_s.items():
+        t.add_row(f"  {name}", format_time(secs))
     counters = r.counters
     t.add_row(
         "matmuls",
@@ -161,10 +167,6 @@ def report(run, saved_to, output_file, trace) -> None:
     t.add_row(
         "bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (input read once + output written once; 1 GB = 1e9 B)"
     )
-    t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
-    t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
-    for name, secs in r.phases_s.items():
-        t.add_row(f"  {name}", format_time(secs))
     report_rows(t, r)
     c.print(t)
     print_utilisation(r.utilisation)

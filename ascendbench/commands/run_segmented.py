@@ -70,10 +70,6 @@ def report(run, saved_to, output_file, trace) -> None:
     t.add_row(
         "bandwidth", f"{m['bandwidth_gbps']:.1f} GB/s  (values and flags read once + output written once)"
     )
-    t.add_row("fraction of HBM peak", f"{m['fraction_of_peak'] * 100:.1f} %")
-    t.add_row("elements / s", f"{m['elements_per_s'] / 1e9:.2f} G")
-    for name, secs in r.phases_s.items():
-        t.add_row(f"  {name}", format_time(secs))
     report_rows(t, r)
     c.print(t)
     print_utilisation(r.utilisation)
