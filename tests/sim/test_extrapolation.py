@@ -202,7 +202,7 @@ def test_chained_chunks_with_fp16_output_extrapolate_to_the_exact_simulation():
     """MCScanUL1 with fp16 output at 1e8 (4 chunks, 77 tiles per block): its 2B AIVs take ceil(t / 2B) tiles each,
     so with an odd count per block block b's AIVs start b tiles ahead of its cube, which changes who pays each
     L2 miss. No smaller instance keeps that lead in proportion (it is b tiles at any size): instances of 16 and
-    24 steps put the run 4.9% below the exact one, and odd instances of 35 to 77 steps take 8,197 to 8,471
+    24 steps put the run 4.9% below the exact one, and odd instances of 35 to 77 steps take 8,197 to 8,470
     cycles per step, scattered and drifting up. Such chunks run exactly up to 1,600 steps."""
     n, params = 100_000_000, ScanParams(out_dtype="fp16")
     extrapolated = SCAN_KERNELS["mcscan-ul1"].simulate(n, params, HW)
