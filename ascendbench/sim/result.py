@@ -375,6 +375,7 @@ def simulate_scaled(
     l2: L2Cache | None = None,
     window: float = 0.0,
     group_cores: bool = True,
+    steady: float = 0.0,
 ) -> SimResult:
     """Simulate a streaming kernel of `units` regular steps (tiles per core of its longest loop) by running
     smaller instances of the same problem and extrapolating.
@@ -389,6 +390,14 @@ def simulate_scaled(
     `units` steps, as in `simulate`. Instances that are not self-similar (`dissimilarity`: the makespan does
     not grow, or a phase shrinks) are replaced by twice as large ones, twice at most, or by the exact run when
     that is at most twice as large again; if they still are not, the result's gap label says why.
+
+    steady > 0: a steady-state check where it costs fewer steps than the exact run (a problem of more steps than
+    the three instances of the check and at most twice as many runs exactly). The next instance (about
+    1.5 times the larger, of the same parity: _next_keep) is run and the two latest pairs of instances
+    extrapolated; when the two makespans differ by more than the share `steady`, the instances were not yet in
+    the steady state and the pair moves up one instance, until the instances run would add up to the problem's
+    steps (then the exact run takes their place) or the next would exceed _MAX_KEEP steps (then the gap label
+    says the check failed).
     `count(engine)` builds the full program for its exact static counters (with loops truncated by
     kernels.programs.loop) without running it.
 
@@ -405,7 +414,10 @@ def simulate_scaled(
     # The result's timeline is rebuilt (the same program from the same L2 state: the same ops and times) when
     # it is first read, as only traces read it: ops kept alive past the call cost a collection of all of
     # them by Python's garbage collector, about a tenth of the model's time.
-    if force_exact or units <= max(exact_limit, keep[1]):
+    # With the steady-state check (below), a problem of up to twice the three instances' steps runs exactly: the
+    # check would save at most half of it, and when it fails the exact run comes on top.
+    three = keep[0] + keep[1] + _next_keep(keep[1])
+    if force_exact or units <= max(exact_limit, keep[1]) or (steady and three < units <= 2 * three):
         group = group_cores and not force_exact
         start = state.rescaled(1.0) if state.scale != 1.0 else state
         engine, stats, phases = _run(hw, False, build_at(build, units), 0, None, None, group=group, l2=start)
@@ -413,13 +425,15 @@ def simulate_scaled(
         ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, units), 0, None, None, group=group,
                                        l2=start)[0].ops)
         return _to_result(hw, engine, stats, phases, False, counters, ops=ops)
+
+    def instance(k: int) -> tuple:
+        """(k, its starting L2, engine, stats, phase partition) of the problem scaled to k steps."""
+        scale = min(1.0, max(k / units, window / full))
+        start = state.rescaled(scale) if scale != state.scale else state  # _run copies it
+        return (k, start, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores, l2=start))
+
     for retry in range(_RETRIES + 1):
-        runs = []
-        for k in keep:
-            scale = min(1.0, max(k / units, window / full))
-            start = state.rescaled(scale) if scale != state.scale else state  # _run copies it
-            runs.append((k, start, *_run(hw, False, build_at(build, k), 0, None, None, group=group_cores,
-                                         l2=start)))
+        runs = [instance(k) for k in keep]
         (k1, _, _, s1, p1), (k2, start, engine, s2, p2) = runs
         issue = dissimilarity((s1, p1), (s2, p2), (units - k2) / (k2 - k1))
         # Instances that are not self-similar (not yet in the steady state, or on either side of a cliff) are
@@ -427,10 +441,32 @@ def simulate_scaled(
         # twice their size again; otherwise the result's gap says so.
         if issue is None or retry == _RETRIES or 2 * keep[1] > _MAX_KEEP:
             break
-        keep = (2 * keep[0], 2 * keep[1])
+        keep = (2 * keep[0] + keep[0] % 2, 2 * keep[1] + keep[1] % 2)  # of the same parity (_next_keep)
         if units <= 2 * keep[1]:
             return simulate_scaled(hw, build, units, count, keep=keep, exact_limit=units, l2=l2, window=window,
                                    group_cores=group_cores)
+    # The steady-state check, where the three instances cost fewer steps than the exact run: a third instance
+    # half as large again as the larger one. Where the two pairs' extrapolations differ by more than `steady`,
+    # the instances were not yet in the steady state: the pair moves up one instance, or when that instance and
+    # those run so far add up to the problem's steps, the exact run takes their place.
+    spent = sum(keep)
+    if steady and issue is None and spent + _next_keep(k2) < units:
+        before = after = _line(s1, s2, k1, k2, units)
+        while True:
+            k3 = _next_keep(k2)
+            if spent + k3 >= units:
+                return simulate_scaled(hw, build, units, count, keep=(k1, k2), exact_limit=units, l2=l2,
+                                       window=window, group_cores=group_cores)
+            if k3 > _MAX_KEEP:
+                issue = (f"not yet in the steady state (the last two pairs extrapolate to {before:,.0f} and "
+                         f"{after:,.0f} cycles)")
+                break
+            spent += k3
+            _, start3, engine3, s3, p3 = instance(k3)
+            before, after = _line(s1, s2, k1, k2, units), _line(s2, s3, k2, k3, units)
+            k1, s1, p1, k2, start, engine, s2, p2 = k2, s2, p2, k3, start3, engine3, s3, p3
+            if abs(after - before) <= steady * abs(after):
+                break
     ops = _RebuiltOps(lambda: _run(hw, False, build_at(build, k2), 0, None, None, group=group_cores,
                                    l2=start)[0].ops)
     # Self-similar instances (dissimilarity): the makespan extends linearly like the rest. (No HBM bound: the
@@ -438,6 +474,17 @@ def simulate_scaled(
     return _extended(hw, engine, (s1, p1), (s2, p2), (units - k2) / (k2 - k1), _count_static(hw, count),
                      bounded=False, label=f"extrapolated steady state ({units:,} steps, {k2:,} simulated"
                      + (f"; the instances are not self-similar: {issue})" if issue else ")"), ops=ops)
+
+
+def _line(s1: RunStats, s2: RunStats, k1: int, k2: int, units: int) -> float:
+    """The makespan at `units` steps on the line through two instances' makespans at k1 and k2 steps."""
+    return s2.makespan + (units - k2) * (s2.makespan - s1.makespan) / (k2 - k1)
+
+
+def _next_keep(k: int) -> int:
+    """The next instance of simulate_scaled's steady-state check: about 1.5 k steps, of the parity of k (the
+    multi-core scans' instances keep the parity of their tiles per block: kernels.scan ScanKernel._chunk)."""
+    return k + k // 2 + (k // 2) % 2
 
 
 def dissimilarity(run1: tuple, run2: tuple, factor: float) -> str | None:
