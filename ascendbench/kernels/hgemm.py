@@ -54,6 +54,7 @@ __all__ = [
     "paper_selection",
     "resolve_tiling",
     "simulate_hgemm",
+    "simulated_seconds",
     "tile_misfit",
     "verify_hgemm",
 ]
@@ -75,8 +76,9 @@ _EXAMPLE_SWIZZLE = 3  # GemmExample's block swizzle offset (GemmIdentityBlockSwi
 _SAME_RANGE_COST = 0.15 / 15
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 # Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
-# a workload often share them. Entries are numbers only (a few kB each).
-RUN_CACHE = RunCache(maxsize=4096)
+# a workload often share them; and the tuner's times of whole runs (simulated_seconds). Entries are numbers
+# only (a few kB each); clearing it makes the model cold.
+RUN_CACHE = RunCache(maxsize=8192)
 
 
 @dataclass(frozen=True)
@@ -474,6 +476,20 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
     Raises ParamError / BufferCapacityError as resolve_tiling does."""
     with gc_paused():  # the engine's ops are freed without the collector (see gc_paused)
         return _simulate_hgemm(shape, params, hw, warm_l2, force_exact, every_core)
+
+
+def simulated_seconds(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, every_core: bool = False) -> float:
+    """simulate_hgemm(shape, params, hw, every_core=every_core)'s time in seconds (cold L2), kept in RUN_CACHE by
+    shape, equivalent_params, profile and every_core: options that simulate the same run (e.g. padding on or
+    off where nothing is padded) are simulated once per process, as the tuner meets them.
+
+    Raises ParamError / BufferCapacityError as resolve_tiling does (nothing is kept then)."""
+    key = ("seconds", shape, equivalent_params(shape, params), hw, every_core)
+    seconds = RUN_CACHE.get(key)
+    if seconds is None:
+        seconds = simulate_hgemm(shape, params, hw, every_core=every_core)[0].time_s
+        RUN_CACHE.put(key, seconds)
+    return seconds
 
 
 def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool, force_exact: bool,
