@@ -222,7 +222,6 @@ class Engine:
         self.l2 = _Server(hw.l2_bytes_per_cycle)
         self.cache = l2 if l2 is not None else L2Cache(hw.l2_cache_bytes)
         self.stats: RunStats | None = None
-        self.composites = False  # whether a composite op was added (Engine.run then sums busy time by _spans)
 
     # ----- building -------------------------------------------------------------------------------
     def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None,
@@ -539,7 +538,6 @@ class Engine:
         start and op.latency so that release + latency is when the ops that depend on the composite may start,
         and returns the release. Busy time, phases, the makespan and the timeline count the parts; the kernel
         adds their counters."""
-        self.composites = True
         return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
 
     def count(self, unit: str, items: Iterable[tuple[str, float]]) -> None:
@@ -720,26 +718,22 @@ class Engine:
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
 
-        # A composite's parts add busy time to other pipes than its own, in program order: _spans walks that order.
-        makespan, phases, busy = _spans(self.ops, unlink=True) if self.composites else _pipe_spans(heads)
+        makespan, phases, busy = _pipe_spans(heads, self.ops)
         self.prefix_dynamic = prefix_dyn
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy}, dyn)
         return self.stats
 
 
-def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tuple[float, float]],
-                                                              dict[tuple[str, str], float]]:
+def _spans(ops: Iterable[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
     """When the last of `ops` ended, the (start, end) span of each phase and the busy time of each
-    (unit, pipe), in cycles; with `unlink`, Engine.unlink in the same pass. Comparisons instead of min()/max()
-    calls: this runs once per op of every run."""
+    (unit, pipe), in cycles, in program order. Comparisons instead of min()/max() calls: this runs once per op
+    of the ops it is given."""
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = 0.0
     get = busy.get
     for op in ops:
-        if unlink:
-            op.succs = op.next = None
         start, end = op.start, op.end
         unit = op.unit
         parts = op.parts
@@ -762,27 +756,49 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
     return makespan, phases, busy
 
 
-def _pipe_spans(heads: list[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
-    """_spans of a whole finished run, from the first op of each pipe (in program order) along the pipes, and
-    Engine.unlink in the same pass: a pipe's busy time is summed in local variables, in program order (the
-    same sums as _spans), and a phase's span is updated once per stretch of its ops on a pipe, instead of a
-    dictionary look-up per op. The dictionaries have _spans' order (first op of each phase, of each pipe)."""
+def _pipe_spans(heads: list[Op], ops: list[Op]) -> tuple[float, dict[str, tuple[float, float]],
+                                                          dict[tuple[str, str], float]]:
+    """_spans of a whole finished run (`ops`, in program order), from the first op of each pipe (`heads`, in
+    program order) along the pipes, and Engine.unlink in the same pass: a pipe's busy time is summed in local
+    variables, in program order (the same sums as _spans), and a phase's span is updated once per stretch of
+    its ops on a pipe, instead of a dictionary look-up per op. A composite's parts add their busy time to their
+    pipes, in program order as _spans adds them, as long as each such pipe gets busy time from one pipe's walk
+    only (as the panel composites of HGEMM on the CUBE pipe give MTE1 and CUBE theirs); otherwise the sums are
+    those of _spans in program order. The dictionaries have _spans' order (first op of each phase, of each
+    (unit, pipe) adding busy time)."""
     spans: dict[str, tuple[float, float]] = {}
     first: dict[str, int] = {}  # phase -> seq of its first op
-    busy: dict[tuple[str, str], float] = {}
+    sums: list[tuple[int, int, tuple[str, str], float]] = []  # (seq of the first op adding, part index, key, sum)
+    parts_busy: dict[tuple[str, str], list] = {}  # key -> [seq, part index, pipe walk, [busy times, ...]]
     makespan = 0.0
-    for op in heads:
+    for walk, op in enumerate(heads):
         unit, pipe = op.unit, op.pipe
         total = 0.0
+        own = -1  # seq of the pipe's first op that is not a composite
         phase = op.phase
-        lo, hi, seq = op.start, op.end, op.seq
+        lo, hi, seq = op.start, -math.inf, op.seq
         while op is not None:
             nxt = op.next
             op.succs = op.next = None
             start, end = op.start, op.end
+            parts = op.parts
+            if parts is None:
+                total += op.release - start
+                if own < 0:
+                    own = op.seq
+            else:
+                if parts.end > end:  # noqa: PLR1730
+                    end = parts.end
+                for i, (part_pipe, times) in enumerate(parts.busy):
+                    entry = parts_busy.get((unit, part_pipe))
+                    if entry is None:
+                        parts_busy[(unit, part_pipe)] = [op.seq, i, walk, [times]]
+                    else:
+                        entry[3].append(times)
+                        if entry[2] != walk:
+                            entry[2] = -1  # parts of composites on two pipes: _spans' order decides
             if end > makespan:  # noqa: PLR1730
                 makespan = end
-            total += op.release - start
             if op.phase != phase:
                 span = spans.get(phase)
                 spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
@@ -799,8 +815,19 @@ def _pipe_spans(heads: list[Op]) -> tuple[float, dict[str, tuple[float, float]],
         spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
         if seq < first.get(phase, seq + 1):
             first[phase] = seq
-        if unit != "chip":
-            busy[(unit, pipe)] = total
+        if own >= 0 and unit != "chip":
+            sums.append((own, 0, (unit, pipe), total))
+    if parts_busy:
+        walked = {key for _, _, key, _ in sums}
+        for key, (seq, i, walk, lists) in parts_busy.items():
+            if walk < 0 or key in walked:  # busy time from two walks: added in program order by _spans
+                return _spans(ops)
+            total = 0.0
+            for times in lists:
+                total = reduce(add, times, total)
+            sums.append((seq, i, key, total))
+        sums.sort()
+    busy = {key: total for _, _, key, total in sums}
     return makespan, {p: spans[p] for p in sorted(spans, key=first.__getitem__)}, busy
 
 
