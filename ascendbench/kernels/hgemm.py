@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
+from operator import sub
 from typing import Any
 
 import numpy as np
@@ -826,10 +827,11 @@ class _PanelChain:
         self.depth, self.halves = depth, halves
         self.mm_label = "Mmad (two K0/2 halves)" if halves else "Mmad"
         # Set as the composites run, in program order. Before the first move and Mmad: 0, as for an op with
-        # no predecessor on its pipe (times are never negative, so these bind nothing).
+        # no predecessor on its pipe (times are never negative, so these bind nothing). mm_ends: the ends of
+        # the last two Mmads, the older first (L0A and L0B hold at most two blocks).
         self.move_release = 0.0
         self.mm_release = 0.0
-        self.mm_ends = [0.0, 0.0]
+        self.mm_ends = (0.0, 0.0)
 
     def panel(self, engine: Engine, blocks: int, panels: tuple[Op, Op], slots: list[tuple[int, Any]]) -> Op:
         """The composite of one panel's `blocks` moves and Mmads; `slots`: (block, L0C slot dependency)."""
@@ -840,29 +842,29 @@ class _PanelChain:
         def schedule(op: Op) -> float:
             move, fractals, latency, depth, halves = self.move_cycles, self.fractals, self.latency, self.depth, \
                 self.halves
-            mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
             ready = max(panels[0].end, panels[1].end)
             slot_at = [None, None]
             for b, d in slots:
                 slot_at[b] = _dep_time(d)
-            move_rel, mm_rel, ends = self.move_release, self.mm_release, self.mm_ends
-            mm_end = ends[-1]
+            move_rel, mm_rel = self.move_release, self.mm_release
+            mm_end2, mm_end = self.mm_ends
             half_mm, half_move = -fractals / 2, -move / 2
-            parts = []
-            append = parts.append
-            move_busy: list[float] = []
-            mm_busy: list[float] = []
+            # each op's start and release (its end: release + latency, a move's latency being 0)
+            move_starts: list[float] = []
+            move_releases: list[float] = []
+            mm_starts: list[float] = []
+            mm_releases: list[float] = []
             for b in range(blocks):
                 t = move_rel
                 if b == 0 and ready > t:
                     t = ready
-                e = mm_end + half_mm if halves else ends[-depth]
+                e = mm_end + half_mm if halves else (mm_end if depth == 1 else mm_end2)
                 if e > t:
                     t = e
                 move_rel = t + move
-                move_end = move_rel + 0.0  # a move's latency is 0
-                append((mte1, move_label, t, move_rel, move_end))
-                move_busy.append(move_rel - t)
+                move_starts.append(t)
+                move_releases.append(move_rel)
+                move_end = move_rel + 0.0
                 t = mm_rel
                 e = move_end + half_move if halves else move_end
                 if e > t:
@@ -874,14 +876,23 @@ class _PanelChain:
                 if mm_end > t:
                     t = mm_end
                 mm_rel = t + fractals
-                mm_end = mm_rel + latency
-                ends.append(mm_end)
-                append((cube, mm_label, t, mm_rel, mm_end))
-                mm_busy.append(mm_rel - t)
-            self.move_release, self.mm_release = move_rel, mm_rel
+                mm_end2, mm_end = mm_end, mm_rel + latency
+                mm_starts.append(t)
+                mm_releases.append(mm_rel)
+            self.move_release, self.mm_release, self.mm_ends = move_rel, mm_rel, (mm_end2, mm_end)
+            mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
+
+            def spans() -> list[tuple[str, str, float, float, float]]:
+                out = []
+                for t0, r0, t1, r1 in zip(move_starts, move_releases, mm_starts, mm_releases, strict=True):
+                    out.append((mte1, move_label, t0, r0, r0 + 0.0))
+                    out.append((cube, mm_label, t1, r1, r1 + latency))
+                return out
+
             # moves and Mmads each end later and later: the latest end is the last of either
-            op.parts = Parts(parts, [(mte1, move_busy), (cube, mm_busy)], max(move_end, mm_end))
-            op.start, op.latency = parts[0][2], latency
+            op.parts = Parts(spans, [(mte1, list(map(sub, move_releases, move_starts))),
+                                     (cube, list(map(sub, mm_releases, mm_starts)))], max(move_end, mm_end))
+            op.start, op.latency = move_starts[0], latency
             return mm_rel
 
         deps = [*panels, *(d for _, d in slots)]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -136,15 +136,24 @@ class Op:
         return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
 
 
-@dataclass(slots=True)
 class Parts:
-    """The ops a composite op (Engine.composite) stands for, once it has run: their (pipe, label, start,
-    release, end) in program order; per pipe, in order of first use, each op's busy time (release - start,
-    in program order: busy time adds them one by one, as it adds separate ops); and their latest end."""
+    """The ops a composite op (Engine.composite) stands for, once it has run: `spans`, their (pipe, label,
+    start, release, end) in program order (given as a list, or as a function returning it, called the first
+    time they are read: only timelines read them); `busy`, per pipe, in order of first use, each op's busy
+    time (release - start, in program order: busy time adds them one by one, as it adds separate ops); and
+    `end`, their latest end."""
 
-    spans: list[tuple[str, str, float, float, float]]
-    busy: list[tuple[str, list[float]]]
-    end: float
+    __slots__ = ("_spans", "busy", "end")
+
+    def __init__(self, spans: list[tuple[str, str, float, float, float]] | Callable[[], list],
+                 busy: list[tuple[str, list[float]]], end: float):
+        self._spans, self.busy, self.end = spans, busy, end
+
+    @property
+    def spans(self) -> list[tuple[str, str, float, float, float]]:
+        if callable(self._spans):
+            self._spans = self._spans()
+        return self._spans
 
 
 Dep = Op | tuple[Op, float] | None
