@@ -734,6 +734,22 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
         # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
         drained: list = []
         ub = [Ring(ub_depth) for _ in aivs]
+        # The transfers' kinds (Engine.transfer), looked up once: panel reads by K extent and hit shares, the
+        # FIXPIPE's write, and per AIV its reads of C and C1 and its write of C.
+        panel_kinds: dict[tuple[int, float, float], tuple] = {}
+        if epilogue_inline:
+            fp_kind = engine.write_kind(c_bytes, writeback=False)
+        else:
+            fp_kind = engine.write_kind(c_bytes, writeback=not prog.c_resident, aligned=prog.aligned_c)
+        epilogue = []
+        for rows in halves:
+            half = rows * n0 * _FP16
+            epilogue.append((
+                half,
+                engine.read_kind(half, l2_hit=prog.c_resident, aligned=prog.aligned_c) if prog.beta else None,
+                engine.read_kind(half, l2_hit=True),
+                engine.write_kind(2 * half if prog.atomic else half, writeback=not prog.c_resident,
+                                  aligned=prog.aligned_c)))
         engine.phase = "gemm"
         for task, (hit_a, hit_b) in enumerate(group.hits):
             engine.task = group.first_task + task
@@ -743,14 +759,17 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                 # The panels GM -> L1, then the panel's blocks L1 -> L0A/L0B and their Mmads as one composite
                 # op (_PanelChain): they touch no shared server, so the engine need not schedule them one by one.
                 blocks = min(per_l1, kept_blocks - kb0)
-                bytes_a, bytes_b, serial_a, serial_b = panels[blocks * k0]
+                kinds = panel_kinds.get((blocks, hit_a, hit_b))
+                if kinds is None:
+                    bytes_a, bytes_b, serial_a, serial_b = panels[blocks * k0]
+                    kinds = panel_kinds[(blocks, hit_a, hit_b)] = (
+                        engine.read_kind(bytes_a, l2_hit=hit_a, aligned=prog.aligned_a, serial=serial_a,
+                                         nd2nz_unaligned=prog.nd2nz_unaligned_a),
+                        engine.read_kind(bytes_b, l2_hit=hit_b, aligned=prog.aligned_b, serial=serial_b,
+                                         nd2nz_unaligned=prog.nd2nz_unaligned_b))
                 slot = l1.wait()
-                panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
-                                         serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
-                                         deps=[slot], label="panel A->L1")
-                panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
-                                         serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
-                                         deps=[slot], label="panel B->L1")
+                panel_a = engine.transfer(aic, "MTE2", kinds[0], [slot], "panel A->L1")
+                panel_b = engine.transfer(aic, "MTE2", kinds[1], [slot], "panel B->L1")
                 # L0C: the task's first block waits for its slot; a block that fills L0C waits, block by block,
                 # for the halves of the previous task's C to drain.
                 slots = [(kb, drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None))
@@ -763,11 +782,9 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
             fp = mm
             for _part in range(parts):
                 if epilogue_inline:
-                    fp = engine.gm_write(aic, "FIXPIPE", c_bytes, writeback=False,
-                                         deps=[mm, c1_slots.wait(), fp], label="C1->GM (fp16)")
+                    fp = engine.transfer(aic, "FIXPIPE", fp_kind, [mm, c1_slots.wait(), fp], "C1->GM (fp16)")
                 else:
-                    fp = engine.gm_write(aic, "FIXPIPE", c_bytes, writeback=not prog.c_resident,
-                                         aligned=prog.aligned_c, deps=[mm, fp], label="C->GM (fp16)")
+                    fp = engine.transfer(aic, "FIXPIPE", fp_kind, [mm, fp], "C->GM (fp16)")
                 drained.append(engine.moved_out(fp))
             l0c.push(drained[-1])
             if not epilogue_inline:
@@ -775,25 +792,18 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
             ready = engine.flag(fp)
             reads = []
             for h, aiv in enumerate(aivs):
-                rows = halves[h]
-                if rows <= 0:
+                if halves[h] <= 0:
                     continue
-                half = rows * n0 * _FP16
+                half, c_kind, c1_kind, write_kind = epilogue[h]
                 engine.phase = "epilogue"
                 deps = [ub[h].wait()]
                 if prog.beta:
-                    rc = engine.gm_read(aiv, "MTE2", half, l2_hit=prog.c_resident, aligned=prog.aligned_c,
-                                        deps=deps, label="C->UB")
+                    rc = engine.transfer(aiv, "MTE2", c_kind, deps, "C->UB")
                     deps = [engine.vector(aiv, half, deps=[rc], label="beta*C")]
-                rd = engine.gm_read(aiv, "MTE2", half, l2_hit=True, deps=[*deps, ready], label="C1->UB")
+                rd = engine.transfer(aiv, "MTE2", c1_kind, [*deps, ready], "C1->UB")
                 reads.append(rd)
                 vec = engine.vector(aiv, half, deps=[rd], label="alpha*C1 + beta*C", passes=2 if prog.beta else 1)
-                if prog.atomic:
-                    wr = engine.gm_write(aiv, "MTE3", 2 * half, writeback=not prog.c_resident,
-                                         aligned=prog.aligned_c, deps=[vec], label="C += (atomic)")
-                else:
-                    wr = engine.gm_write(aiv, "MTE3", half, writeback=not prog.c_resident,
-                                         aligned=prog.aligned_c, deps=[vec], label="C->GM")
+                wr = engine.transfer(aiv, "MTE3", write_kind, [vec], "C += (atomic)" if prog.atomic else "C->GM")
                 ub[h].push(wr)
                 engine.phase = "gemm"
             if reads:

@@ -421,13 +421,24 @@ class Engine:
         if region is not None:
             return self._addressed(unit, pipe, nbytes, region, False, aligned, deps, label, serial,
                                    bool(nd2nz_unaligned))
-        # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
+        return self.transfer(unit, pipe, self.read_kind(nbytes, l2_hit=l2_hit, aligned=aligned, serial=serial,
+                                                        nd2nz_unaligned=nd2nz_unaligned), deps, label)
+
+    def read_kind(self, nbytes: float, *, l2_hit: bool | float, aligned: bool = True, serial: float = 1.0,
+                  nd2nz_unaligned: bool = False) -> tuple[tuple, tuple]:
+        """What a gm_read with `l2_hit` (no region) counts and costs, for `transfer`: a program that repeats a
+        transfer many times can look it up once. Arguments and errors as gm_read's."""
         # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
         key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial, bool(nd2nz_unaligned))
         known = self._reads.get(key)
         if known is None:
             known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial, bool(nd2nz_unaligned))
-        counts, xfer = known
+        return known
+
+    def transfer(self, unit: str, pipe: str, kind: tuple[tuple, tuple], deps: Sequence[Dep] = (),
+                 label: str = "transfer") -> Op:
+        """A GM transfer of a kind from read_kind or write_kind (gm_read or gm_write with those arguments)."""
+        counts, xfer = kind
         self._count(unit, counts)
         return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
 
@@ -485,13 +496,15 @@ class Engine:
             raise ValueError("gm_write takes exactly one of region and writeback")
         if region is not None:
             return self._addressed(unit, pipe, nbytes, region, True, aligned, deps, label, 1.0, False)
-        key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in gm_read
+        return self.transfer(unit, pipe, self.write_kind(nbytes, writeback=writeback, aligned=aligned), deps, label)
+
+    def write_kind(self, nbytes: float, *, writeback: bool, aligned: bool = True) -> tuple[tuple, tuple]:
+        """What a gm_write with `writeback` (no region) counts and costs, for `transfer` (see read_kind)."""
+        key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in read_kind
         known = self._writes.get(key)
         if known is None:
             known = self._writes[key] = self._write_cost(nbytes, writeback, aligned)
-        counts, xfer = known
-        self._count(unit, counts)
-        return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
+        return known
 
     def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
         """Counters and ("w", server demands, core cycles, latency, bytes written back to HBM, HBM time they
