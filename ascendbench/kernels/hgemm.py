@@ -312,9 +312,11 @@ class _Layout:
     # the last task index (per core) holding one; None: the misses stay spread over all reads (hit_a, hit_b).
     first_reads: tuple[str, int, int, int] | None = None
 
-    def fast_hit(self, panel: str, members: list[int], index: int, cores: int, default: float) -> float:
+    def fast_hit(self, panel: str, members: list[int], index: int, cores: int, default: float,
+                 waves: dict | None = None) -> float:
         """L2 hit share of `panel`'s reads in task `index` (0-based) of the cores `members` (a group that one
-        representative stands for)."""
+        representative stands for). `waves`: where the readers of each wave's panels are kept between calls
+        (by task index; an empty dict to start)."""
         if self.first_reads is None or self.first_reads[0] != panel:
             return default
         _, per_batch, fast_count, last = self.first_reads
@@ -336,7 +338,11 @@ class _Layout:
             first = split * blocks + batch * per_batch + f  # the first task that reads this panel
             if first // cores == index:
                 if readers is None:
-                    readers = Counter(key(u) for u in range(index * cores, min(self.tasks, (index + 1) * cores)))
+                    readers = waves.get(index) if waves is not None else None
+                    if readers is None:
+                        readers = Counter(key(u) for u in range(index * cores, min(self.tasks, (index + 1) * cores)))
+                        if waves is not None:
+                            waves[index] = readers
                 miss += 1.0 / readers[(split, batch, f)]
         return 1.0 - miss / len(members)
 
@@ -677,11 +683,16 @@ def _core_groups(skip: int, lay: _Layout, hw: HardwareProfile, group_cores: bool
     cores = hw.ai_cores
     max_kept = max(max(c - skip, min(c, 1)) for c in counts)
     groups = []
+    waves: dict = {}  # fast_hit's readers per wave, shared by the groups
+    # tasks after the last first read of a fast panel (_Layout.first_reads) all read with the same hit shares
+    varying = lay.first_reads[3] + 1 if lay.first_reads is not None else 0
     for core, weight in core_groups(counts, group_cores):
         members = [c for c in range(len(counts)) if counts[c] == counts[core]] if weight > 1 else [core]
         kept_tasks = max(counts[core] - skip, min(counts[core], 1))
-        hits = tuple((lay.fast_hit("a", members, task, cores, lay.hit_a),
-                      lay.fast_hit("b", members, task, cores, lay.hit_b)) for task in range(kept_tasks))
+        hits = tuple((lay.fast_hit("a", members, task, cores, lay.hit_a, waves),
+                      lay.fast_hit("b", members, task, cores, lay.hit_b, waves))
+                     for task in range(min(kept_tasks, varying + 1)))
+        hits += hits[-1:] * (kept_tasks - len(hits))
         # Tasks are numbered so that every core's last task has the same number, as truncating drops the
         # same count from every core (a core with fewer tasks starts at a higher number).
         groups.append(_CoreGroup(core, weight, max_kept - kept_tasks, hits))
