@@ -877,7 +877,10 @@ class _PanelChain:
             move_releases: list[float] = []
             mm_starts: list[float] = []
             mm_releases: list[float] = []
-            for b in range(blocks):
+            # The first two blocks (which wait for the panels and the L0C slots), or with halves every block,
+            # by the rule as written; the others in the loop below.
+            head = blocks if halves else min(blocks, 2)
+            for b in range(head):
                 t = move_rel
                 if b == 0 and ready > t:
                     t = ready
@@ -902,6 +905,24 @@ class _PanelChain:
                 mm_end2, mm_end = mm_end, mm_rel + latency
                 mm_starts.append(t)
                 mm_releases.append(mm_rel)
+            if head < blocks:
+                # Past the first two blocks, without halves: a move waits for its L0A/L0B slot (the Mmad `depth`
+                # blocks before ended), a Mmad for its move and the previous Mmad's end (which is not before that
+                # Mmad's release): the same maxima as above, fewer comparisons.
+                add_move, add_move_release = move_starts.append, move_releases.append
+                add_mm, add_mm_release = mm_starts.append, mm_releases.append
+                for _ in range(blocks - head):
+                    e = mm_end if depth == 1 else mm_end2
+                    t = e if e > move_rel else move_rel
+                    move_rel = t + move
+                    add_move(t)
+                    add_move_release(move_rel)
+                    t = mm_end if mm_end > move_rel else move_rel
+                    mm_rel = t + fractals
+                    mm_end2, mm_end = mm_end, mm_rel + latency
+                    add_mm(t)
+                    add_mm_release(mm_rel)
+                move_end = move_rel + 0.0
             self.move_release, self.mm_release, self.mm_ends = move_rel, mm_rel, (mm_end2, mm_end)
             mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
 
