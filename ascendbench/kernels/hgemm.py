@@ -340,7 +340,8 @@ class _Layout:
                 if readers is None:
                     readers = waves.get(index) if waves is not None else None
                     if readers is None:
-                        readers = Counter(key(u) for u in range(index * cores, min(self.tasks, (index + 1) * cores)))
+                        wave = range(index * cores, min(self.tasks, (index + 1) * cores))
+                        readers = Counter(key(u) for u in wave)
                         if waves is not None:
                             waves[index] = readers
                 miss += 1.0 / readers[(split, batch, f)]
@@ -487,10 +488,11 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
         return _simulate_hgemm(shape, params, hw, warm_l2, force_exact, every_core)
 
 
-def simulated_seconds(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, every_core: bool = False) -> float:
-    """simulate_hgemm(shape, params, hw, every_core=every_core)'s time in seconds (cold L2), kept in RUN_CACHE by
-    shape, equivalent_params, profile and every_core: options that simulate the same run (e.g. padding on or
-    off where nothing is padded) are simulated once per process, as the tuner meets them.
+def simulated_seconds(shape: GemmShape, params: HgemmParams, hw: HardwareProfile,
+                      every_core: bool = False) -> float:
+    """simulate_hgemm(shape, params, hw, every_core=every_core)'s time in seconds (cold L2), kept in RUN_CACHE
+    by shape, equivalent_params, profile and every_core: options that simulate the same run (e.g. padding on
+    or off where nothing is padded) are simulated once per process, as the tuner meets them.
 
     Raises ParamError / BufferCapacityError as resolve_tiling does (nothing is kept then)."""
     key = ("seconds", shape, equivalent_params(shape, params), hw, every_core)
@@ -816,7 +818,8 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                 rd = engine.transfer(aiv, "MTE2", c1_kind, [*deps, ready], "C1->UB")
                 reads.append(rd)
                 vec = engine.vector(aiv, half, deps=[rd], label="alpha*C1 + beta*C", passes=2 if prog.beta else 1)
-                wr = engine.transfer(aiv, "MTE3", write_kind, [vec], "C += (atomic)" if prog.atomic else "C->GM")
+                wr = engine.transfer(aiv, "MTE3", write_kind, [vec],
+                                     "C += (atomic)" if prog.atomic else "C->GM")
                 ub[h].push(wr)
                 engine.phase = "gemm"
             if reads:
@@ -906,9 +909,9 @@ class _PanelChain:
                 mm_starts.append(t)
                 mm_releases.append(mm_rel)
             if head < blocks:
-                # Past the first two blocks, without halves: a move waits for its L0A/L0B slot (the Mmad `depth`
-                # blocks before ended), a Mmad for its move and the previous Mmad's end (which is not before that
-                # Mmad's release): the same maxima as above, fewer comparisons.
+                # Past the first two blocks, without halves: a move waits for its L0A/L0B slot (the Mmad
+                # `depth` blocks before ended), a Mmad for its move and the previous Mmad's end (which is not
+                # before that Mmad's release): the same maxima as above, fewer comparisons.
                 add_move, add_move_release = move_starts.append, move_releases.append
                 add_mm, add_mm_release = mm_starts.append, mm_releases.append
                 for _ in range(blocks - head):

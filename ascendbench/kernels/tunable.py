@@ -25,7 +25,8 @@ from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, si
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
-__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable", "Tunable"]
+__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable",
+           "Tunable"]
 
 
 class Infeasible(Exception):
@@ -136,7 +137,8 @@ class HgemmTunable:
         padded) gets that time without simulating again; clearing hgemm.RUN_CACHE forgets them."""
         shape = self._shape(problem)
         try:
-            seconds = simulated_seconds(shape, self._params(config), hw, bool(problem.get("every_core", False)))
+            seconds = simulated_seconds(shape, self._params(config), hw,
+                                        bool(problem.get("every_core", False)))
         except (ParamError, BufferCapacityError) as exc:
             raise Infeasible(str(exc)) from None
         tflops = shape.flops / seconds / 1e12 if seconds > 0 else 0.0

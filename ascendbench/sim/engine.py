@@ -496,7 +496,8 @@ class Engine:
             raise ValueError("gm_write takes exactly one of region and writeback")
         if region is not None:
             return self._addressed(unit, pipe, nbytes, region, True, aligned, deps, label, 1.0, False)
-        return self.transfer(unit, pipe, self.write_kind(nbytes, writeback=writeback, aligned=aligned), deps, label)
+        kind = self.write_kind(nbytes, writeback=writeback, aligned=aligned)
+        return self.transfer(unit, pipe, kind, deps, label)
 
     def write_kind(self, nbytes: float, *, writeback: bool, aligned: bool = True) -> tuple[tuple, tuple]:
         """What a gm_write with `writeback` (no region) counts and costs, for `transfer` (see read_kind)."""
@@ -783,14 +784,15 @@ def _pipe_spans(heads: list[Op], ops: list[Op]) -> tuple[float, dict[str, tuple[
     """_spans of a whole finished run (`ops`, in program order), from the first op of each pipe (`heads`, in
     program order) along the pipes, and Engine.unlink in the same pass: a pipe's busy time is summed in local
     variables, in program order (the same sums as _spans), and a phase's span is updated once per stretch of
-    its ops on a pipe, instead of a dictionary look-up per op. A composite's parts add their busy time to their
-    pipes, in program order as _spans adds them, as long as each such pipe gets busy time from one pipe's walk
-    only (as the panel composites of HGEMM on the CUBE pipe give MTE1 and CUBE theirs); otherwise the sums are
-    those of _spans in program order. The dictionaries have _spans' order (first op of each phase, of each
-    (unit, pipe) adding busy time)."""
+    its ops on a pipe, instead of a dictionary look-up per op. A composite's parts add their busy time to
+    their pipes, in program order as _spans adds them, as long as each such pipe gets busy time from one
+    pipe's walk only (as the panel composites of HGEMM on the CUBE pipe give MTE1 and CUBE theirs);
+    otherwise the sums are those of _spans in program order. The dictionaries have _spans' order (first op
+    of each phase, of each (unit, pipe) adding busy time)."""
     spans: dict[str, tuple[float, float]] = {}
     first: dict[str, int] = {}  # phase -> seq of its first op
-    sums: list[tuple[int, int, tuple[str, str], float]] = []  # (seq of the first op adding, part index, key, sum)
+    # (seq of the first op adding busy time, its part's index in the composite, (unit, pipe), busy time)
+    sums: list[tuple[int, int, tuple[str, str], float]] = []
     parts_busy: dict[tuple[str, str], list] = {}  # key -> [seq, part index, pipe walk, [busy times, ...]]
     makespan = 0.0
     for walk, op in enumerate(heads):

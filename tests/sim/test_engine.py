@@ -333,7 +333,8 @@ def test_busy_time_of_a_composites_parts_adds_in_program_order(extra_move):
     assert (stats.makespan, stats.phases, list(stats.busy.items())) == (makespan, phases, list(busy.items()))
     assert list(busy) == [("core0.aic", "MTE2"), ("core0.aic", "MTE1"), ("core0.aic", "CUBE"),
                           ("core0.aic", "FIXPIPE")]
-    assert busy[("core0.aic", "MTE1")] == pytest.approx(2 * 8192 / 512.0 + (1000 / 7.0 if extra_move else 0.0))
+    moves = 2 * 8192 / 512.0 + (1000 / 7.0 if extra_move else 0.0)
+    assert busy[("core0.aic", "MTE1")] == pytest.approx(moves)
 
 
 def _check_index(cache) -> None:
