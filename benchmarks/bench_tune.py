@@ -136,7 +136,7 @@ def bookkeeping(trials: int, folder: Path, runs: int = 3) -> bool:
     cache cleared): the loop's wall time against the time spent in the kernel inside it (the timing model, and
     the kernel's check that refuses TPE's candidates which do not fit before a trial is made)."""
     from ascendbench.kernels.hgemm import RUN_CACHE
-    from ascendbench.kernels.tunable import HgemmTunable, clear_evaluations
+    from ascendbench.kernels.tunable import HgemmTunable
 
     problem = {"m": 2048, "n": 128, "k": 2048, "batch": 1}
     in_kernel = {"evaluate": 0.0, "check": 0.0}
@@ -159,7 +159,6 @@ def bookkeeping(trials: int, folder: Path, runs: int = 3) -> bool:
             request = TuneRequest("hgemm", space_path("hgemm"), HW, "tpe", 0, trials,
                                   storage=str(folder / f"overhead-{run}.journal"), exhaustive=False, replay=False)
             RUN_CACHE.clear()  # the model from cold, as a new study meets it (part 1 tuned this shape too)
-            clear_evaluations()
             in_kernel.update(evaluate=0.0, check=0.0)
             t0 = time.perf_counter()
             outcome = tune_problem(request, problem)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
+from operator import sub
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,7 @@ __all__ = [
     "paper_selection",
     "resolve_tiling",
     "simulate_hgemm",
+    "simulated_seconds",
     "tile_misfit",
     "verify_hgemm",
 ]
@@ -75,8 +77,9 @@ _EXAMPLE_SWIZZLE = 3  # GemmExample's block swizzle offset (GemmIdentityBlockSwi
 _SAME_RANGE_COST = 0.15 / 15
 _KEEP_TASKS = (4, 8)  # tasks per core of the truncated runs (simulate_2d)
 # Measurements of truncated GEMM runs by program (_GemmProgram), shared by all shapes of a process: shapes of
-# a workload often share them. Entries are numbers only (a few kB each).
-RUN_CACHE = RunCache(maxsize=4096)
+# a workload often share them; and the tuner's times of whole runs (simulated_seconds). Entries are numbers
+# only (a few kB each); clearing it makes the model cold.
+RUN_CACHE = RunCache(maxsize=8192)
 
 
 @dataclass(frozen=True)
@@ -265,8 +268,10 @@ def _k_splits(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> int:
 
 
 def _check_buffers(tiling: Tiling, params: HgemmParams, hw: HardwareProfile) -> None:
-    engine = Engine(hw)
     depths = _buffer_depths(tiling, params, hw)
+    if all(depths[name] * need <= capacity for name, (need, capacity) in _block_bytes(tiling, hw).items()):
+        return  # everything fits (the tuner checks every point of a grid): no engine needed for the message
+    engine = Engine(hw)
     m0, n0, k0 = tiling.m0, tiling.n0, tiling.k0
     what = f"{m0}x{n0}x{k0} tiling"
     engine.alloc("core0.aic", "L0A", depths["L0A"] * m0 * k0 * _FP16, f"{what}: A block M0 x K0 fp16 ({depths['L0A']} slot(s))")
@@ -307,9 +312,11 @@ class _Layout:
     # the last task index (per core) holding one; None: the misses stay spread over all reads (hit_a, hit_b).
     first_reads: tuple[str, int, int, int] | None = None
 
-    def fast_hit(self, panel: str, members: list[int], index: int, cores: int, default: float) -> float:
+    def fast_hit(self, panel: str, members: list[int], index: int, cores: int, default: float,
+                 waves: dict | None = None) -> float:
         """L2 hit share of `panel`'s reads in task `index` (0-based) of the cores `members` (a group that one
-        representative stands for)."""
+        representative stands for). `waves`: where the readers of each wave's panels are kept between calls
+        (by task index; an empty dict to start)."""
         if self.first_reads is None or self.first_reads[0] != panel:
             return default
         _, per_batch, fast_count, last = self.first_reads
@@ -331,7 +338,12 @@ class _Layout:
             first = split * blocks + batch * per_batch + f  # the first task that reads this panel
             if first // cores == index:
                 if readers is None:
-                    readers = Counter(key(u) for u in range(index * cores, min(self.tasks, (index + 1) * cores)))
+                    readers = waves.get(index) if waves is not None else None
+                    if readers is None:
+                        wave = range(index * cores, min(self.tasks, (index + 1) * cores))
+                        readers = Counter(key(u) for u in wave)
+                        if waves is not None:
+                            waves[index] = readers
                 miss += 1.0 / readers[(split, batch, f)]
         return 1.0 - miss / len(members)
 
@@ -474,6 +486,23 @@ def simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, w
     Raises ParamError / BufferCapacityError as resolve_tiling does."""
     with gc_paused():  # the engine's ops are freed without the collector (see gc_paused)
         return _simulate_hgemm(shape, params, hw, warm_l2, force_exact, every_core)
+
+
+def simulated_seconds(shape: GemmShape, params: HgemmParams, hw: HardwareProfile,
+                      every_core: bool = False) -> float:
+    """simulate_hgemm(shape, params, hw, every_core=every_core)'s time in seconds (cold L2), kept in RUN_CACHE
+    by shape, equivalent_params, profile and every_core: options that simulate the same run (e.g. padding on
+    or off where nothing is padded) are simulated once per process, as the tuner meets them.
+
+    Raises ParamError / BufferCapacityError as resolve_tiling does (nothing is kept then)."""
+    key = ("seconds", shape, equivalent_params(shape, params), hw, every_core)
+    seconds = RUN_CACHE.get(key)
+    if seconds is None:
+        # the result (and its ops) is dropped before the collector runs again, which then has nothing to scan
+        with gc_paused():
+            seconds = simulate_hgemm(shape, params, hw, every_core=every_core)[0].time_s
+        RUN_CACHE.put(key, seconds)
+    return seconds
 
 
 def _simulate_hgemm(shape: GemmShape, params: HgemmParams, hw: HardwareProfile, warm_l2: bool, force_exact: bool,
@@ -656,11 +685,16 @@ def _core_groups(skip: int, lay: _Layout, hw: HardwareProfile, group_cores: bool
     cores = hw.ai_cores
     max_kept = max(max(c - skip, min(c, 1)) for c in counts)
     groups = []
+    waves: dict = {}  # fast_hit's readers per wave, shared by the groups
+    # tasks after the last first read of a fast panel (_Layout.first_reads) all read with the same hit shares
+    varying = lay.first_reads[3] + 1 if lay.first_reads is not None else 0
     for core, weight in core_groups(counts, group_cores):
         members = [c for c in range(len(counts)) if counts[c] == counts[core]] if weight > 1 else [core]
         kept_tasks = max(counts[core] - skip, min(counts[core], 1))
-        hits = tuple((lay.fast_hit("a", members, task, cores, lay.hit_a),
-                      lay.fast_hit("b", members, task, cores, lay.hit_b)) for task in range(kept_tasks))
+        hits = tuple((lay.fast_hit("a", members, task, cores, lay.hit_a, waves),
+                      lay.fast_hit("b", members, task, cores, lay.hit_b, waves))
+                     for task in range(min(kept_tasks, varying + 1)))
+        hits += hits[-1:] * (kept_tasks - len(hits))
         # Tasks are numbered so that every core's last task has the same number, as truncating drops the
         # same count from every core (a core with fewer tasks starts at a higher number).
         groups.append(_CoreGroup(core, weight, max_kept - kept_tasks, hits))
@@ -715,6 +749,22 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
         # half by half, and the next block's first Mmads reuse each half as soon as it is drained.
         drained: list = []
         ub = [Ring(ub_depth) for _ in aivs]
+        # The transfers' kinds (Engine.transfer), looked up once: panel reads by K extent and hit shares, the
+        # FIXPIPE's write, and per AIV its reads of C and C1 and its write of C.
+        panel_kinds: dict[tuple[int, float, float], tuple] = {}
+        if epilogue_inline:
+            fp_kind = engine.write_kind(c_bytes, writeback=False)
+        else:
+            fp_kind = engine.write_kind(c_bytes, writeback=not prog.c_resident, aligned=prog.aligned_c)
+        epilogue = []
+        for rows in halves:
+            half = rows * n0 * _FP16
+            epilogue.append((
+                half,
+                engine.read_kind(half, l2_hit=prog.c_resident, aligned=prog.aligned_c) if prog.beta else None,
+                engine.read_kind(half, l2_hit=True),
+                engine.write_kind(2 * half if prog.atomic else half, writeback=not prog.c_resident,
+                                  aligned=prog.aligned_c)))
         engine.phase = "gemm"
         for task, (hit_a, hit_b) in enumerate(group.hits):
             engine.task = group.first_task + task
@@ -724,14 +774,17 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
                 # The panels GM -> L1, then the panel's blocks L1 -> L0A/L0B and their Mmads as one composite
                 # op (_PanelChain): they touch no shared server, so the engine need not schedule them one by one.
                 blocks = min(per_l1, kept_blocks - kb0)
-                bytes_a, bytes_b, serial_a, serial_b = panels[blocks * k0]
+                kinds = panel_kinds.get((blocks, hit_a, hit_b))
+                if kinds is None:
+                    bytes_a, bytes_b, serial_a, serial_b = panels[blocks * k0]
+                    kinds = panel_kinds[(blocks, hit_a, hit_b)] = (
+                        engine.read_kind(bytes_a, l2_hit=hit_a, aligned=prog.aligned_a, serial=serial_a,
+                                         nd2nz_unaligned=prog.nd2nz_unaligned_a),
+                        engine.read_kind(bytes_b, l2_hit=hit_b, aligned=prog.aligned_b, serial=serial_b,
+                                         nd2nz_unaligned=prog.nd2nz_unaligned_b))
                 slot = l1.wait()
-                panel_a = engine.gm_read(aic, "MTE2", bytes_a, l2_hit=hit_a, aligned=prog.aligned_a,
-                                         serial=serial_a, nd2nz_unaligned=prog.nd2nz_unaligned_a,
-                                         deps=[slot], label="panel A->L1")
-                panel_b = engine.gm_read(aic, "MTE2", bytes_b, l2_hit=hit_b, aligned=prog.aligned_b,
-                                         serial=serial_b, nd2nz_unaligned=prog.nd2nz_unaligned_b,
-                                         deps=[slot], label="panel B->L1")
+                panel_a = engine.transfer(aic, "MTE2", kinds[0], [slot], "panel A->L1")
+                panel_b = engine.transfer(aic, "MTE2", kinds[1], [slot], "panel B->L1")
                 # L0C: the task's first block waits for its slot; a block that fills L0C waits, block by block,
                 # for the halves of the previous task's C to drain.
                 slots = [(kb, drained[kb] if l0c_halves and kb < len(drained) else (c_slot if kb == 0 else None))
@@ -744,11 +797,9 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
             fp = mm
             for _part in range(parts):
                 if epilogue_inline:
-                    fp = engine.gm_write(aic, "FIXPIPE", c_bytes, writeback=False,
-                                         deps=[mm, c1_slots.wait(), fp], label="C1->GM (fp16)")
+                    fp = engine.transfer(aic, "FIXPIPE", fp_kind, [mm, c1_slots.wait(), fp], "C1->GM (fp16)")
                 else:
-                    fp = engine.gm_write(aic, "FIXPIPE", c_bytes, writeback=not prog.c_resident,
-                                         aligned=prog.aligned_c, deps=[mm, fp], label="C->GM (fp16)")
+                    fp = engine.transfer(aic, "FIXPIPE", fp_kind, [mm, fp], "C->GM (fp16)")
                 drained.append(engine.moved_out(fp))
             l0c.push(drained[-1])
             if not epilogue_inline:
@@ -756,25 +807,19 @@ def _build_gemm(engine: Engine, prog: _GemmProgram) -> None:
             ready = engine.flag(fp)
             reads = []
             for h, aiv in enumerate(aivs):
-                rows = halves[h]
-                if rows <= 0:
+                if halves[h] <= 0:
                     continue
-                half = rows * n0 * _FP16
+                half, c_kind, c1_kind, write_kind = epilogue[h]
                 engine.phase = "epilogue"
                 deps = [ub[h].wait()]
                 if prog.beta:
-                    rc = engine.gm_read(aiv, "MTE2", half, l2_hit=prog.c_resident, aligned=prog.aligned_c,
-                                        deps=deps, label="C->UB")
+                    rc = engine.transfer(aiv, "MTE2", c_kind, deps, "C->UB")
                     deps = [engine.vector(aiv, half, deps=[rc], label="beta*C")]
-                rd = engine.gm_read(aiv, "MTE2", half, l2_hit=True, deps=[*deps, ready], label="C1->UB")
+                rd = engine.transfer(aiv, "MTE2", c1_kind, [*deps, ready], "C1->UB")
                 reads.append(rd)
                 vec = engine.vector(aiv, half, deps=[rd], label="alpha*C1 + beta*C", passes=2 if prog.beta else 1)
-                if prog.atomic:
-                    wr = engine.gm_write(aiv, "MTE3", 2 * half, writeback=not prog.c_resident,
-                                         aligned=prog.aligned_c, deps=[vec], label="C += (atomic)")
-                else:
-                    wr = engine.gm_write(aiv, "MTE3", half, writeback=not prog.c_resident,
-                                         aligned=prog.aligned_c, deps=[vec], label="C->GM")
+                wr = engine.transfer(aiv, "MTE3", write_kind, [vec],
+                                     "C += (atomic)" if prog.atomic else "C->GM")
                 ub[h].push(wr)
                 engine.phase = "gemm"
             if reads:
@@ -808,10 +853,11 @@ class _PanelChain:
         self.depth, self.halves = depth, halves
         self.mm_label = "Mmad (two K0/2 halves)" if halves else "Mmad"
         # Set as the composites run, in program order. Before the first move and Mmad: 0, as for an op with
-        # no predecessor on its pipe (times are never negative, so these bind nothing).
+        # no predecessor on its pipe (times are never negative, so these bind nothing). mm_ends: the ends of
+        # the last two Mmads, the older first (L0A and L0B hold at most two blocks).
         self.move_release = 0.0
         self.mm_release = 0.0
-        self.mm_ends = [0.0, 0.0]
+        self.mm_ends = (0.0, 0.0)
 
     def panel(self, engine: Engine, blocks: int, panels: tuple[Op, Op], slots: list[tuple[int, Any]]) -> Op:
         """The composite of one panel's `blocks` moves and Mmads; `slots`: (block, L0C slot dependency)."""
@@ -822,29 +868,32 @@ class _PanelChain:
         def schedule(op: Op) -> float:
             move, fractals, latency, depth, halves = self.move_cycles, self.fractals, self.latency, self.depth, \
                 self.halves
-            mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
             ready = max(panels[0].end, panels[1].end)
             slot_at = [None, None]
             for b, d in slots:
                 slot_at[b] = _dep_time(d)
-            move_rel, mm_rel, ends = self.move_release, self.mm_release, self.mm_ends
-            mm_end = ends[-1]
+            move_rel, mm_rel = self.move_release, self.mm_release
+            mm_end2, mm_end = self.mm_ends
             half_mm, half_move = -fractals / 2, -move / 2
-            parts = []
-            append = parts.append
-            move_busy: list[float] = []
-            mm_busy: list[float] = []
-            for b in range(blocks):
+            # each op's start and release (its end: release + latency, a move's latency being 0)
+            move_starts: list[float] = []
+            move_releases: list[float] = []
+            mm_starts: list[float] = []
+            mm_releases: list[float] = []
+            # The first two blocks (which wait for the panels and the L0C slots), or with halves every block,
+            # by the rule as written; the others in the loop below.
+            head = blocks if halves else min(blocks, 2)
+            for b in range(head):
                 t = move_rel
                 if b == 0 and ready > t:
                     t = ready
-                e = mm_end + half_mm if halves else ends[-depth]
+                e = mm_end + half_mm if halves else (mm_end if depth == 1 else mm_end2)
                 if e > t:
                     t = e
                 move_rel = t + move
-                move_end = move_rel + 0.0  # a move's latency is 0
-                append((mte1, move_label, t, move_rel, move_end))
-                move_busy.append(move_rel - t)
+                move_starts.append(t)
+                move_releases.append(move_rel)
+                move_end = move_rel + 0.0
                 t = mm_rel
                 e = move_end + half_move if halves else move_end
                 if e > t:
@@ -856,14 +905,41 @@ class _PanelChain:
                 if mm_end > t:
                     t = mm_end
                 mm_rel = t + fractals
-                mm_end = mm_rel + latency
-                ends.append(mm_end)
-                append((cube, mm_label, t, mm_rel, mm_end))
-                mm_busy.append(mm_rel - t)
-            self.move_release, self.mm_release = move_rel, mm_rel
+                mm_end2, mm_end = mm_end, mm_rel + latency
+                mm_starts.append(t)
+                mm_releases.append(mm_rel)
+            if head < blocks:
+                # Past the first two blocks, without halves: a move waits for its L0A/L0B slot (the Mmad
+                # `depth` blocks before ended), a Mmad for its move and the previous Mmad's end (which is not
+                # before that Mmad's release): the same maxima as above, fewer comparisons.
+                add_move, add_move_release = move_starts.append, move_releases.append
+                add_mm, add_mm_release = mm_starts.append, mm_releases.append
+                for _ in range(blocks - head):
+                    e = mm_end if depth == 1 else mm_end2
+                    t = e if e > move_rel else move_rel
+                    move_rel = t + move
+                    add_move(t)
+                    add_move_release(move_rel)
+                    t = mm_end if mm_end > move_rel else move_rel
+                    mm_rel = t + fractals
+                    mm_end2, mm_end = mm_end, mm_rel + latency
+                    add_mm(t)
+                    add_mm_release(mm_rel)
+                move_end = move_rel + 0.0
+            self.move_release, self.mm_release, self.mm_ends = move_rel, mm_rel, (mm_end2, mm_end)
+            mte1, cube, move_label, mm_label = "MTE1", "CUBE", "A->L0A, B->L0B", self.mm_label
+
+            def spans() -> list[tuple[str, str, float, float, float]]:
+                out = []
+                for t0, r0, t1, r1 in zip(move_starts, move_releases, mm_starts, mm_releases, strict=True):
+                    out.append((mte1, move_label, t0, r0, r0 + 0.0))
+                    out.append((cube, mm_label, t1, r1, r1 + latency))
+                return out
+
             # moves and Mmads each end later and later: the latest end is the last of either
-            op.parts = Parts(parts, [(mte1, move_busy), (cube, mm_busy)], max(move_end, mm_end))
-            op.start, op.latency = parts[0][2], latency
+            op.parts = Parts(spans, [(mte1, list(map(sub, move_releases, move_starts))),
+                                     (cube, list(map(sub, mm_releases, mm_starts)))], max(move_end, mm_end))
+            op.start, op.latency = move_starts[0], latency
             return mm_rel
 
         deps = [*panels, *(d for _, d in slots)]

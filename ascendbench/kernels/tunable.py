@@ -12,8 +12,6 @@ A *problem* is a plain dict of Python ints/strings (JSON-ready): for HGEMM {"m",
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,12 +21,12 @@ from ascendbench.kernels.base import ParamError, get_kernel
 from ascendbench.kernels.batched_scan import BatchedScanParams, simulate_batched
 from ascendbench.kernels.batched_scan import check as check_batched
 from ascendbench.kernels.contract import KernelSpec
-from ascendbench.kernels.hgemm import GemmShape, HgemmParams, equivalent_params, resolve_tiling, simulate_hgemm
+from ascendbench.kernels.hgemm import GemmShape, HgemmParams, resolve_tiling, simulated_seconds
 from ascendbench.kernels.scan import S_VALUES, ScanParams, auto_chunk
 from ascendbench.sim.engine import BufferCapacityError
 
-__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable", "Tunable",
-           "clear_evaluations"]
+__all__ = ["BatchedScanTunable", "Evaluation", "HgemmTunable", "Infeasible", "ScanTunable", "SpecTunable",
+           "Tunable"]
 
 
 class Infeasible(Exception):
@@ -135,41 +133,16 @@ class HgemmTunable:
     def evaluate(self, problem: Mapping[str, Any], config: Mapping[str, Any], hw: HardwareProfile) -> Evaluation:
         """Simulated time of one configuration. Raises Infeasible with the kernel's reason (a tile that does
         not fit L0A/L0B/L0C/L1/UB, an option out of range). A configuration that simulates the same run as
-        one evaluated before in this process (hgemm.equivalent_params: e.g. padding on or off where nothing is
-        padded) gets that evaluation without simulating again."""
+        one evaluated before in this process (hgemm.simulated_seconds: e.g. padding on or off where nothing is
+        padded) gets that time without simulating again; clearing hgemm.RUN_CACHE forgets them."""
         shape = self._shape(problem)
-        params = self._params(config)
-        every_core = bool(problem.get("every_core", False))
         try:
-            key = (shape, equivalent_params(shape, params), hw, every_core)
-            with _HGEMM_LOCK:
-                known = _HGEMM_EVALUATIONS.get(key)
-                if known is not None:
-                    _HGEMM_EVALUATIONS.move_to_end(key)
-                    return known
-            sim, _ = simulate_hgemm(shape, params, hw, every_core=every_core)
+            seconds = simulated_seconds(shape, self._params(config), hw,
+                                        bool(problem.get("every_core", False)))
         except (ParamError, BufferCapacityError) as exc:
             raise Infeasible(str(exc)) from None
-        tflops = shape.flops / sim.time_s / 1e12 if sim.time_s > 0 else 0.0
-        out = Evaluation(sim.time_s, tflops, self.unit)
-        with _HGEMM_LOCK:
-            _HGEMM_EVALUATIONS[key] = out
-            if len(_HGEMM_EVALUATIONS) > _HGEMM_EVALUATIONS_KEPT:
-                _HGEMM_EVALUATIONS.popitem(last=False)
-        return out
-
-
-# HgemmTunable.evaluate's evaluations in this process, by shape, equivalent options, profile and every_core
-# (least recently used dropped beyond the bound; an entry is a few hundred bytes).
-_HGEMM_EVALUATIONS: OrderedDict = OrderedDict()
-_HGEMM_EVALUATIONS_KEPT = 32768
-_HGEMM_LOCK = threading.Lock()
-
-
-def clear_evaluations() -> None:
-    """Forget the evaluations HgemmTunable.evaluate keeps in this process (a benchmark timing the model cold)."""
-    with _HGEMM_LOCK:
-        _HGEMM_EVALUATIONS.clear()
+        tflops = shape.flops / seconds / 1e12 if seconds > 0 else 0.0
+        return Evaluation(seconds, tflops, self.unit)
 
 
 class ScanTunable:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -136,15 +136,24 @@ class Op:
         return f"Op({self.unit}.{self.pipe} {self.label} {self.start:.0f}-{self.end:.0f})"
 
 
-@dataclass(slots=True)
 class Parts:
-    """The ops a composite op (Engine.composite) stands for, once it has run: their (pipe, label, start,
-    release, end) in program order; per pipe, in order of first use, each op's busy time (release - start,
-    in program order: busy time adds them one by one, as it adds separate ops); and their latest end."""
+    """The ops a composite op (Engine.composite) stands for, once it has run: `spans`, their (pipe, label,
+    start, release, end) in program order (given as a list, or as a function returning it, called the first
+    time they are read: only timelines read them); `busy`, per pipe, in order of first use, each op's busy
+    time (release - start, in program order: busy time adds them one by one, as it adds separate ops); and
+    `end`, their latest end."""
 
-    spans: list[tuple[str, str, float, float, float]]
-    busy: list[tuple[str, list[float]]]
-    end: float
+    __slots__ = ("_spans", "busy", "end")
+
+    def __init__(self, spans: list[tuple[str, str, float, float, float]] | Callable[[], list],
+                 busy: list[tuple[str, list[float]]], end: float):
+        self._spans, self.busy, self.end = spans, busy, end
+
+    @property
+    def spans(self) -> list[tuple[str, str, float, float, float]]:
+        if callable(self._spans):
+            self._spans = self._spans()
+        return self._spans
 
 
 Dep = Op | tuple[Op, float] | None
@@ -222,7 +231,6 @@ class Engine:
         self.l2 = _Server(hw.l2_bytes_per_cycle)
         self.cache = l2 if l2 is not None else L2Cache(hw.l2_cache_bytes)
         self.stats: RunStats | None = None
-        self.composites = False  # whether a composite op was added (Engine.run then sums busy time by _spans)
 
     # ----- building -------------------------------------------------------------------------------
     def _add(self, unit: str, pipe: str, label: str, cycles: float, deps: Iterable[Dep], xfer=None,
@@ -413,13 +421,24 @@ class Engine:
         if region is not None:
             return self._addressed(unit, pipe, nbytes, region, False, aligned, deps, label, serial,
                                    bool(nd2nz_unaligned))
-        # A program repeats a few kinds of transfer many times: their counters and costs are computed once.
+        return self.transfer(unit, pipe, self.read_kind(nbytes, l2_hit=l2_hit, aligned=aligned, serial=serial,
+                                                        nd2nz_unaligned=nd2nz_unaligned), deps, label)
+
+    def read_kind(self, nbytes: float, *, l2_hit: bool | float, aligned: bool = True, serial: float = 1.0,
+                  nd2nz_unaligned: bool = False) -> tuple[tuple, tuple]:
+        """What a gm_read with `l2_hit` (no region) counts and costs, for `transfer`: a program that repeats a
+        transfer many times can look it up once. Arguments and errors as gm_read's."""
         # The key holds nbytes' type too: an int size gives int byte counters, a float one float counters.
         key = (nbytes, nbytes.__class__, float(l2_hit), bool(aligned), serial, bool(nd2nz_unaligned))
         known = self._reads.get(key)
         if known is None:
             known = self._reads[key] = self._read_cost(nbytes, float(l2_hit), aligned, serial, bool(nd2nz_unaligned))
-        counts, xfer = known
+        return known
+
+    def transfer(self, unit: str, pipe: str, kind: tuple[tuple, tuple], deps: Sequence[Dep] = (),
+                 label: str = "transfer") -> Op:
+        """A GM transfer of a kind from read_kind or write_kind (gm_read or gm_write with those arguments)."""
+        counts, xfer = kind
         self._count(unit, counts)
         return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
 
@@ -477,13 +496,16 @@ class Engine:
             raise ValueError("gm_write takes exactly one of region and writeback")
         if region is not None:
             return self._addressed(unit, pipe, nbytes, region, True, aligned, deps, label, 1.0, False)
-        key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in gm_read
+        kind = self.write_kind(nbytes, writeback=writeback, aligned=aligned)
+        return self.transfer(unit, pipe, kind, deps, label)
+
+    def write_kind(self, nbytes: float, *, writeback: bool, aligned: bool = True) -> tuple[tuple, tuple]:
+        """What a gm_write with `writeback` (no region) counts and costs, for `transfer` (see read_kind)."""
+        key = (nbytes, nbytes.__class__, bool(writeback), bool(aligned))  # as in read_kind
         known = self._writes.get(key)
         if known is None:
             known = self._writes[key] = self._write_cost(nbytes, writeback, aligned)
-        counts, xfer = known
-        self._count(unit, counts)
-        return self._add(unit, pipe, label, 0.0, deps, xfer, latency=xfer[3])
+        return known
 
     def _write_cost(self, nbytes: float, writeback: bool, aligned: bool) -> tuple[tuple, tuple]:
         """Counters and ("w", server demands, core cycles, latency, bytes written back to HBM, HBM time they
@@ -539,7 +561,6 @@ class Engine:
         start and op.latency so that release + latency is when the ops that depend on the composite may start,
         and returns the release. Busy time, phases, the makespan and the timeline count the parts; the kernel
         adds their counters."""
-        self.composites = True
         return self._add(unit, pipe, label, 0.0, deps, ("c", schedule))
 
     def count(self, unit: str, items: Iterable[tuple[str, float]]) -> None:
@@ -720,26 +741,22 @@ class Engine:
             stuck = next(o for o in self.ops if not o.done)
             raise RuntimeError(f"deadlock in simulated program at {stuck.unit}.{stuck.pipe} {stuck.label}")
 
-        # A composite's parts add busy time to other pipes than its own, in program order: _spans walks that order.
-        makespan, phases, busy = _spans(self.ops, unlink=True) if self.composites else _pipe_spans(heads)
+        makespan, phases, busy = _pipe_spans(heads, self.ops)
         self.prefix_dynamic = prefix_dyn
         self.stats = RunStats(makespan, phases, busy, self.hbm.busy, self.l2.busy,
                               {u: weights.get(u, 1) for u, _ in busy}, dyn)
         return self.stats
 
 
-def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tuple[float, float]],
-                                                              dict[tuple[str, str], float]]:
+def _spans(ops: Iterable[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
     """When the last of `ops` ended, the (start, end) span of each phase and the busy time of each
-    (unit, pipe), in cycles; with `unlink`, Engine.unlink in the same pass. Comparisons instead of min()/max()
-    calls: this runs once per op of every run."""
+    (unit, pipe), in cycles, in program order. Comparisons instead of min()/max() calls: this runs once per op
+    of the ops it is given."""
     phases: dict[str, tuple[float, float]] = {}
     busy: dict[tuple[str, str], float] = {}
     makespan = 0.0
     get = busy.get
     for op in ops:
-        if unlink:
-            op.succs = op.next = None
         start, end = op.start, op.end
         unit = op.unit
         parts = op.parts
@@ -762,27 +779,50 @@ def _spans(ops: Iterable[Op], unlink: bool = False) -> tuple[float, dict[str, tu
     return makespan, phases, busy
 
 
-def _pipe_spans(heads: list[Op]) -> tuple[float, dict[str, tuple[float, float]], dict[tuple[str, str], float]]:
-    """_spans of a whole finished run, from the first op of each pipe (in program order) along the pipes, and
-    Engine.unlink in the same pass: a pipe's busy time is summed in local variables, in program order (the
-    same sums as _spans), and a phase's span is updated once per stretch of its ops on a pipe, instead of a
-    dictionary look-up per op. The dictionaries have _spans' order (first op of each phase, of each pipe)."""
+def _pipe_spans(heads: list[Op], ops: list[Op]) -> tuple[float, dict[str, tuple[float, float]],
+                                                          dict[tuple[str, str], float]]:
+    """_spans of a whole finished run (`ops`, in program order), from the first op of each pipe (`heads`, in
+    program order) along the pipes, and Engine.unlink in the same pass: a pipe's busy time is summed in local
+    variables, in program order (the same sums as _spans), and a phase's span is updated once per stretch of
+    its ops on a pipe, instead of a dictionary look-up per op. A composite's parts add their busy time to
+    their pipes, in program order as _spans adds them, as long as each such pipe gets busy time from one
+    pipe's walk only (as the panel composites of HGEMM on the CUBE pipe give MTE1 and CUBE theirs);
+    otherwise the sums are those of _spans in program order. The dictionaries have _spans' order (first op
+    of each phase, of each (unit, pipe) adding busy time)."""
     spans: dict[str, tuple[float, float]] = {}
     first: dict[str, int] = {}  # phase -> seq of its first op
-    busy: dict[tuple[str, str], float] = {}
+    # (seq of the first op adding busy time, its part's index in the composite, (unit, pipe), busy time)
+    sums: list[tuple[int, int, tuple[str, str], float]] = []
+    parts_busy: dict[tuple[str, str], list] = {}  # key -> [seq, part index, pipe walk, [busy times, ...]]
     makespan = 0.0
-    for op in heads:
+    for walk, op in enumerate(heads):
         unit, pipe = op.unit, op.pipe
         total = 0.0
+        own = -1  # seq of the pipe's first op that is not a composite
         phase = op.phase
-        lo, hi, seq = op.start, op.end, op.seq
+        lo, hi, seq = op.start, -math.inf, op.seq
         while op is not None:
             nxt = op.next
             op.succs = op.next = None
             start, end = op.start, op.end
+            parts = op.parts
+            if parts is None:
+                total += op.release - start
+                if own < 0:
+                    own = op.seq
+            else:
+                if parts.end > end:  # noqa: PLR1730
+                    end = parts.end
+                for i, (part_pipe, times) in enumerate(parts.busy):
+                    entry = parts_busy.get((unit, part_pipe))
+                    if entry is None:
+                        parts_busy[(unit, part_pipe)] = [op.seq, i, walk, [times]]
+                    else:
+                        entry[3].append(times)
+                        if entry[2] != walk:
+                            entry[2] = -1  # parts of composites on two pipes: _spans' order decides
             if end > makespan:  # noqa: PLR1730
                 makespan = end
-            total += op.release - start
             if op.phase != phase:
                 span = spans.get(phase)
                 spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
@@ -799,8 +839,19 @@ def _pipe_spans(heads: list[Op]) -> tuple[float, dict[str, tuple[float, float]],
         spans[phase] = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
         if seq < first.get(phase, seq + 1):
             first[phase] = seq
-        if unit != "chip":
-            busy[(unit, pipe)] = total
+        if own >= 0 and unit != "chip":
+            sums.append((own, 0, (unit, pipe), total))
+    if parts_busy:
+        walked = {key for _, _, key, _ in sums}
+        for key, (seq, i, walk, lists) in parts_busy.items():
+            if walk < 0 or key in walked:  # busy time from two walks: added in program order by _spans
+                return _spans(ops)
+            total = 0.0
+            for times in lists:
+                total = reduce(add, times, total)
+            sums.append((seq, i, key, total))
+        sums.sort()
+    busy = {key: total for _, _, key, total in sums}
     return makespan, {p: spans[p] for p in sorted(spans, key=first.__getitem__)}, busy
 
 

@@ -618,8 +618,8 @@ def simulate_2d(
 
     cache with cache_key(skip_tasks, kept_blocks): a hashable description of everything `build` emits for
     those arguments (None: do not cache), with which runs measured before (in this call or an earlier one)
-    are looked up instead of simulated; the result is the same either way. The timeline of a looked-up run
-    is rebuilt when it is first read.
+    are looked up instead of simulated; the result is the same either way. The timeline is rebuilt (the last
+    run built and run again) when it is first read.
     """
     if force_exact:
         keep_tasks, keep_blocks = (tasks, tasks), (blocks, blocks)
@@ -664,12 +664,12 @@ def simulate_2d(
                     key = (program, hw, warm_l2, every_core, t, k, ts[0] if from_prefix else None)
             measured = cache.get(key) if key is not None else None
             if measured is None:
-                engine, measured = run(t, k)
-                ops = engine.ops
+                measured = run(t, k)[1]
                 if key is not None:
                     cache.put(key, measured)
-            else:
-                ops = _RebuiltOps(lambda t=t, k=k: run(t, k)[0].ops)
+            # The run's ops are freed here, before the garbage collector runs again (it would scan them all:
+            # a sixth of a cold HGEMM shape); only traces read them, and they build and run the program again.
+            ops = _RebuiltOps(lambda t=t, k=k: run(t, k)[0].ops)
             runs.update(measured)
 
     t1, t2, k1, k2 = ts[0], ts[-1], ks[0], ks[-1]

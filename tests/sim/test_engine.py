@@ -267,9 +267,10 @@ def test_negative_transfer_sizes_are_refused():
         e.gm_write("core0.aiv0", "MTE3", -1000, writeback=True)
 
 
-def _two_moves_and_mmads(e: Engine, composite: bool):
+def _two_moves_and_mmads(e: Engine, composite: bool, extra_move: bool = False):
     """A GM read, then two (L1 -> L0 move, Mmad) pairs that depend on it, then a GM write of the result:
-    as separate ops, or the four local ops as one composite whose schedule applies the same rules."""
+    as separate ops, or the four local ops as one composite whose schedule applies the same rules; with
+    `extra_move`, one more separate move of 1000 bytes at 7 bytes per cycle after the write."""
     read = e.gm_read("core0.aic", "MTE2", 4096, l2_hit=0.0, label="panel")
     if not composite:
         mm = None
@@ -299,6 +300,8 @@ def _two_moves_and_mmads(e: Engine, composite: bool):
         e.count("core0.aic", (("bytes_l1_to_l0", 2 * 8192), ("matmuls", 2), ("cube_fractals", 2 * cube)))
         mm = e.composite("core0.aic", "CUBE", "moves and Mmads", [read], schedule)
     write = e.gm_write("core0.aic", "FIXPIPE", 4096, writeback=True, deps=[mm], label="C")
+    if extra_move:
+        e.local_move("core0.aic", "MTE1", 1000, 7.0, "bytes_l1_to_l0", deps=[write], label="move")
     return e.run(), write
 
 
@@ -316,6 +319,22 @@ def test_a_composite_op_times_counts_and_shows_the_ops_it_stands_for():
     assert w1 == w2 and plain.makespan == comp.makespan and plain.phases == comp.phases
     assert plain.busy == comp.busy and c1 == c2
     assert t1 == t2 and [s[1] for s in t2] == ["panel", "move", "Mmad", "move", "Mmad", "C"]
+
+
+@pytest.mark.parametrize("extra_move", [False, True])
+def test_busy_time_of_a_composites_parts_adds_in_program_order(extra_move):
+    # the run walks each pipe; a pipe that gets busy time from a composite's parts and from its own ops (the
+    # extra move) is summed in program order, as _spans sums it, in the same (unit, pipe) order
+    from ascendbench.sim.engine import _spans
+
+    e = Engine(HW)
+    stats, _ = _two_moves_and_mmads(e, True, extra_move)
+    makespan, phases, busy = _spans(e.ops)
+    assert (stats.makespan, stats.phases, list(stats.busy.items())) == (makespan, phases, list(busy.items()))
+    assert list(busy) == [("core0.aic", "MTE2"), ("core0.aic", "MTE1"), ("core0.aic", "CUBE"),
+                          ("core0.aic", "FIXPIPE")]
+    moves = 2 * 8192 / 512.0 + (1000 / 7.0 if extra_move else 0.0)
+    assert busy[("core0.aic", "MTE1")] == pytest.approx(moves)
 
 
 def _check_index(cache) -> None:

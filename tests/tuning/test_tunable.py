@@ -3,6 +3,7 @@
 import pytest
 
 from ascendbench.hardware import load_profile
+from ascendbench.kernels import hgemm
 from ascendbench.kernels.hgemm import GemmShape, HgemmParams, simulate_hgemm
 from ascendbench.kernels.registry import get_tunable
 from ascendbench.kernels.tunable import Infeasible
@@ -28,16 +29,20 @@ def test_hgemm_evaluation_is_the_timing_model():
 
 
 @pytest.mark.parametrize("shape", [(512, 512, 1024), (500, 300, 700)])
-def test_hgemm_options_that_cannot_change_the_run_share_one_evaluation(shape):
+def test_hgemm_options_that_cannot_change_the_run_share_one_evaluation(shape, monkeypatch):
     # 512 x 512 x 1024: K and N rows are 512-byte aligned, nothing is padded, so padding off runs the same
-    # program and is evaluated once; 500 x 300 x 700 pads both, so padding off is simulated on its own
+    # program and is simulated once; 500 x 300 x 700 pads both, so padding off is simulated on its own
     problem = dict(zip("mnk", shape, strict=True), batch=1)
     tunable = get_tunable("hgemm")
+    simulated = []
+    monkeypatch.setattr(hgemm, "simulate_hgemm",
+                        lambda *args, **kw: simulated.append(args[1]) or simulate_hgemm(*args, **kw))
+    hgemm.RUN_CACHE.clear()
     on = tunable.evaluate(problem, {"m0": 64, "n0": 128, "k0": 64, **BASE}, ATLAS)
     off = tunable.evaluate(problem, {"m0": 64, "n0": 128, "k0": 64, **BASE, "padding": False}, ATLAS)
     sim, _ = simulate_hgemm(GemmShape(*shape), HgemmParams(m0=64, n0=128, k0=64, padding=False), ATLAS)
     assert off.time_s == sim.time_s
-    assert (off is on) == (shape == (512, 512, 1024))
+    assert [p.padding for p in simulated] == ([True] if shape == (512, 512, 1024) else [True, False])
     assert (off.time_s == on.time_s) == (shape == (512, 512, 1024))
 
 
