@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _checkout  # noqa: F401  (this checkout's ascendbench, not an installed one)
 import optuna
 
 from ascendbench.commands.common import argparse_count
