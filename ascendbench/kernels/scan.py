@@ -368,7 +368,9 @@ class ScanKernel:
     def _aivs_lead(self, hw, params, n: int, length: int) -> bool:
         """Whether the AIVs' shares of the phase I reduction of an invocation of `length` elements do not start
         where their cube's share does (_layout: MCScanUL1 with an odd number of tiles per block, whose 2B AIVs
-        take ceil(t / 2B) tiles each: block b's AIVs start b tiles ahead of its cube)."""
+        take ceil(t / 2B) tiles each: block b's AIVs start b tiles ahead of its cube). Both shares are the measured
+        kernel's GetWorkDistribution (tcuscan_utils.h:1393-1408), over the B cubes and over the 2B AIVs' reduce
+        tiles of s^2 (KernelReduceTiles<InputT, 1>(s^2, ...), kernel_scan_multi_cube.h:106)."""
         tile = self.tile_elements(params)
         lay = _layout(params, length, _blocks(hw, params, n, tile), self.cube_kind == "ul1")
         return 2 * lay.reduce[0] * lay.reduce_tile != lay.cube[0] * tile

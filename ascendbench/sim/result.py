@@ -463,7 +463,7 @@ def simulate_scaled(
                 break
             spent += k3
             _, start3, engine3, s3, p3 = instance(k3)
-            before, after = _line(s1, s2, k1, k2, units), _line(s2, s3, k2, k3, units)
+            before, after = after, _line(s2, s3, k2, k3, units)  # the previous pair's line, and the new pair's
             k1, s1, p1, k2, start, engine, s2, p2 = k2, s2, p2, k3, start3, engine3, s3, p3
             if abs(after - before) <= steady * abs(after):
                 break
